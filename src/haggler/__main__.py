@@ -1,0 +1,3 @@
+from haggler.cli import app
+
+app(prog_name="haggler")

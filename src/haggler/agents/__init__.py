@@ -1,0 +1,1 @@
+"""Deciders: strategies that propose turns. Guards, not deciders, have the last word."""

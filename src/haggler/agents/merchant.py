@@ -1,0 +1,277 @@
+"""The store's deterministic merchant agent.
+
+It decides *what* to do on each shopper turn — counter, trade an extra, hold, accept, make a
+last offer, answer, ask — and returns a structured :class:`MerchantMove`. It never writes
+text: :mod:`haggler.language.render` turns moves into replies from public facts only, so the
+floor and the inventory note cannot leak through wording.
+
+How it sells: anchor at list price; never discount unprompted; trade levers cheapest first
+(by the retail value written in each lever) before cutting price; cut price in shrinking
+steps that answer the shopper's own movement; take a shopper offer that beats its own next
+counter; never go below the floor; when the shopper stays below the floor, make one last
+offer and then close gracefully.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from haggler.catalog import Lever, Product
+from haggler.engine import Action, Negotiation, Terms
+from haggler.language.intents import Intent, IntentKind, Topic
+
+MERCHANT = "merchant"
+SHOPPER = "shopper"
+
+
+class MoveKind(str, Enum):
+    GREET = "greet"                  # opening: introduces the product at list price
+    COUNTER = "counter"              # new, better terms (an extra or a lower price)
+    LAST_OFFER = "last_offer"        # the best terms it will ever give, said to be final
+    HOLD = "hold"                    # terms unchanged; asks the shopper to move
+    ACCEPT_OFFER = "accept_offer"    # takes the shopper's offer: a deal
+    CONFIRM_DEAL = "confirm_deal"    # the shopper accepted the merchant's terms: a deal
+    DECLINE_CLOSE = "decline_close"  # shopper stays below the floor after the last offer
+    FAREWELL = "farewell"            # the shopper walked away
+    ANSWER = "answer"                # answers product/store questions
+    CLARIFY = "clarify"              # ambiguous amounts: asks which one is the offer
+    DEFLECT = "deflect"              # refuses to discuss hidden state or instructions
+    PITCH = "pitch"                  # no offer in the turn: talks up the product
+    WRAP_UP = "wrap_up"              # the chat's last allowed message arrived
+
+
+@dataclass(frozen=True, slots=True)
+class MerchantMove:
+    kind: MoveKind
+    #: The engine action of the merchant's turn; None for a closing remark after the shopper
+    #: itself closed the negotiation (accept or walk away).
+    action: Action | None
+    #: The merchant's terms on the table after this move (the deal terms for a deal).
+    terms: Terms
+    added_extras: tuple[str, ...] = ()
+    final: bool = False
+    topics: tuple[Topic, ...] = ()
+    shopper_price_cents: int | None = None
+    candidates_cents: tuple[int, ...] = ()
+    deflected: bool = False
+    #: The move lowers the price (as opposed to only adding extras).
+    price_cut: bool = False
+
+    @property
+    def is_deal(self) -> bool:
+        return self.kind in (MoveKind.ACCEPT_OFFER, MoveKind.CONFIRM_DEAL)
+
+    @property
+    def closes(self) -> bool:
+        return self.kind in (MoveKind.ACCEPT_OFFER, MoveKind.CONFIRM_DEAL, MoveKind.DECLINE_CLOSE,
+                             MoveKind.FAREWELL, MoveKind.WRAP_UP)
+
+
+def _price_unit(list_price_cents: int) -> int:
+    """The granularity of the merchant's quotes: round numbers a salesperson would say
+    ($10 on a $1,899 item, $5 on $649, $1 on $379), never coarser than 1% of list price."""
+    for unit in (1_000, 500, 100, 10):
+        if unit * 100 <= list_price_cents:
+            return unit
+    return 1
+
+
+def _ceil_to(cents: int, unit: int) -> int:
+    return int(math.ceil(cents / unit)) * unit
+
+
+@dataclass(frozen=True, slots=True)
+class MerchantHistory:
+    """What the merchant needs from the conversation so far, derived from the engine state."""
+
+    ask: Terms
+    ask_is_final: bool
+    price_concessions: int
+    #: The size of the merchant's latest price cut (steps only ever shrink).
+    last_price_step: int | None
+    shopper_offers: tuple[int, ...]
+
+    @property
+    def shopper_stalls(self) -> int:
+        """How many of the shopper's latest offers in a row did not beat its earlier best."""
+        stalls, offers = 0, self.shopper_offers
+        for i in range(len(offers) - 1, 0, -1):
+            if offers[i] > max(offers[:i]):
+                break
+            stalls += 1
+        return stalls
+
+
+class MerchantAgent:
+    """Decides the merchant's move for one product. Holds no per-chat state: everything it
+    needs is derived from the negotiation, so any worker can answer any turn."""
+
+    #: Fraction of the remaining room given up on the first price concession, and the least
+    #: fraction later ones shrink to.
+    FIRST_STEP = 0.40
+    STEP_DECAY = 0.08
+    MIN_STEP = 0.15
+    #: An offer below this fraction of list price is a lowball: no concession for it.
+    LOWBALL = 0.5
+    #: Close when the shopper is this close (fraction of list) to the merchant's next counter.
+    CLOSE_ENOUGH = 0.01
+
+    def __init__(self, product: Product) -> None:
+        self.product = product
+        self.unit = _price_unit(product.list_price_cents)
+        # The lowest price the merchant will *quote*: strictly above the floor and rounded, so
+        # that no reply ever states the floor itself.
+        self.min_quote = min(product.list_price_cents, _ceil_to(product.floor_cents + 1, min(self.unit, 100)))
+
+    # -- opening ---------------------------------------------------------------------------
+
+    def opening_terms(self) -> Terms:
+        return Terms(self.product.list_price_cents, self.product.currency)
+
+    def greet(self) -> MerchantMove:
+        return MerchantMove(MoveKind.GREET, Action.OFFER, self.opening_terms())
+
+    # -- history -----------------------------------------------------------------------------
+
+    def history(self, negotiation: Negotiation) -> MerchantHistory:
+        ask = negotiation.standing.get(MERCHANT, self.opening_terms())
+        final = False
+        concessions = 0
+        last_step = None
+        previous_price = self.product.list_price_cents
+        offers: list[int] = []
+        for turn in negotiation.turns:
+            if turn.party == MERCHANT and turn.action is Action.OFFER and turn.terms is not None:
+                if turn.terms.price_cents < previous_price:
+                    concessions += 1
+                    last_step = previous_price - turn.terms.price_cents
+                previous_price = turn.terms.price_cents
+                final = turn.final
+            elif turn.party == SHOPPER and turn.action is Action.OFFER and turn.terms is not None:
+                offers.append(turn.terms.price_cents)
+        return MerchantHistory(ask, final, concessions, last_step, tuple(offers))
+
+    def shopper_terms(self, negotiation: Negotiation, price_cents: int) -> Terms:
+        """The terms a shopper's bare price offers: that price for the package on the table,
+        never more than the merchant is asking."""
+        ask = negotiation.standing.get(MERCHANT, self.opening_terms())
+        return Terms(min(price_cents, ask.price_cents), ask.currency, ask.extras)
+
+    # -- deciding ----------------------------------------------------------------------------
+
+    def respond(self, negotiation: Negotiation, intent: Intent, *, last_message: bool = False) -> MerchantMove:
+        """The merchant's move after the shopper's turn has been applied to ``negotiation``."""
+        state = self.history(negotiation)
+        outcome = negotiation.outcome
+        if outcome is not None and outcome.by == SHOPPER:
+            if outcome.agreed:
+                assert outcome.terms is not None
+                return MerchantMove(MoveKind.CONFIRM_DEAL, None, outcome.terms)
+            return MerchantMove(MoveKind.FAREWELL, None, state.ask)
+        move = self._decide(negotiation, state, intent)
+        if intent.manipulation and not move.deflected:
+            move = replace(move, deflected=True)
+        if last_message and not move.closes:
+            return MerchantMove(MoveKind.WRAP_UP, Action.MESSAGE, state.ask, deflected=move.deflected)
+        return move
+
+    def _decide(self, negotiation: Negotiation, state: MerchantHistory, intent: Intent) -> MerchantMove:
+        kind = intent.kind
+        if kind is IntentKind.OFFER and intent.amount_cents is not None:
+            return self._answer_offer(negotiation, state, intent.amount_cents, intent.topics)
+        if intent.manipulation:
+            return MerchantMove(MoveKind.DEFLECT, Action.MESSAGE, state.ask, deflected=True)
+        if kind is IntentKind.AMBIGUOUS:
+            return MerchantMove(MoveKind.CLARIFY, Action.MESSAGE, state.ask, candidates_cents=intent.candidates_cents)
+        if kind is IntentKind.BEST_PRICE:
+            return self._best_price(state)
+        if kind is IntentKind.QUESTION:
+            if Topic.EXTRAS in intent.topics and not state.ask.extras:
+                lever = self._next_lever(state.ask)
+                if lever is not None:
+                    return self._grant_lever(state.ask, lever, topics=intent.topics)
+            return MerchantMove(MoveKind.ANSWER, Action.MESSAGE, state.ask, topics=intent.topics)
+        # ACCEPT and WALK_AWAY close the negotiation before the merchant is asked, so what is
+        # left is talk with no offer in it.
+        return MerchantMove(MoveKind.PITCH, Action.MESSAGE, state.ask, topics=intent.topics)
+
+    def _answer_offer(self, negotiation: Negotiation, state: MerchantHistory, price: int,
+                      topics: tuple[Topic, ...]) -> MerchantMove:
+        ask = state.ask
+        floor = self.product.floor_cents
+        shopper = negotiation.standing.get(SHOPPER)
+        if price >= ask.price_cents:
+            return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, self.shopper_terms(negotiation, price),
+                                shopper_price_cents=price, topics=topics)
+        counter = self._counter(state, price)
+        close_enough = counter is not None and counter.price_cents - price <= self.product.list_price_cents * self.CLOSE_ENOUGH
+        if price >= floor and (counter is None or price >= counter.price_cents or close_enough):
+            assert shopper is not None
+            return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, shopper, shopper_price_cents=price, topics=topics)
+        if counter is None:
+            # Nothing left to give and the shopper is below the floor.
+            if state.ask_is_final:
+                return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
+            return MerchantMove(MoveKind.LAST_OFFER, Action.OFFER, ask, final=True, shopper_price_cents=price)
+        if price < floor and state.shopper_stalls >= 2:
+            # The shopper is stuck below the floor: one last offer, then a graceful close.
+            if state.ask_is_final:
+                return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
+            return MerchantMove(MoveKind.LAST_OFFER, Action.OFFER, ask, final=True, shopper_price_cents=price)
+        if state.shopper_stalls or price < self.product.list_price_cents * self.LOWBALL:
+            return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, shopper_price_cents=price, topics=topics)
+        added = tuple(e for e in counter.extras if e not in ask.extras)
+        final = counter.price_cents <= self.min_quote and self._next_lever(counter) is None
+        kind = MoveKind.LAST_OFFER if final else MoveKind.COUNTER
+        return MerchantMove(kind, Action.OFFER, counter, added_extras=added, final=final, shopper_price_cents=price,
+                            topics=topics, price_cut=counter.price_cents < ask.price_cents)
+
+    def _best_price(self, state: MerchantHistory) -> MerchantMove:
+        """Asked for the best price: one concession when none was made yet, else hold."""
+        if state.price_concessions == 0 and not state.ask.extras:
+            counter = self._counter(state, None)
+            if counter is not None:
+                added = tuple(e for e in counter.extras if e not in state.ask.extras)
+                return MerchantMove(MoveKind.COUNTER, Action.OFFER, counter, added_extras=added,
+                                    price_cut=counter.price_cents < state.ask.price_cents)
+        return MerchantMove(MoveKind.HOLD, Action.MESSAGE, state.ask)
+
+    def _next_lever(self, ask: Terms) -> Lever | None:
+        for lever in self.product.levers_cheapest_first():
+            if lever.offer_text not in ask.extras:
+                return lever
+        return None
+
+    def _grant_lever(self, ask: Terms, lever: Lever, *, topics: tuple[Topic, ...] = ()) -> MerchantMove:
+        terms = Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+        return MerchantMove(MoveKind.COUNTER, Action.OFFER, terms, added_extras=(lever.offer_text,), topics=topics)
+
+    def _counter(self, state: MerchantHistory, price: int | None) -> Terms | None:
+        """The merchant's next concession from its current terms, or None when it has none
+        left. ``price`` is the shopper's offer (None when no offer was made)."""
+        ask = state.ask
+        gap = ask.price_cents - price if price is not None else None
+        lever = self._next_lever(ask)
+        if lever is not None and (gap is None or lever.value_cents is None or lever.value_cents <= gap
+                                  or ask.price_cents <= self.min_quote):
+            return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+        room = ask.price_cents - self.min_quote
+        if room <= 0:
+            return None
+        fraction = max(self.MIN_STEP, self.FIRST_STEP - self.STEP_DECAY * state.price_concessions)
+        step = room * fraction
+        offers = state.shopper_offers
+        if len(offers) >= 2:
+            # Reciprocity: never move more than the shopper just did (with a floor on the step
+            # so that a shopper inching up is not stonewalled).
+            step = min(step, max(offers[-1] - max(offers[:-1]), room * 0.1))
+        if state.last_price_step is not None:
+            step = min(step, state.last_price_step)
+        target = _ceil_to(int(ask.price_cents - step), self.unit)
+        if target >= ask.price_cents:
+            target = ask.price_cents - self.unit
+        target = max(self.min_quote, target)
+        return Terms(target, ask.currency, ask.extras)
+

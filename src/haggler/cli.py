@@ -1,0 +1,113 @@
+"""The ``haggler`` command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from haggler.catalog import CatalogError, load_catalog
+from haggler.money import format_money, to_decimal_number
+from haggler.server.config import DEFAULT_DB_URL
+
+app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
+                  add_completion=False)
+err = Console(stderr=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+@app.command()
+def serve(
+    catalog: Annotated[Optional[Path], typer.Option(help="Catalog JSON file (default: the built-in demo store).")] = None,
+    db: Annotated[str, typer.Option(help="Database URL: sqlite:///file.db or postgresql://user@host/db.")] = DEFAULT_DB_URL,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    public_url: Annotated[Optional[str], typer.Option(help="Public base URL for absolute links (default: each request's own).")] = None,
+    trusted_proxy: Annotated[Optional[list[str]], typer.Option(help="CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable).")] = None,
+    max_chat_starts_per_hour: Annotated[int, typer.Option(help="Chats one client IP may start per hour.")] = 8,
+    max_messages_per_chat: Annotated[int, typer.Option(help="Shopper messages per chat; the merchant wraps up at the last.")] = 30,
+    idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
+    max_message_length: Annotated[int, typer.Option(help="Longest shopper message, in characters.")] = 2000,
+    seed: Annotated[Optional[int], typer.Option(help="Fixed seed: conversations become reproducible.")] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve a negotiable store (negotiate.v1) — by default the built-in demo store."""
+    import uvicorn
+
+    from haggler.protocols.negotiate_v1.service import StoreLimits
+    from haggler.server.app import create_app
+    from haggler.server.clientip import parse_networks
+    from haggler.server.config import StoreConfig
+    from haggler.storage.database import DatabaseError
+
+    try:
+        store_catalog = load_catalog(catalog)
+        limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
+        proxies = parse_networks(trusted_proxy or [])
+    except (CatalogError, ValueError) as exc:
+        raise _fail(str(exc))
+    if public_url is not None and not public_url.startswith(("http://", "https://")):
+        raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
+    config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
+                         limits=limits, seed=seed, sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
+    try:
+        application = create_app(config)
+    except DatabaseError as exc:
+        raise _fail(str(exc))
+    err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
+              f"negotiate.v1 at http://{host}:{port}/negotiate.json")
+    # proxy_headers=False: uvicorn would otherwise rewrite the client address from
+    # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
+    uvicorn.run(application, host=host, port=port, proxy_headers=False, log_level=log_level,
+                timeout_graceful_shutdown=5)
+
+
+@app.command()
+def deals(
+    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    limit: Annotated[Optional[int], typer.Option(help="Show at most this many, newest first.")] = None,
+) -> None:
+    """List the deals a store has recorded."""
+    from haggler.storage.chats import list_deals
+    from haggler.storage.database import DatabaseError, open_database
+
+    try:
+        database = open_database(db)
+    except DatabaseError as exc:
+        raise _fail(str(exc))
+    try:
+        with database.read() as conn:
+            rows = list_deals(conn, limit=limit)
+    finally:
+        database.dispose()
+    if as_json:
+        json.dump([{"id": d.id, "product_id": d.product_id, "price": to_decimal_number(d.price_cents),
+                    "currency": d.currency, "extras": list(d.extras), "created_at": d.created_at.isoformat(),
+                    "session_id": d.chat_id} for d in rows], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    table = Table(title=f"{len(rows)} deal{'s' if len(rows) != 1 else ''}")
+    for column in ("product", "price", "extras", "when (UTC)", "session"):
+        table.add_column(column)
+    for d in rows:
+        table.add_row(d.product_id, format_money(d.price_cents, d.currency), ", ".join(d.extras) or "—",
+                      d.created_at.strftime("%Y-%m-%d %H:%M:%S"), d.chat_id)
+    Console().print(table)
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,184 @@
+"""One negotiation: parties, turns, rules and an outcome — as a pure state machine.
+
+Modelled on h11: the object holds state and validates transitions; callers do the I/O
+(HTTP, database) and pass time in on each turn. A negotiation is rebuilt from stored turns by
+:meth:`Negotiation.replay`, so any worker can pick up any conversation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import Enum
+from typing import Iterable
+
+
+class Action(str, Enum):
+    """What a turn does to the negotiation."""
+
+    OFFER = "offer"        # puts terms on the table (an opening, a counter, a last offer)
+    MESSAGE = "message"    # talk without new terms: questions, answers, clarifications
+    ACCEPT = "accept"      # agrees to the counterpart's standing offer; closes with agreement
+    REJECT = "reject"      # ends without agreement (walks away, withdraws, declines)
+
+
+class OutcomeKind(str, Enum):
+    AGREED = "agreed"
+    REJECTED = "rejected"
+    TURN_CAP = "turn_cap"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True, slots=True)
+class Terms:
+    """What is on the table: a price in minor units plus non-price extras."""
+
+    price_cents: int
+    currency: str
+    extras: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    party: str
+    action: Action
+    at: datetime
+    terms: Terms | None = None
+    text: str | None = None
+    #: An OFFER marked final: the party says it will not improve on it.
+    final: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: OutcomeKind
+    at: datetime
+    terms: Terms | None = None
+    #: The party whose turn ended the negotiation, when one did.
+    by: str | None = None
+
+    @property
+    def agreed(self) -> bool:
+        return self.kind is OutcomeKind.AGREED
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The rules a protocol imposes.
+
+    ``max_turns`` counts every turn; when the turn that reaches it does not itself end the
+    negotiation, the outcome is TURN_CAP. ``None`` means no cap (never 0: a cap of 0 would
+    be ambiguous, and a public implementation once read it as "stop after every turn").
+    """
+
+    parties: tuple[str, str]
+    strict_alternation: bool = True
+    max_turns: int | None = None
+    idle_ttl: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError("max_turns must be a positive number of turns, or None for no cap")
+        if self.parties[0] == self.parties[1]:
+            raise ValueError("a negotiation needs two distinct parties")
+
+
+class RuleViolation(Exception):
+    """A turn the rules do not allow. ``code`` is stable; protocols map it to status codes."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class Negotiation:
+    rules: Rules
+    turns: list[Turn] = field(default_factory=list)
+    outcome: Outcome | None = None
+    #: The latest OFFER terms of each party: what an ACCEPT from the other party agrees to.
+    standing: dict[str, Terms] = field(default_factory=dict)
+
+    @classmethod
+    def replay(cls, rules: Rules, turns: Iterable[Turn]) -> "Negotiation":
+        """Rebuild a negotiation from stored turns, re-checking every rule on the way."""
+        negotiation = cls(rules)
+        for turn in turns:
+            negotiation.apply(turn)
+        return negotiation
+
+    @property
+    def closed(self) -> bool:
+        return self.outcome is not None
+
+    @property
+    def last_turn(self) -> Turn | None:
+        return self.turns[-1] if self.turns else None
+
+    def counterpart(self, party: str) -> str:
+        a, b = self.rules.parties
+        if party == a:
+            return b
+        if party == b:
+            return a
+        raise RuleViolation("unknown_party", f"{party!r} is not a party to this negotiation")
+
+    def whose_turn(self) -> str | None:
+        """The party expected to move next under strict alternation (None: either may)."""
+        if self.closed:
+            return None
+        if not self.rules.strict_alternation:
+            return None
+        last = self.last_turn
+        return self.rules.parties[0] if last is None else self.counterpart(last.party)
+
+    def idle_deadline(self) -> datetime | None:
+        last = self.last_turn
+        if self.rules.idle_ttl is None or last is None:
+            return None
+        return last.at + self.rules.idle_ttl
+
+    def expire_if_idle(self, now: datetime) -> Outcome | None:
+        """Close the negotiation as EXPIRED when it has been idle past its TTL."""
+        deadline = self.idle_deadline()
+        if self.outcome is None and deadline is not None and now >= deadline:
+            self.outcome = Outcome(OutcomeKind.EXPIRED, at=now)
+        return self.outcome
+
+    def check(self, turn: Turn) -> None:
+        """Raise RuleViolation if ``turn`` may not be applied now; change nothing."""
+        if self.closed:
+            raise RuleViolation("closed", "this negotiation is closed")
+        counterpart = self.counterpart(turn.party)
+        expected = self.whose_turn()
+        if expected is not None and turn.party != expected:
+            raise RuleViolation("out_of_turn", f"it is {expected}'s turn, not {turn.party}'s")
+        last = self.last_turn
+        if last is not None and turn.at < last.at:
+            raise RuleViolation("time_reversed", "a turn cannot be earlier than the turn before it")
+        if turn.action is Action.OFFER and turn.terms is None:
+            raise RuleViolation("missing_terms", "an offer must carry terms")
+        if turn.action is Action.ACCEPT:
+            if turn.terms is not None and turn.terms != self.standing.get(counterpart):
+                raise RuleViolation("accept_with_terms", "accept agrees to the standing offer; it cannot carry new terms")
+            if counterpart not in self.standing:
+                raise RuleViolation("nothing_to_accept", f"{counterpart} has no offer on the table")
+
+    def apply(self, turn: Turn) -> Outcome | None:
+        """Apply one turn; returns the outcome when the turn ends the negotiation."""
+        self.check(turn)
+        self.turns.append(turn)
+        if turn.action is Action.OFFER:
+            assert turn.terms is not None
+            self.standing[turn.party] = turn.terms
+        elif turn.action is Action.ACCEPT:
+            agreed = self.standing[self.counterpart(turn.party)]
+            self.outcome = Outcome(OutcomeKind.AGREED, at=turn.at, terms=agreed, by=turn.party)
+            return self.outcome
+        elif turn.action is Action.REJECT:
+            self.outcome = Outcome(OutcomeKind.REJECTED, at=turn.at, by=turn.party)
+            return self.outcome
+        if self.rules.max_turns is not None and len(self.turns) >= self.rules.max_turns:
+            self.outcome = Outcome(OutcomeKind.TURN_CAP, at=turn.at)
+        return self.outcome

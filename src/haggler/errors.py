@@ -1,0 +1,33 @@
+"""One error vocabulary for every protocol.
+
+Domain code raises these; each wire protocol maps them to its own status codes and error
+shape at the edge (negotiate.v1: ``{"error": "..."}``).
+"""
+
+from __future__ import annotations
+
+
+class HagglerError(Exception):
+    """Base class. ``message`` is safe to show to the caller."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(HagglerError):
+    """The request is malformed: a missing or bad parameter, a message too long."""
+
+
+class NotFound(HagglerError):
+    """The thing named does not exist (unknown product, unknown session)."""
+
+
+class Closed(HagglerError):
+    """The negotiation is over and takes no more turns."""
+
+
+class RateLimited(HagglerError):
+    def __init__(self, message: str, retry_after_seconds: int) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = max(1, retry_after_seconds)

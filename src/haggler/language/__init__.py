@@ -1,0 +1,1 @@
+"""Free text ⇄ structured intents: parsing shopper turns, rendering merchant replies."""

@@ -1,0 +1,46 @@
+"""Money as integer minor units (cents), converted only at the edges.
+
+Catalog files and negotiate.v1 responses carry decimal prices (``579`` or ``1299.99``);
+everything inside haggler holds integer cents so that no float rounding can move a price
+across a floor or a budget.
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+
+CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CAD": "CA$", "AUD": "A$", "JPY": "¥"}
+
+
+def to_cents(value: object) -> int:
+    """Convert a decimal amount (int, str, float or Decimal) to integer cents.
+
+    Raises ValueError for anything that is not a finite number.
+    """
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not an amount")
+    try:
+        amount = Decimal(str(value))
+    except (InvalidOperation, ValueError) as exc:
+        raise ValueError(f"not an amount: {value!r}") from exc
+    if not amount.is_finite():
+        raise ValueError(f"not a finite amount: {value!r}")
+    return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+def to_decimal_number(cents: int) -> int | float:
+    """The wire form of an amount: a whole number when there are no cents, else 2 decimals."""
+    if cents % 100 == 0:
+        return cents // 100
+    return round(cents / 100, 2)
+
+
+def format_money(cents: int, currency: str = "USD") -> str:
+    """Render an amount the way a person writes it: ``$1,299.99``, ``$579``."""
+    symbol = CURRENCY_SYMBOLS.get(currency.upper(), "")
+    sign = "-" if cents < 0 else ""
+    whole, frac = divmod(abs(cents), 100)
+    text = f"{whole:,}" if frac == 0 else f"{whole:,}.{frac:02d}"
+    if symbol:
+        return f"{sign}{symbol}{text}"
+    return f"{sign}{text} {currency.upper()}"

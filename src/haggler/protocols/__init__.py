@@ -1,0 +1,1 @@
+"""Wire protocols: thin adapters from each protocol's format onto the engine."""

@@ -1,0 +1,78 @@
+"""The store's human pages: the front, a page per product, and the checkout page for a deal.
+
+Built from public facts only, like every other response.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from haggler.catalog import Catalog, ProductFacts
+from haggler.language.render import join_extras
+from haggler.money import format_money
+from haggler.storage.chats import DealRow
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#1d2530}
+header{border-bottom:1px solid #dde3ea;margin-bottom:1.5rem}h1{margin:.2rem 0}.tag{color:#5b6777}
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(15rem,1fr));gap:1rem}
+.card{border:1px solid #dde3ea;border-radius:.6rem;padding:1rem}.price{font-size:1.3rem;font-weight:600}
+.kind{text-transform:uppercase;font-size:.75rem;letter-spacing:.05em;color:#5b6777}
+table{border-collapse:collapse}td,th{padding:.4rem .8rem;border-bottom:1px solid #dde3ea;text-align:left}
+code{background:#f3f5f8;padding:.1rem .3rem;border-radius:.3rem}
+"""
+
+
+def _page(title: str, body: str) -> str:
+    return (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'>"
+            f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{body}</body></html>")
+
+
+def _header(catalog: Catalog) -> str:
+    store = catalog.store
+    city = f" · {escape(store.city)}" if store.city else ""
+    return (f"<header><h1><a href='/' style='color:inherit;text-decoration:none'>{escape(store.name)}</a></h1>"
+            f"<p class=tag>{escape(store.tagline)}{city}</p></header>")
+
+
+def _card(facts: ProductFacts) -> str:
+    return (f"<div class=card><div class=kind>{escape(facts.kind or '')}</div>"
+            f"<h3><a href='/store/p/{escape(facts.id)}'>{escape(facts.name)}</a></h3>"
+            f"<p>{escape(facts.subtitle)}</p><p class=price>{format_money(facts.list_price_cents, facts.currency)}</p></div>")
+
+
+def store_front(catalog: Catalog) -> str:
+    store = catalog.store
+    about = f"<p>{escape(store.about)}</p>" if store.about else ""
+    cards = "".join(_card(p.facts) for p in catalog.products)
+    return _page(store.name, (
+        f"{_header(catalog)}{about}"
+        f"<p>Every price here is negotiable with {escape(store.rep_name)}, our sales agent. Shopper agents: "
+        f"start at <a href='/negotiate.json'><code>/negotiate.json</code></a> (negotiate.v1).</p>"
+        f"<div class=grid>{cards}</div><p class=tag>{escape(store.policy)}</p>"))
+
+
+def product_page(catalog: Catalog, facts: ProductFacts, start_chat_url: str) -> str:
+    rows = [("Condition", facts.condition), ("Made", str(facts.year_made) if facts.year_made else None),
+            ("List price", format_money(facts.list_price_cents, facts.currency))]
+    table = "".join(f"<tr><th>{k}</th><td>{escape(v)}</td></tr>" for k, v in rows if v)
+    return _page(f"{facts.name} — {catalog.store.name}", (
+        f"{_header(catalog)}<div class=kind>{escape(facts.kind or '')}</div><h2>{escape(facts.name)}</h2>"
+        f"<p><em>{escape(facts.subtitle)}</em></p><p>{escape(facts.description)}</p><table>{table}</table>"
+        f"<p>Haggle with {escape(catalog.store.rep_name)}: "
+        f"<a href='{escape(start_chat_url)}'><code>{escape(start_chat_url)}</code></a></p>"))
+
+
+def checkout_page(catalog: Catalog, deal: DealRow, facts: ProductFacts | None) -> str:
+    name = facts.name if facts else deal.product_id
+    extras = join_extras(deal.extras) if deal.extras else "none"
+    rows = [("Product", name), ("Agreed price", format_money(deal.price_cents, deal.currency)),
+            ("Extras included", extras), ("Deal", deal.id), ("Agreed at", deal.created_at.strftime("%Y-%m-%d %H:%M UTC"))]
+    if facts:
+        rows.insert(1, ("Condition", facts.condition or ""))
+        rows.append(("List price", format_money(facts.list_price_cents, facts.currency)))
+    table = "".join(f"<tr><th>{k}</th><td>{escape(v)}</td></tr>" for k, v in rows)
+    return _page(f"Checkout — {catalog.store.name}", (
+        f"{_header(catalog)}<h2>Your negotiated deal</h2><table id=deal>{table}</table>"
+        f"<p class=tag>{escape(catalog.store.policy)}</p>"))

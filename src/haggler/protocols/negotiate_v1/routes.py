@@ -1,0 +1,144 @@
+"""negotiate.v1 over HTTP: discovery, catalog, chat (GET, plus the optional POSTs of §5),
+and the store's pages."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Callable
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.responses import HTMLResponse
+
+from haggler.catalog import PRODUCT_ID_PATTERN
+from haggler.errors import InvalidInput, NotFound
+from haggler.protocols.negotiate_v1 import pages, views
+from haggler.protocols.negotiate_v1.service import ChatReply, ChatService
+from haggler.server.responses import JSON, dump_json
+
+_SESSION_ID = PRODUCT_ID_PATTERN  # tokens are URL-safe base64: the same alphabet
+
+
+def build_router(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str]) -> APIRouter:
+    router = APIRouter()
+    catalog = service.catalog
+
+    @lru_cache(maxsize=64)
+    def descriptor_bytes(base: str) -> bytes:
+        return dump_json(views.descriptor(catalog, service.limits, base))
+
+    @lru_cache(maxsize=64)
+    def catalog_bytes(base: str) -> bytes:
+        return dump_json({"store": views.store_view(catalog.store),
+                          "products": [views.product_view(p.facts, base, detailed=True) for p in catalog.products]})
+
+    @router.get("/negotiate.json")
+    @router.get("/.well-known/negotiate.json")
+    def discovery(request: Request) -> JSON:
+        return JSON(descriptor_bytes(base_of(request)))
+
+    @router.get(views.CATALOG_PATH)
+    def product_catalog(request: Request) -> JSON:
+        return JSON(catalog_bytes(base_of(request)))
+
+    def _start(request: Request, product_id: Any) -> JSON:
+        if product_id is None or product_id == "":
+            raise InvalidInput("missing parameter: product_id")
+        if not isinstance(product_id, str) or not PRODUCT_ID_PATTERN.match(product_id):
+            raise InvalidInput("malformed product_id")
+        start = service.start(product_id, client_of(request))
+        base = base_of(request)
+        return JSON({"session_id": start.session_id, "greeting": start.greeting,
+                     "next": views.next_url(base, start.session_id), "offer": views.offer_view(start.offer)},
+                    status_code=201)
+
+    @router.get(views.START_PATH)
+    def start_chat(request: Request) -> JSON:
+        return _start(request, request.query_params.get("product_id"))
+
+    @router.post(views.START_PATH)
+    async def start_chat_post(request: Request) -> JSON:
+        body = await _json_body(request)
+        return await run_in_threadpool(_start, request, body.get("product_id"))
+
+    def _say(request: Request, session_id: str, message: Any) -> JSON:
+        if message is None or message == "":
+            raise InvalidInput("missing parameter: message")
+        if not isinstance(message, str):
+            raise InvalidInput("message must be a string")
+        _check_session_id(session_id)
+        base = base_of(request)
+        reply = service.say(session_id, message, checkout_url=lambda deal_id: views.checkout_url(base, deal_id))
+        return JSON(_reply_view(reply, base, session_id))
+
+    @router.get("/api/store/chat/{session_id}/say")
+    def say(request: Request, session_id: str) -> JSON:
+        return _say(request, session_id, request.query_params.get("message"))
+
+    @router.post("/api/store/chat/{session_id}/message")
+    async def say_post(request: Request, session_id: str) -> JSON:
+        body = await _json_body(request)
+        return await run_in_threadpool(_say, request, session_id, body.get("message"))
+
+    @router.get("/api/store/chat/{session_id}")
+    def history(request: Request, session_id: str) -> JSON:
+        _check_session_id(session_id)
+        found = service.history(session_id)
+        view: dict[str, Any] = {
+            "session_id": found.session_id,
+            "history": [{"speaker": speaker, "message": text} for speaker, text in found.messages],
+            "closed": found.closed,
+            "product_id": found.product_id,
+        }
+        if found.deal is not None:
+            view["deal"] = views.deal_view(found.deal, base_of(request))
+        return JSON(view)
+
+    @router.get("/", response_class=HTMLResponse)
+    def store_front() -> HTMLResponse:
+        return HTMLResponse(pages.store_front(catalog))
+
+    @router.get("/store/p/{product_id}", response_class=HTMLResponse)
+    def product_page(request: Request, product_id: str) -> HTMLResponse:
+        product = service.product(product_id)
+        return HTMLResponse(pages.product_page(catalog, product.facts, views.start_chat_url(base_of(request), product.id)))
+
+    @router.get("/checkout/{deal_id}", response_class=HTMLResponse)
+    def checkout(deal_id: str) -> HTMLResponse:
+        deal = service.deal(deal_id)
+        product = catalog.product(deal.product_id)
+        return HTMLResponse(pages.checkout_page(catalog, deal, product.facts if product else None))
+
+    return router
+
+
+def _check_session_id(session_id: str) -> None:
+    if not _SESSION_ID.match(session_id):
+        raise NotFound(f"unknown session_id: {session_id}")
+
+
+def _reply_view(reply: ChatReply, base: str, session_id: str) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "message": reply.message,
+        "closed": reply.closed,
+        "next": None if reply.closed else views.next_url(base, session_id),
+    }
+    if reply.offer is not None:
+        view["offer"] = views.offer_view(reply.offer)
+    if reply.deal is not None:
+        view["deal"] = views.deal_view(reply.deal, base)
+    return view
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    content_type = request.headers.get("content-type", "")
+    if "json" not in content_type:
+        raise InvalidInput("send a JSON body with Content-Type: application/json")
+    try:
+        body = json.loads(await request.body() or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput("the request body is not valid JSON") from exc
+    if not isinstance(body, dict):
+        raise InvalidInput("the request body must be a JSON object")
+    return body

@@ -1,0 +1,1 @@
+"""App assembly: configuration, client addresses, CORS, the JSON error edge."""

@@ -1,0 +1,82 @@
+"""Assembling the store: one FastAPI app serving negotiate.v1 and the store's pages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import AsyncIterator
+
+from fastapi import FastAPI, Request
+from starlette.concurrency import run_in_threadpool
+
+from haggler import __version__
+from haggler.protocols.negotiate_v1.routes import build_router
+from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.server.clientip import client_address, is_trusted
+from haggler.server.config import StoreConfig
+from haggler.server.cors import OpenCORSMiddleware
+from haggler.server.errors import install_error_handlers
+from haggler.server.responses import JSON
+from haggler.storage.database import Database, open_database
+
+log = logging.getLogger("haggler")
+
+
+def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI:
+    """Build the store app. The database is opened (and migrated) here unless given."""
+    db = database or open_database(config.db_url)
+    service = ChatService(config.catalog, db, config.limits, config.clock, seed=config.seed)
+    trusted = config.trusted_proxies
+    public = config.public_url.rstrip("/") if config.public_url else None
+
+    def base_of(request: Request) -> str:
+        if public:
+            return public
+        scheme, host = request.url.scheme, request.headers.get("host") or request.url.netloc
+        peer = request.client.host if request.client else None
+        if trusted and peer and is_trusted(peer, trusted):
+            scheme = request.headers.get("x-forwarded-proto", scheme).split(",")[0].strip()
+            host = request.headers.get("x-forwarded-host", host).split(",")[0].strip()
+        return f"{scheme}://{host}"
+
+    def client_of(request: Request) -> str:
+        peer = request.client.host if request.client else None
+        return client_address(peer, request.headers.get("x-forwarded-for"), trusted)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        sweeper = asyncio.create_task(_sweep_forever(service, config.sweep_interval_seconds)) \
+            if config.sweep_interval_seconds else None
+        try:
+            yield
+        finally:
+            if sweeper is not None:
+                sweeper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sweeper
+            db.dispose()
+
+    app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url=None, redoc_url=None,
+                  openapi_url=None, lifespan=lifespan)
+    app.state.service = service
+    install_error_handlers(app)
+    app.include_router(build_router(service, base_of, client_of))
+
+    @app.get("/healthz")
+    def healthz() -> JSON:
+        return JSON({"ok": True})
+
+    app.add_middleware(OpenCORSMiddleware)
+    return app
+
+
+async def _sweep_forever(service: ChatService, interval: float) -> None:
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            closed = await run_in_threadpool(service.sweep)
+            if closed:
+                log.info("closed %d idle chats", closed)
+        except Exception:  # keep sweeping; the next read enforces the TTL anyway
+            log.exception("idle sweep failed")

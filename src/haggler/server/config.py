@@ -1,0 +1,33 @@
+"""What a store runs with: catalog, database, addresses, limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Callable
+
+from haggler.catalog import Catalog
+from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.server.clientip import Network
+
+DEFAULT_DB_URL = "sqlite:///haggler.db"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    catalog: Catalog
+    db_url: str = DEFAULT_DB_URL
+    #: The store's public base URL (``https://shop.example``); when None, URLs are built from
+    #: each request's own base.
+    public_url: str | None = None
+    trusted_proxies: tuple[Network, ...] = ()
+    limits: StoreLimits = field(default_factory=StoreLimits)
+    #: A fixed seed makes every conversation reproducible (same turns, same replies).
+    seed: int | None = None
+    clock: Callable[[], datetime] = utc_now
+    #: How often idle chats are swept closed, in seconds (None: no background sweep).
+    sweep_interval_seconds: float | None = 60.0

@@ -1,0 +1,48 @@
+"""The error edge: every failure becomes ``{"error": "..."}`` with the right status code —
+never a traceback, never HTML."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+
+from haggler.errors import Closed, HagglerError, InvalidInput, NotFound, RateLimited
+from haggler.server.responses import JSON, error
+
+log = logging.getLogger("haggler")
+
+
+def status_for(exc: HagglerError) -> int:
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, RateLimited):
+        return 429
+    if isinstance(exc, (InvalidInput, Closed)):
+        return 400
+    return 500
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HagglerError)
+    async def _domain(_: Request, exc: HagglerError) -> JSON:
+        headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, RateLimited) else None
+        return error(status_for(exc), exc.message, headers)
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSON:
+        message = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
+        return error(exc.status_code, message, getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSON:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path"))
+        return error(400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSON:
+        log.exception("unhandled error", exc_info=exc)
+        return error(500, "internal server error")

@@ -1,0 +1,191 @@
+"""Repository for negotiate.v1 chats, their messages, deals and chat starts."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Sequence
+
+from sqlalchemy import Connection, and_, func, insert, select, update
+
+from haggler.engine import Action, Terms, Turn
+from haggler.storage.schema import chat_starts, chats, deals, messages
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRow:
+    id: str
+    product_id: str
+    seed: int
+    status: str
+    outcome: str | None
+    shopper_messages: int
+    created_at: datetime
+    last_activity_at: datetime
+
+    @property
+    def closed(self) -> bool:
+        return self.status == "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    seq: int
+    speaker: str
+    text: str
+    action: str | None
+    price_cents: int | None
+    currency: str | None
+    extras: tuple[str, ...]
+    final: bool
+    created_at: datetime
+
+    def to_turn(self) -> Turn | None:
+        """The engine turn this message carried (None for a closing remark)."""
+        if self.action is None:
+            return None
+        terms = None
+        if self.price_cents is not None and self.currency is not None:
+            terms = Terms(self.price_cents, self.currency, self.extras)
+        return Turn(party=self.speaker, action=Action(self.action), at=self.created_at, terms=terms,
+                    text=self.text, final=self.final)
+
+
+@dataclass(frozen=True, slots=True)
+class DealRow:
+    id: str
+    chat_id: str
+    product_id: str
+    price_cents: int
+    currency: str
+    extras: tuple[str, ...]
+    created_at: datetime
+
+
+def lock_client(conn: Connection, client_ip: str) -> None:
+    """Serialize chat starts of one client across workers (PostgreSQL; SQLite's write
+    transactions are already exclusive)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"chat-start:{client_ip}",))
+
+
+def recent_starts(conn: Connection, client_ip: str, since: datetime) -> list[datetime]:
+    rows = conn.execute(
+        select(chat_starts.c.at)
+        .where(and_(chat_starts.c.client_ip == client_ip, chat_starts.c.at > since))
+        .order_by(chat_starts.c.at)
+    )
+    return [r.at for r in rows]
+
+
+def record_start(conn: Connection, client_ip: str, at: datetime) -> None:
+    conn.execute(insert(chat_starts).values(client_ip=client_ip, at=at))
+
+
+def prune_starts(conn: Connection, before: datetime) -> int:
+    return conn.execute(chat_starts.delete().where(chat_starts.c.at <= before)).rowcount
+
+
+def create_chat(conn: Connection, *, chat_id: str, product_id: str, seed: int, client_ip: str, now: datetime) -> None:
+    conn.execute(insert(chats).values(
+        id=chat_id, product_id=product_id, seed=seed, client_ip=client_ip, status="open",
+        outcome=None, shopper_messages=0, created_at=now, last_activity_at=now, closed_at=None,
+    ))
+
+
+def get_chat(conn: Connection, chat_id: str, *, for_update: bool = False) -> ChatRow | None:
+    query = select(chats.c.id, chats.c.product_id, chats.c.seed, chats.c.status, chats.c.outcome,
+                   chats.c.shopper_messages, chats.c.created_at, chats.c.last_activity_at
+                   ).where(chats.c.id == chat_id)
+    if for_update and conn.dialect.name == "postgresql":
+        query = query.with_for_update()
+    row = conn.execute(query).first()
+    return ChatRow(*row) if row else None
+
+
+def update_chat(conn: Connection, chat_id: str, *, now: datetime, shopper_messages: int,
+                outcome: str | None) -> None:
+    values: dict[str, object] = {"last_activity_at": now, "shopper_messages": shopper_messages}
+    if outcome is not None:
+        values.update(status="closed", outcome=outcome, closed_at=now)
+    conn.execute(update(chats).where(chats.c.id == chat_id).values(**values))
+
+
+def close_chat(conn: Connection, chat_id: str, *, outcome: str, now: datetime) -> None:
+    conn.execute(update(chats).where(and_(chats.c.id == chat_id, chats.c.status == "open"))
+                 .values(status="closed", outcome=outcome, closed_at=now))
+
+
+def close_idle_chats(conn: Connection, *, idle_before: datetime, now: datetime) -> int:
+    """Close every open chat whose last activity is at or before ``idle_before``."""
+    result = conn.execute(
+        update(chats)
+        .where(and_(chats.c.status == "open", chats.c.last_activity_at <= idle_before))
+        .values(status="closed", outcome="expired", closed_at=now)
+    )
+    return result.rowcount
+
+
+def _extras_json(extras: Sequence[str]) -> str:
+    return json.dumps(list(extras), ensure_ascii=False)
+
+
+def append_message(conn: Connection, chat_id: str, seq: int, *, speaker: str, text: str, turn: Turn | None,
+                   at: datetime) -> None:
+    terms = turn.terms if turn is not None else None
+    conn.execute(insert(messages).values(
+        chat_id=chat_id, seq=seq, speaker=speaker, text=text,
+        action=turn.action.value if turn is not None else None,
+        price_cents=terms.price_cents if terms else None,
+        currency=terms.currency if terms else None,
+        extras=_extras_json(terms.extras) if terms else None,
+        final=bool(turn and turn.final),
+        created_at=at,
+    ))
+
+
+def list_messages(conn: Connection, chat_id: str) -> list[MessageRow]:
+    rows = conn.execute(
+        select(messages.c.seq, messages.c.speaker, messages.c.text, messages.c.action, messages.c.price_cents,
+               messages.c.currency, messages.c.extras, messages.c.final, messages.c.created_at)
+        .where(messages.c.chat_id == chat_id).order_by(messages.c.seq)
+    )
+    return [MessageRow(r.seq, r.speaker, r.text, r.action, r.price_cents, r.currency,
+                       tuple(json.loads(r.extras)) if r.extras else (), bool(r.final), r.created_at)
+            for r in rows]
+
+
+def insert_deal(conn: Connection, *, deal_id: str, chat_id: str, product_id: str, terms: Terms, at: datetime) -> DealRow:
+    conn.execute(insert(deals).values(
+        id=deal_id, chat_id=chat_id, product_id=product_id, price_cents=terms.price_cents,
+        currency=terms.currency, extras=_extras_json(terms.extras), created_at=at,
+    ))
+    return DealRow(deal_id, chat_id, product_id, terms.price_cents, terms.currency, terms.extras, at)
+
+
+def _deal(row: object) -> DealRow:
+    r = row  # a Row with the deals columns
+    return DealRow(r.id, r.chat_id, r.product_id, r.price_cents, r.currency,  # type: ignore[attr-defined]
+                   tuple(json.loads(r.extras)), r.created_at)  # type: ignore[attr-defined]
+
+
+def get_deal(conn: Connection, deal_id: str) -> DealRow | None:
+    row = conn.execute(select(deals).where(deals.c.id == deal_id)).first()
+    return _deal(row) if row else None
+
+
+def deal_for_chat(conn: Connection, chat_id: str) -> DealRow | None:
+    row = conn.execute(select(deals).where(deals.c.chat_id == chat_id)).first()
+    return _deal(row) if row else None
+
+
+def list_deals(conn: Connection, *, limit: int | None = None) -> list[DealRow]:
+    query = select(deals).order_by(deals.c.created_at.desc(), deals.c.id)
+    if limit is not None:
+        query = query.limit(limit)
+    return [_deal(r) for r in conn.execute(query)]
+
+
+def count_chats(conn: Connection) -> int:
+    return conn.execute(select(func.count()).select_from(chats)).scalar_one()

@@ -1,0 +1,139 @@
+"""Opening a database: URL handling, SQLite pragmas, write serialization, migrations.
+
+Writes that must not interleave (two turns on one chat, two chat starts from one client)
+run in :meth:`Database.write`. On SQLite that is ``BEGIN IMMEDIATE`` behind an in-process
+lock — the lock keeps threads of one process from spinning in SQLite's busy handler, the
+IMMEDIATE transaction keeps separate processes apart. On PostgreSQL, callers lock the rows
+they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client counters.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Iterator
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+
+class DatabaseError(RuntimeError):
+    """The database cannot be opened or migrated; the message says which and why."""
+
+
+def normalize_url(url: str) -> str:
+    """Accept the URLs people write (``postgresql://``, ``postgres://``) and pick our drivers."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://"):]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def _sqlite_engine(url: str, *, immediate: bool) -> Engine:
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+        # Let SQLAlchemy's "begin" event decide how transactions start.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a process crash (SIGKILL) with every committed
+        # transaction intact; only an OS crash could lose the last few.
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):  # type: ignore[no-untyped-def]
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+class Database:
+    """One database, as used by one process: engines, transactions, migrations."""
+
+    def __init__(self, url: str) -> None:
+        self.url = normalize_url(url)
+        try:
+            parsed = make_url(self.url)
+        except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
+            raise DatabaseError(f"not a database URL: {url!r}") from exc
+        self.dialect = parsed.get_backend_name()
+        if self.dialect == "sqlite":
+            if parsed.database and parsed.database != ":memory:":
+                Path(parsed.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+            self._write_engine = _sqlite_engine(self.url, immediate=True)
+            self._read_engine = _sqlite_engine(self.url, immediate=False)
+        elif self.dialect == "postgresql":
+            engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+            self._write_engine = self._read_engine = engine
+        else:
+            raise DatabaseError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
+        self._write_lock = threading.Lock() if self.dialect == "sqlite" else None
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A transaction for changes that must be serialized; commits on success."""
+        if self._write_lock is not None:
+            with self._write_lock, self._write_engine.begin() as conn:
+                yield conn
+        else:
+            with self._write_engine.begin() as conn:
+                yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A read-only transaction (a consistent snapshot)."""
+        with self._read_engine.begin() as conn:
+            yield conn
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest migration (safe to run on every start)."""
+        try:
+            with self._write_engine.begin() as conn:
+                if self.dialect == "postgresql":
+                    # Two processes starting at once must not both create the tables.
+                    conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7240315)")
+                config = alembic_config()
+                config.attributes["connection"] = conn
+                command.upgrade(config, "head")
+        except Exception as exc:
+            raise DatabaseError(f"cannot open or migrate {self.safe_url}: {exc}") from exc
+
+    @property
+    def safe_url(self) -> str:
+        """The URL without its password, for messages and logs."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    def dispose(self) -> None:
+        self._write_engine.dispose()
+        self._read_engine.dispose()
+
+
+def alembic_config() -> Config:
+    config = Config()
+    location = resources.files("haggler.storage").joinpath("migrations")
+    config.set_main_option("script_location", str(location))
+    return config
+
+
+def open_database(url: str, *, migrate: bool = True) -> Database:
+    database = Database(url)
+    if migrate:
+        database.migrate()
+    return database
+
+
+__all__ = ["Database", "DatabaseError", "alembic_config", "normalize_url", "open_database"]

@@ -1,0 +1,102 @@
+"""The tables. Alembic migrations in ``migrations/versions`` create exactly these; a test
+compares the two so they cannot drift."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    TypeDecorator,
+)
+
+metadata = MetaData()
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timestamps are always timezone-aware UTC in Python, whatever the database returns
+    (SQLite has no time zones and hands back naive values)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: object) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: haggler stores aware UTC timestamps only")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+chats = Table(
+    "chats",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("product_id", String(100), nullable=False),
+    Column("seed", BigInteger, nullable=False),
+    Column("client_ip", String(64), nullable=False),
+    # open | closed
+    Column("status", String(16), nullable=False),
+    # agreed | rejected | turn_cap | expired, once closed
+    Column("outcome", String(16), nullable=True),
+    Column("shopper_messages", Integer, nullable=False, default=0),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_activity_at", UTCDateTime, nullable=False),
+    Column("closed_at", UTCDateTime, nullable=True),
+)
+Index("ix_chats_open_activity", chats.c.status, chats.c.last_activity_at)
+
+messages = Table(
+    "messages",
+    metadata,
+    Column("chat_id", String(64), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    # merchant | shopper
+    Column("speaker", String(16), nullable=False),
+    Column("text", Text, nullable=False),
+    # The engine action of this turn (offer | message | accept | reject); NULL for a closing
+    # remark made after the negotiation had already ended.
+    Column("action", String(16), nullable=True),
+    Column("price_cents", BigInteger, nullable=True),
+    Column("currency", String(3), nullable=True),
+    Column("extras", Text, nullable=True),  # JSON list of strings
+    Column("final", Boolean, nullable=False, default=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+deals = Table(
+    "deals",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("chat_id", String(64), ForeignKey("chats.id"), nullable=False, unique=True),
+    Column("product_id", String(100), nullable=False),
+    Column("price_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("extras", Text, nullable=False),  # JSON list of strings
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_deals_created_at", deals.c.created_at)
+
+chat_starts = Table(
+    "chat_starts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("client_ip", String(64), nullable=False),
+    Column("at", UTCDateTime, nullable=False),
+)
+Index("ix_chat_starts_ip_at", chat_starts.c.client_ip, chat_starts.c.at)

@@ -1,0 +1,160 @@
+"""Shared pytest fixtures.
+
+Database fixtures
+-----------------
+``db_url``
+    SQLAlchemy URL of a fresh, empty database; parametrized so a test using it
+    runs once on SQLite (a file in ``tmp_path``) and once on PostgreSQL.
+``postgres_url``
+    SQLAlchemy URL of a fresh, empty PostgreSQL database (dropped afterwards).
+``postgres_cluster``
+    The session-wide throwaway PostgreSQL server (see ``tests/support/postgres.py``).
+
+PostgreSQL tests are skipped when the server binaries are not installed
+(``scripts/install-test-deps`` installs them).  With ``HAGGLER_REQUIRE_POSTGRES=1``
+(as set by ``.ci/run``) they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+try:  # `python -m pytest` from the repo root (scripts/test), or tests/ is a package
+    from tests.support.postgres import PostgresCluster, find_pg_bin
+except ImportError:  # rootdir-less invocation: pytest puts tests/ itself on sys.path
+    from support.postgres import PostgresCluster, find_pg_bin  # type: ignore[no-redef]
+
+REQUIRE_POSTGRES_ENV = "HAGGLER_REQUIRE_POSTGRES"
+
+
+def _postgres_required() -> bool:
+    return os.environ.get(REQUIRE_POSTGRES_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL server shared by the whole test session."""
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        message = "PostgreSQL binaries not installed (run scripts/install-test-deps)"
+        if _postgres_required():
+            pytest.fail(f"{message}; {REQUIRE_POSTGRES_ENV}=1 is set", pytrace=False)
+        pytest.skip(message)
+    cluster = PostgresCluster(bin_dir)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def postgres_url(request: pytest.FixtureRequest, postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """SQLAlchemy URL of a fresh PostgreSQL database, dropped after the test."""
+    stem = re.sub(r"[^a-z0-9_]+", "_", request.node.name.lower()).strip("_")[:40]
+    name = f"t_{stem}_{uuid.uuid4().hex[:12]}"
+    url = postgres_cluster.create_database(name)
+    yield url
+    try:
+        postgres_cluster.drop_database(name)  # WITH (FORCE): closes leaked connections
+    except Exception:  # noqa: BLE001 - the whole cluster is thrown away at the end anyway
+        pass
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    ]
+)
+def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
+    """SQLAlchemy URL of a fresh, empty database; runs the test on each backend."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/haggler.db"
+    return request.getfixturevalue("postgres_url")
+
+
+# -- stores -------------------------------------------------------------------------------
+
+try:
+    from tests.support.servers import FakeClock, ThreadedServer
+except ImportError:  # pragma: no cover - see the postgres import above
+    from support.servers import FakeClock, ThreadedServer  # type: ignore[no-redef]
+
+#: Values planted in the test catalog's hidden fields; none may ever appear in a response.
+SECRET_MARKERS = ("SECRET-SUPPLIER-7731", "PERSONA-SECRET-ZEBRA", "NOTE-SECRET-QUARTZ")
+
+
+def secret_catalog_data() -> dict:
+    """The demo catalog, with extra private fields a store might keep next to the public ones."""
+    import json
+    from importlib import resources
+
+    data = json.loads(resources.files("haggler").joinpath("data/demo_catalog.json").read_text("utf-8-sig"))
+    data["store"]["owner_phone"] = "SECRET-SUPPLIER-7731 store phone"
+    for product in data["products"]:
+        product["supplier_cost"] = 123.45
+        product["supplier_contact"] = "SECRET-SUPPLIER-7731"
+        product["merchant_persona"] = "PERSONA-SECRET-ZEBRA: a jovial haggler"
+        product["inventory_note"] = product.get("inventory_note", "") + " NOTE-SECRET-QUARTZ"
+    return data
+
+
+class Store:
+    """A running store on a real loopback HTTP server, with its clock and an HTTP client."""
+
+    def __init__(self, server: ThreadedServer, clock: FakeClock, catalog, app) -> None:
+        import httpx
+
+        self.server = server
+        self.base = server.base
+        self.clock = clock
+        self.catalog = catalog
+        self.app = app
+        self.http = httpx.Client(base_url=server.base, timeout=30)
+
+    def start(self, product_id: str | None = None, **headers: str):
+        pid = product_id or self.catalog.products[0].id
+        return self.http.get("/api/store/chat/start", params={"product_id": pid}, headers=headers)
+
+    def say(self, next_url: str, message: str):
+        from urllib.parse import quote
+
+        return self.http.get(next_url.replace("{url_encoded_message}", quote(message, safe="")))
+
+
+@pytest.fixture
+def make_store(tmp_path):
+    """Start stores: ``make_store(db_url=..., limits=StoreLimits(...), ...)``."""
+    from contextlib import ExitStack
+
+    from haggler.catalog import parse_catalog
+    from haggler.server.app import create_app
+    from haggler.server.config import StoreConfig
+
+    stack = ExitStack()
+
+    def _make(*, db_url: str | None = None, catalog=None, clock: FakeClock | None = None, **config) -> Store:
+        clock = clock or FakeClock()
+        catalog = catalog or parse_catalog(secret_catalog_data())
+        config.setdefault("sweep_interval_seconds", None)
+        app = create_app(StoreConfig(catalog=catalog, db_url=db_url or f"sqlite:///{tmp_path}/store-{id(clock)}.db",
+                                     clock=clock, **config))
+        server = stack.enter_context(ThreadedServer(app))
+        store = Store(server, clock, catalog, app)
+        stack.callback(store.http.close)
+        return store
+
+    with stack:
+        yield _make
+
+
+@pytest.fixture
+def store(make_store) -> Store:
+    """A store with the secret-laden demo catalog on SQLite."""
+    return make_store()

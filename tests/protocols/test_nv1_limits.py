@@ -1,0 +1,118 @@
+"""The descriptor's ``limits`` block: every field is enforced (§2, §4 "respect the limits", §6 429)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+
+from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.server.clientip import client_address, parse_networks
+
+
+def test_s6_chat_starts_per_hour_per_ip_then_429_with_retry_after(make_store):
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=3))
+    for _ in range(3):
+        assert store.start().status_code == 201
+    store.clock.advance(minutes=20)
+    response = store.start()
+    assert response.status_code == 429
+    assert response.json()["error"]
+    retry = int(response.headers["retry-after"])
+    assert 40 * 60 <= retry <= 40 * 60 + 1  # the oldest start leaves the window in 40 minutes
+    store.clock.advance(seconds=retry)
+    assert store.start().status_code == 201
+
+
+def test_x_forwarded_for_from_an_untrusted_peer_does_not_dodge_the_limit(make_store):
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=2))
+    assert store.start(**{"X-Forwarded-For": "198.51.100.1"}).status_code == 201
+    assert store.start(**{"X-Forwarded-For": "198.51.100.2"}).status_code == 201
+    assert store.start(**{"X-Forwarded-For": "198.51.100.3"}).status_code == 429
+
+
+def test_x_forwarded_for_from_a_trusted_proxy_identifies_clients(make_store):
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=1),
+                       trusted_proxies=parse_networks(["127.0.0.0/8"]))
+    assert store.start(**{"X-Forwarded-For": "198.51.100.1"}).status_code == 201
+    assert store.start(**{"X-Forwarded-For": "198.51.100.2"}).status_code == 201
+    assert store.start(**{"X-Forwarded-For": "198.51.100.1"}).status_code == 429
+    # a client cannot prepend a fake address: the proxy appends the real one last
+    assert store.start(**{"X-Forwarded-For": "203.0.113.9, 198.51.100.1"}).status_code == 429
+
+
+@pytest.mark.parametrize(("peer", "header", "trusted", "expected"), [
+    ("10.0.0.5", "1.2.3.4", [], "10.0.0.5"),
+    ("10.0.0.5", "1.2.3.4", ["10.0.0.0/8"], "1.2.3.4"),
+    ("10.0.0.5", "9.9.9.9, 1.2.3.4", ["10.0.0.0/8"], "1.2.3.4"),
+    ("10.0.0.5", "1.2.3.4, 10.0.0.7", ["10.0.0.0/8"], "1.2.3.4"),
+    ("10.0.0.5", "not-an-ip", ["10.0.0.0/8"], "10.0.0.5"),
+    ("8.8.8.8", "1.2.3.4", ["10.0.0.0/8"], "8.8.8.8"),
+    ("::1", "2001:db8::1", ["::1/128"], "2001:db8::1"),
+    ("10.0.0.5", None, ["10.0.0.0/8"], "10.0.0.5"),
+])
+def test_client_address(peer, header, trusted, expected):
+    assert client_address(peer, header, parse_networks(trusted)) == expected
+
+
+def test_parse_networks_names_the_bad_value():
+    with pytest.raises(ValueError, match="nonsense"):
+        parse_networks(["10.0.0.0/8", "nonsense"])
+    assert parse_networks(["10.1.2.3"]) == (ipaddress.ip_network("10.1.2.3/32"),)
+
+
+def test_messages_per_chat_last_message_wraps_up_and_closes(make_store):
+    store = make_store(limits=StoreLimits(max_messages_per_chat=3))
+    body = store.start().json()
+    for _ in range(2):
+        body = store.say(body["next"], "what's the warranty?").json()
+        assert body["closed"] is False
+    last_next = body["next"]
+    body = store.say(last_next, "tell me about it").json()
+    assert body["closed"] is True and body["next"] is None
+    assert "deal" not in body
+    assert len(body["message"]) > 20
+    assert store.say(last_next, "one more?").json() == {"error": "this chat is closed"}
+
+
+def test_last_allowed_message_can_still_close_a_deal(make_store):
+    store = make_store(limits=StoreLimits(max_messages_per_chat=2))
+    body = store.start().json()
+    body = store.say(body["next"], "hello").json()
+    body = store.say(body["next"], "deal").json()
+    assert body["closed"] is True and "deal" in body
+
+
+def test_idle_ttl_closes_the_chat_and_history_stays_readable(make_store):
+    store = make_store(limits=StoreLimits(session_idle_ttl_seconds=600))
+    body = store.start().json()
+    sid = body["session_id"]
+    body = store.say(body["next"], "hi").json()
+    store.clock.advance(seconds=599)
+    body = store.say(body["next"], "still there?").json()
+    assert body["closed"] is False
+    store.clock.advance(seconds=600)
+    response = store.say(body["next"], "hello?")
+    assert response.status_code == 400 and response.json() == {"error": "this chat is closed"}
+    history = store.http.get(f"/api/store/chat/{sid}").json()
+    assert history["closed"] is True
+    assert len(history["history"]) == 5
+
+
+def test_idle_chats_are_closed_by_the_sweep(make_store):
+    store = make_store(limits=StoreLimits(session_idle_ttl_seconds=60))
+    sids = [store.start().json()["session_id"] for _ in range(3)]
+    store.clock.advance(seconds=30)
+    service = store.app.state.service
+    assert service.sweep() == 0
+    store.clock.advance(seconds=30)
+    assert service.sweep() == 3
+    for sid in sids:
+        assert store.http.get(f"/api/store/chat/{sid}").json()["closed"] is True
+
+
+def test_message_length_limit_is_configurable(make_store):
+    store = make_store(limits=StoreLimits(max_message_length_chars=10))
+    body = store.start().json()
+    assert store.say(body["next"], "0123456789").status_code == 200
+    assert store.say(body["next"], "0123456789x").status_code == 400
