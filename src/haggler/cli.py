@@ -102,7 +102,10 @@ def deals(
     for d in rows:
         table.add_row(d.product_id, format_money(d.price_cents, d.currency), ", ".join(d.extras) or "—",
                       d.created_at.strftime("%Y-%m-%d %H:%M:%S"), d.chat_id)
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # piped: keep each deal on one line for grep and friends
+        console = Console(width=200)
+    console.print(table)
 
 
 def main() -> None:  # pragma: no cover - console entry point

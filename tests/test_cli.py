@@ -1,0 +1,95 @@
+"""The ``haggler`` command as a user runs it: real processes, real files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+try:
+    from tests.support.servers import ProcessServer
+except ImportError:  # pragma: no cover
+    from support.servers import ProcessServer  # type: ignore[no-redef]
+
+
+def haggler(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "haggler", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60)
+
+
+@pytest.mark.slow
+def test_serve_defaults_to_the_demo_store_with_sqlite_in_the_working_directory(tmp_path):
+    with ProcessServer(cwd=tmp_path) as server:
+        doc = httpx.get(f"{server.base}/negotiate.json").json()
+        assert doc["negotiate_protocol"] == "negotiate.v1"
+        assert len(doc["products"]) >= 8
+        assert len({p.get("kind") for p in doc["products"]}) >= 3
+    assert (tmp_path / "haggler.db").exists()
+
+
+@pytest.mark.parametrize(("product_patch", "needle"), [
+    ({"floor": None}, "floor"),
+    ({"floor": 9999}, "floor"),
+    ({"id": "bad id"}, "id"),
+])
+def test_serve_refuses_a_bad_catalog_naming_product_and_field(tmp_path, product_patch, needle):
+    catalog = {"store": {"name": "S", "rep_name": "R", "tagline": "T", "policy_default": "P"},
+               "products": [{"id": "good-one", "name": "Thing", "list_price": 100, "floor": 80, "levers": []}]}
+    catalog["products"][0].update({k: v for k, v in product_patch.items() if v is not None})
+    if product_patch.get("floor", 0) is None:
+        del catalog["products"][0]["floor"]
+    path = tmp_path / "catalog.json"
+    path.write_text(json.dumps(catalog))
+    result = haggler("serve", "--catalog", str(path), "--port", "1", cwd=tmp_path)
+    assert result.returncode == 2
+    pid = catalog["products"][0]["id"]
+    assert f"'{pid}'" in result.stderr and needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_refuses_a_duplicate_product_id(tmp_path):
+    product = {"id": "twin", "name": "Thing", "list_price": 100, "floor": 80, "levers": []}
+    catalog = {"store": {"name": "S", "rep_name": "R", "tagline": "T", "policy_default": "P"},
+               "products": [product, product]}
+    (tmp_path / "c.json").write_text(json.dumps(catalog))
+    result = haggler("serve", "--catalog", "c.json", cwd=tmp_path)
+    assert result.returncode == 2 and "'twin'" in result.stderr and "duplicate" in result.stderr
+
+
+def test_serve_refuses_bad_options(tmp_path):
+    result = haggler("serve", "--trusted-proxy", "nope", cwd=tmp_path)
+    assert result.returncode == 2 and "nope" in result.stderr
+    result = haggler("serve", "--public-url", "shop.example", cwd=tmp_path)
+    assert result.returncode == 2 and "--public-url" in result.stderr
+    result = haggler("serve", "--db", "mysql://x/y", cwd=tmp_path)
+    assert result.returncode == 2 and "unsupported database" in result.stderr
+
+
+@pytest.mark.slow
+def test_deals_lists_recorded_deals_as_table_and_json(tmp_path):
+    db = f"sqlite:///{tmp_path}/store.db"
+    with ProcessServer("--db", db, cwd=tmp_path) as server:
+        sessions = []
+        for product_id in ("aerion-v12-cordless", "stillair-p400"):
+            body = httpx.get(f"{server.base}/api/store/chat/start", params={"product_id": product_id}).json()
+            sessions.append(body["session_id"])
+            body = httpx.get(body["next"].replace("{url_encoded_message}", "deal")).json()
+            assert body["closed"] is True
+    result = haggler("deals", "--db", db, "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    deals = json.loads(result.stdout)
+    assert {d["product_id"] for d in deals} == {"aerion-v12-cordless", "stillair-p400"}
+    assert {d["session_id"] for d in deals} == set(sessions)
+    assert all(set(d) >= {"id", "price", "currency", "extras", "created_at"} for d in deals)
+    table = haggler("deals", "--db", db, cwd=tmp_path)
+    assert table.returncode == 0
+    assert "aerion-v12-cordless" in table.stdout and "$649.99" in table.stdout and "2 deals" in table.stdout
+
+
+def test_deals_on_an_empty_database(tmp_path):
+    result = haggler("deals", "--db", f"sqlite:///{tmp_path}/empty.db", "--json", cwd=tmp_path)
+    assert result.returncode == 0 and json.loads(result.stdout) == []
