@@ -454,7 +454,6 @@ _WALK_AWAY = re.compile(
       | \b(?:no|not\s+a)\s+deal\b
       | \bwalk(?:ing)?\s+away\b | \bi'?ll\s+walk\b
       | \bnot\s+(?:for\s+me|buying)\b | \b(?:i'?m|i\s+am|we'?re)\s+done\b | \bi\s+give\s+up\b
-      | ^[\W_]*(?:no|nope|nah|no\s+way)[\W_]*$
     """,
     re.VERBOSE,
 )
