@@ -270,8 +270,9 @@ class MerchantAgent:
         if state.last_price_step is not None:
             step = min(step, state.last_price_step)
         target = _ceil_to(int(ask.price_cents - step), self.unit)
-        if target >= ask.price_cents:
-            target = ask.price_cents - self.unit
+        # Every cut is at least one price unit and lands on the grid, so that rounding an
+        # off-grid list price ($649.99) never makes a later step larger than an earlier one.
+        target = min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
         target = max(self.min_quote, target)
         return Terms(target, ask.currency, ask.extras)
 
