@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from haggler.money import to_cents
+from haggler.money import positive_cents, to_cents
 
 #: Characters that may appear in a product id: RFC 3986 "unreserved", so an id can go in a
 #: URL path or query without encoding.
@@ -83,16 +83,9 @@ class ProductFacts:
 
 
 @dataclass(frozen=True)
-class Product:
-    id: str
-    name: str
-    kind: str | None
-    subtitle: str
-    description: str
-    year_made: int | None
-    condition: str | None
-    list_price_cents: int
-    currency: str
+class Product(ProductFacts):
+    """A product as the merchant knows it: the public facts plus the hidden state."""
+
     floor_cents: int
     levers: tuple[Lever, ...]
     inventory_note: str
@@ -101,11 +94,8 @@ class Product:
 
     @property
     def facts(self) -> ProductFacts:
-        return ProductFacts(
-            id=self.id, name=self.name, kind=self.kind, subtitle=self.subtitle,
-            description=self.description, year_made=self.year_made, condition=self.condition,
-            list_price_cents=self.list_price_cents, currency=self.currency,
-        )
+        """A true :class:`ProductFacts` (not this object), holding the public fields only."""
+        return ProductFacts(**{f.name: getattr(self, f.name) for f in fields(ProductFacts)})
 
     def levers_cheapest_first(self) -> tuple[Lever, ...]:
         """Levers in the order a salesperson trades them: lowest stated retail value first;
@@ -158,16 +148,10 @@ def _optional_str(raw: dict[str, Any], key: str, where: str) -> str | None:
 def _amount(raw: dict[str, Any], key: str, where: str) -> int:
     if key not in raw or raw[key] is None:
         raise CatalogError(f"{where}: field '{key}' is missing")
-    value = raw[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise CatalogError(f"{where}: field '{key}' must be a number, got {value!r}")
     try:
-        cents = to_cents(value)
+        return positive_cents(raw[key], allow_strings=True)
     except ValueError as exc:
-        raise CatalogError(f"{where}: field '{key}' must be a number, got {value!r}") from exc
-    if cents <= 0:
-        raise CatalogError(f"{where}: field '{key}' must be positive, got {value!r}")
-    return cents
+        raise CatalogError(f"{where}: field '{key}' {exc}") from exc
 
 
 _STORE_FIELDS = {"name", "city", "rep_name", "rep_title", "tagline", "policy_default", "policy",

@@ -28,6 +28,21 @@ def to_cents(value: object) -> int:
     return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
+def positive_cents(value: object, *, allow_strings: bool = False) -> int:
+    """Validate an amount someone supplied (a catalog price, a structured offer) and return
+    cents. The ValueError's message completes a sentence naming the field: "must be ..."."""
+    kinds = (int, float, str) if allow_strings else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        raise ValueError(f"must be a number, got {value!r}")
+    try:
+        cents = to_cents(value)
+    except ValueError as exc:
+        raise ValueError(f"must be a finite number, got {value!r}") from exc
+    if cents <= 0:
+        raise ValueError(f"must be greater than 0, got {value!r}")
+    return cents
+
+
 def to_decimal_number(cents: int) -> int | float:
     """The wire form of an amount: a whole number when there are no cents, else 2 decimals."""
     if cents % 100 == 0:

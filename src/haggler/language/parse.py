@@ -26,7 +26,7 @@ from typing import Any
 
 from haggler.language.intents import Intent, IntentKind, Topic
 from haggler.language.screening import looks_like_manipulation
-from haggler.money import to_cents
+from haggler.money import positive_cents, to_cents
 
 
 class StructuredMessageError(ValueError):
@@ -88,16 +88,10 @@ def parse_structured_message(text: str) -> Intent | None:
 def _structured_price(message: dict[str, Any]) -> int:
     if "price" not in message:
         raise StructuredMessageError("an offer needs a 'price' (a positive number in the store currency)")
-    price = message["price"]
-    if isinstance(price, bool) or not isinstance(price, (int, float)):
-        raise StructuredMessageError(f"'price' must be a number, got {price!r}")
     try:
-        cents = to_cents(price)
+        return positive_cents(message["price"])
     except ValueError as exc:
-        raise StructuredMessageError(f"'price' must be a finite number, got {price!r}") from exc
-    if cents <= 0:
-        raise StructuredMessageError(f"'price' must be greater than 0, got {price!r}")
-    return cents
+        raise StructuredMessageError(f"'price' {exc}") from exc
 
 
 def _structured_extras(message: dict[str, Any]) -> tuple[str, ...]:
