@@ -207,3 +207,28 @@ def test_say_with_message_needing_encoding_via_quote(store):
     body = store.start().json()
     url = body["next"].replace(PLACEHOLDER, quote("I'll pay $1,000.50 — ok?", safe=""))
     assert store.http.get(url).status_code == 200
+
+
+def test_replies_vary_from_turn_to_turn(store):
+    body = store.start().json()
+    replies = []
+    for _ in range(6):  # the same turn six times: the merchant holds, in different words
+        body = store.say(body["next"], "what's the warranty?").json()
+        replies.append(body["message"])
+    assert all(a != b for a, b in zip(replies, replies[1:]))
+
+
+def test_a_seed_makes_a_conversation_reproducible(make_store):
+    turns = ["hi", "how about $400?", "what's the warranty?", "$450?", "deal"]
+
+    def converse(store) -> list[str]:
+        body = store.start().json()
+        said = [body["greeting"]]
+        for text in turns:
+            body = store.say(body["next"], text).json()
+            said.append(body["message"].replace(store.base, "BASE").split("/checkout/")[0])
+        return said
+
+    first, second = converse(make_store(seed=11)), converse(make_store(seed=11))
+    assert first == second
+    assert converse(make_store(seed=12)) != first

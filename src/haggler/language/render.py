@@ -103,6 +103,18 @@ class ReplyRenderer:
                 parts.append(answers)
         return " ".join(p for p in parts if p)
 
+    def render_fresh(self, move: MerchantMove, rng: random.Random, *, previous: str,
+                     checkout_url: str | None = None, attempts: int = 4) -> str:
+        """Render, drawing again (a few times at most) when the reply would repeat the
+        merchant's previous message word for word — a person does not say the same sentence
+        twice in a row. The draws come from ``rng``, so this stays reproducible."""
+        reply = self.render(move, rng, checkout_url=checkout_url)
+        for _ in range(attempts - 1):
+            if reply != previous:
+                break
+            reply = self.render(move, rng, checkout_url=checkout_url)
+        return reply
+
     def _body(self, move: MerchantMove, rng: random.Random, checkout_url: str | None) -> str:
         f = self.facts
         terms = move.terms

@@ -175,8 +175,9 @@ class ChatService:
             deal = repo.insert_deal(conn, deal_id="deal_" + secrets.token_urlsafe(12), chat_id=chat.id,
                                     product_id=product.id, terms=outcome.terms, at=now)
         seq = rows[-1].seq + 1
-        reply = self._renderers[product.id].render(move, _rng(chat.seed, seq + 1),
-                                                   checkout_url=checkout_url(deal.id) if deal else None)
+        reply = self._renderers[product.id].render_fresh(
+            move, _rng(chat.seed, seq + 1), previous=rows[-1].text,
+            checkout_url=checkout_url(deal.id) if deal else None)
         repo.append_message(conn, chat.id, seq, speaker=SHOPPER, text=text, turn=shopper_turn, at=now)
         repo.append_message(conn, chat.id, seq + 1, speaker=MERCHANT, text=reply, turn=merchant_turn, at=now)
         repo.update_chat(conn, chat.id, now=now, shopper_messages=shopper_messages,
