@@ -61,7 +61,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                   openapi_url=None, lifespan=lifespan)
     app.state.service = service
     install_error_handlers(app)
-    app.include_router(build_router(service, base_of, client_of))
+    # SQLite takes one writer at a time: two slots keep one thread ready while another
+    # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
+    app.include_router(build_router(service, base_of, client_of, write_slots=2 if db.is_sqlite else 20))
 
     @app.get("/healthz")
     def healthz() -> JSON:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Sequence
 
-from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, select, update
 
 from haggler.engine import Action, Terms, Turn
 from haggler.storage.schema import chat_starts, chats, deals, messages
@@ -63,6 +63,29 @@ class DealRow:
     created_at: datetime
 
 
+# Statements on the turn path are built once: composing a SQLAlchemy statement (and its
+# cache key) per call costs more than running it on SQLite.
+_INSERT_MESSAGE = insert(messages)
+_INSERT_CHAT = insert(chats)
+_INSERT_START = insert(chat_starts)
+_SELECT_CHAT = select(chats.c.id, chats.c.product_id, chats.c.seed, chats.c.status, chats.c.outcome,
+                      chats.c.shopper_messages, chats.c.created_at, chats.c.last_activity_at
+                      ).where(chats.c.id == bindparam("chat_id"))
+_SELECT_CHAT_FOR_UPDATE = _SELECT_CHAT.with_for_update()
+_SELECT_MESSAGES = (
+    select(messages.c.seq, messages.c.speaker, messages.c.text, messages.c.action, messages.c.price_cents,
+           messages.c.currency, messages.c.extras, messages.c.final, messages.c.created_at)
+    .where(messages.c.chat_id == bindparam("chat_id")).order_by(messages.c.seq)
+)
+_COUNT_RECENT_STARTS = (
+    select(func.count(), func.min(chat_starts.c.at))
+    .where(and_(chat_starts.c.client_ip == bindparam("client_ip"), chat_starts.c.at > bindparam("since")))
+)
+_TOUCH_CHAT = (update(chats).where(chats.c.id == bindparam("chat_id"))
+               .values(last_activity_at=bindparam("now"), shopper_messages=bindparam("shopper_messages")))
+_TOUCH_AND_CLOSE_CHAT = _TOUCH_CHAT.values(status="closed", outcome=bindparam("outcome"), closed_at=bindparam("now"))
+
+
 def lock_client(conn: Connection, client_ip: str) -> None:
     """Serialize chat starts of one client across workers (PostgreSQL; SQLite's write
     transactions are already exclusive)."""
@@ -70,17 +93,18 @@ def lock_client(conn: Connection, client_ip: str) -> None:
         conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"chat-start:{client_ip}",))
 
 
-def recent_starts(conn: Connection, client_ip: str, since: datetime) -> list[datetime]:
-    rows = conn.execute(
-        select(chat_starts.c.at)
-        .where(and_(chat_starts.c.client_ip == client_ip, chat_starts.c.at > since))
-        .order_by(chat_starts.c.at)
-    )
-    return [r.at for r in rows]
+def recent_starts(conn: Connection, client_ip: str, since: datetime) -> tuple[int, datetime | None]:
+    """How many chats ``client_ip`` started after ``since``, and when the oldest of them was."""
+    count, oldest = conn.execute(_COUNT_RECENT_STARTS, {"client_ip": client_ip, "since": since}).one()
+    if isinstance(oldest, str):  # SQLite hands aggregates back untyped
+        oldest = datetime.fromisoformat(oldest)
+    if oldest is not None and oldest.tzinfo is None:
+        oldest = oldest.replace(tzinfo=timezone.utc)
+    return count, oldest
 
 
 def record_start(conn: Connection, client_ip: str, at: datetime) -> None:
-    conn.execute(insert(chat_starts).values(client_ip=client_ip, at=at))
+    conn.execute(_INSERT_START, {"client_ip": client_ip, "at": at})
 
 
 def prune_starts(conn: Connection, before: datetime) -> int:
@@ -88,28 +112,26 @@ def prune_starts(conn: Connection, before: datetime) -> int:
 
 
 def create_chat(conn: Connection, *, chat_id: str, product_id: str, seed: int, client_ip: str, now: datetime) -> None:
-    conn.execute(insert(chats).values(
-        id=chat_id, product_id=product_id, seed=seed, client_ip=client_ip, status="open",
-        outcome=None, shopper_messages=0, created_at=now, last_activity_at=now, closed_at=None,
-    ))
+    conn.execute(_INSERT_CHAT, {
+        "id": chat_id, "product_id": product_id, "seed": seed, "client_ip": client_ip, "status": "open",
+        "outcome": None, "shopper_messages": 0, "created_at": now, "last_activity_at": now, "closed_at": None,
+    })
 
 
 def get_chat(conn: Connection, chat_id: str, *, for_update: bool = False) -> ChatRow | None:
-    query = select(chats.c.id, chats.c.product_id, chats.c.seed, chats.c.status, chats.c.outcome,
-                   chats.c.shopper_messages, chats.c.created_at, chats.c.last_activity_at
-                   ).where(chats.c.id == chat_id)
-    if for_update and conn.dialect.name == "postgresql":
-        query = query.with_for_update()
-    row = conn.execute(query).first()
+    # SQLite renders no FOR UPDATE: its write transactions are exclusive already.
+    query = _SELECT_CHAT_FOR_UPDATE if for_update else _SELECT_CHAT
+    row = conn.execute(query, {"chat_id": chat_id}).first()
     return ChatRow(*row) if row else None
 
 
 def update_chat(conn: Connection, chat_id: str, *, now: datetime, shopper_messages: int,
                 outcome: str | None) -> None:
-    values: dict[str, object] = {"last_activity_at": now, "shopper_messages": shopper_messages}
-    if outcome is not None:
-        values.update(status="closed", outcome=outcome, closed_at=now)
-    conn.execute(update(chats).where(chats.c.id == chat_id).values(**values))
+    params = {"chat_id": chat_id, "now": now, "shopper_messages": shopper_messages}
+    if outcome is None:
+        conn.execute(_TOUCH_CHAT, params)
+    else:
+        conn.execute(_TOUCH_AND_CLOSE_CHAT, {**params, "outcome": outcome})
 
 
 def close_chat(conn: Connection, chat_id: str, *, outcome: str, now: datetime) -> None:
@@ -134,33 +156,29 @@ def _extras_json(extras: Sequence[str]) -> str:
 def append_message(conn: Connection, chat_id: str, seq: int, *, speaker: str, text: str, turn: Turn | None,
                    at: datetime) -> None:
     terms = turn.terms if turn is not None else None
-    conn.execute(insert(messages).values(
-        chat_id=chat_id, seq=seq, speaker=speaker, text=text,
-        action=turn.action.value if turn is not None else None,
-        price_cents=terms.price_cents if terms else None,
-        currency=terms.currency if terms else None,
-        extras=_extras_json(terms.extras) if terms else None,
-        final=bool(turn and turn.final),
-        created_at=at,
-    ))
+    conn.execute(_INSERT_MESSAGE, {
+        "chat_id": chat_id, "seq": seq, "speaker": speaker, "text": text,
+        "action": turn.action.value if turn is not None else None,
+        "price_cents": terms.price_cents if terms else None,
+        "currency": terms.currency if terms else None,
+        "extras": _extras_json(terms.extras) if terms else None,
+        "final": bool(turn and turn.final),
+        "created_at": at,
+    })
 
 
 def list_messages(conn: Connection, chat_id: str) -> list[MessageRow]:
-    rows = conn.execute(
-        select(messages.c.seq, messages.c.speaker, messages.c.text, messages.c.action, messages.c.price_cents,
-               messages.c.currency, messages.c.extras, messages.c.final, messages.c.created_at)
-        .where(messages.c.chat_id == chat_id).order_by(messages.c.seq)
-    )
+    rows = conn.execute(_SELECT_MESSAGES, {"chat_id": chat_id})
     return [MessageRow(r.seq, r.speaker, r.text, r.action, r.price_cents, r.currency,
                        tuple(json.loads(r.extras)) if r.extras else (), bool(r.final), r.created_at)
             for r in rows]
 
 
 def insert_deal(conn: Connection, *, deal_id: str, chat_id: str, product_id: str, terms: Terms, at: datetime) -> DealRow:
-    conn.execute(insert(deals).values(
-        id=deal_id, chat_id=chat_id, product_id=product_id, price_cents=terms.price_cents,
-        currency=terms.currency, extras=_extras_json(terms.extras), created_at=at,
-    ))
+    conn.execute(insert(deals), {
+        "id": deal_id, "chat_id": chat_id, "product_id": product_id, "price_cents": terms.price_cents,
+        "currency": terms.currency, "extras": _extras_json(terms.extras), "created_at": at,
+    })
     return DealRow(deal_id, chat_id, product_id, terms.price_cents, terms.currency, terms.extras, at)
 
 

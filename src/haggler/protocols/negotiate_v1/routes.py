@@ -7,8 +7,8 @@ import json
 from functools import lru_cache
 from typing import Any, Callable
 
+import anyio.to_thread
 from fastapi import APIRouter, Request
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse
 
 from haggler.catalog import PRODUCT_ID_PATTERN
@@ -20,9 +20,19 @@ from haggler.server.responses import JSON, dump_json
 _SESSION_ID = PRODUCT_ID_PATTERN  # tokens are URL-safe base64: the same alphabet
 
 
-def build_router(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str]) -> APIRouter:
+def build_router(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
+                 write_slots: int) -> APIRouter:
+    """``write_slots`` bounds the worker threads that run chat writes at once. Writes to one
+    SQLite database are serialized anyway; letting dozens of threads queue on that lock only
+    makes them fight the event loop for the GIL, so a small, fair limiter serves them in order."""
     router = APIRouter()
     catalog = service.catalog
+    limiter: list[anyio.CapacityLimiter] = []  # created lazily, inside the event loop
+
+    async def in_writer(fn: Callable[..., JSON], *args: Any) -> JSON:
+        if not limiter:
+            limiter.append(anyio.CapacityLimiter(write_slots))
+        return await anyio.to_thread.run_sync(fn, *args, limiter=limiter[0])
 
     @lru_cache(maxsize=64)
     def descriptor_bytes(base: str) -> bytes:
@@ -54,13 +64,13 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
                     status_code=201)
 
     @router.get(views.START_PATH)
-    def start_chat(request: Request) -> JSON:
-        return _start(request, request.query_params.get("product_id"))
+    async def start_chat(request: Request) -> JSON:
+        return await in_writer(_start, request, request.query_params.get("product_id"))
 
     @router.post(views.START_PATH)
     async def start_chat_post(request: Request) -> JSON:
         body = await _json_body(request)
-        return await run_in_threadpool(_start, request, body.get("product_id"))
+        return await in_writer(_start, request, body.get("product_id"))
 
     def _say(request: Request, session_id: str, message: Any) -> JSON:
         if message is None or message == "":
@@ -73,13 +83,13 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
         return JSON(_reply_view(reply, base, session_id))
 
     @router.get("/api/store/chat/{session_id}/say")
-    def say(request: Request, session_id: str) -> JSON:
-        return _say(request, session_id, request.query_params.get("message"))
+    async def say(request: Request, session_id: str) -> JSON:
+        return await in_writer(_say, request, session_id, request.query_params.get("message"))
 
     @router.post("/api/store/chat/{session_id}/message")
     async def say_post(request: Request, session_id: str) -> JSON:
         body = await _json_body(request)
-        return await run_in_threadpool(_say, request, session_id, body.get("message"))
+        return await in_writer(_say, request, session_id, body.get("message"))
 
     @router.get("/api/store/chat/{session_id}")
     def history(request: Request, session_id: str) -> JSON:

@@ -108,9 +108,10 @@ class ChatService:
         window_start = now - timedelta(hours=1)
         with self.db.write() as conn:
             repo.lock_client(conn, client_ip)
-            starts = repo.recent_starts(conn, client_ip, window_start)
-            if len(starts) >= self.limits.max_chat_starts_per_hour_per_ip:
-                retry = int((starts[0] + timedelta(hours=1) - now).total_seconds()) + 1
+            count, oldest = repo.recent_starts(conn, client_ip, window_start)
+            if count >= self.limits.max_chat_starts_per_hour_per_ip:
+                assert oldest is not None
+                retry = int((oldest + timedelta(hours=1) - now).total_seconds()) + 1
                 raise RateLimited(
                     f"too many chats started from your address: at most "
                     f"{self.limits.max_chat_starts_per_hour_per_ip} per hour", retry)
