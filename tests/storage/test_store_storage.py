@@ -124,3 +124,11 @@ def test_sigkill_mid_conversation_loses_no_acknowledged_turn(tmp_path: Path, req
         assert len(httpx.get(f"{restarted.base}/api/store/chat/{sid}").json()["history"]) == len(acknowledged) + 2
     finally:
         restarted.stop()
+
+
+def test_postgresql_without_its_driver_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if psycopg were not installed
+    with pytest.raises(DatabaseError, match=r"haggler\[postgres\]"):
+        Database("postgresql://someone@127.0.0.1/somewhere")

@@ -73,7 +73,10 @@ class Database:
             self._write_engine = _sqlite_engine(self.url, immediate=True)
             self._read_engine = _sqlite_engine(self.url, immediate=False)
         elif self.dialect == "postgresql":
-            engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+            try:
+                engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+            except ImportError as exc:
+                raise DatabaseError("PostgreSQL needs the psycopg driver: pip install 'haggler[postgres]'") from exc
             self._write_engine = self._read_engine = engine
         else:
             raise DatabaseError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
