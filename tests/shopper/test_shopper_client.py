@@ -1,0 +1,261 @@
+"""haggler.shopper's client against real servers: our store, and small test stores that
+misbehave on purpose (rate limits, slowness, another protocol version)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.shopper.client import AsyncNegotiateClient, NegotiateClient, RetryPolicy, discovery_urls
+from haggler.shopper.errors import (
+    BlockedURL,
+    ChatClosed,
+    MessageTooLong,
+    NotFound,
+    NotNegotiable,
+    RateLimited,
+    StoreUnavailable,
+    UnsupportedProtocol,
+)
+from haggler.shopper.urls import URLPolicy
+
+try:
+    from tests.support.servers import ThreadedServer
+except ImportError:  # pragma: no cover
+    from support.servers import ThreadedServer  # type: ignore[no-redef]
+
+
+def test_discovery_urls_from_domains_and_urls():
+    assert discovery_urls("shop.example.com") == ["https://shop.example.com/negotiate.json",
+                                                  "https://shop.example.com/.well-known/negotiate.json"]
+    assert discovery_urls("localhost:8000")[0] == "http://localhost:8000/negotiate.json"
+    assert discovery_urls("http://a.example/store/")[1] == "http://a.example/store/.well-known/negotiate.json"
+    assert discovery_urls("https://a.example/custom.json") == ["https://a.example/custom.json"]
+
+
+def test_a_whole_negotiation_with_the_sync_client(store):
+    with NegotiateClient() as client:
+        info = client.discover(store.base.removeprefix("http://"))
+        assert info.name == store.catalog.store.name
+        assert [p.id for p in client.products(info, live=True)] == [p.id for p in store.catalog.products]
+        product = info.products[0]
+        chat = client.start(info, product.id)
+        assert chat.offer is not None and chat.offer.price_cents == product.list_price_cents
+        reply = client.say(info, chat.next_url, "would you take $400?")
+        assert reply.closed is False and reply.next_url
+        reply = client.say(info, reply.next_url, "deal")
+        assert reply.closed and reply.deal is not None and reply.next_url is None
+        history = client.history(info, chat.session_id)
+        assert [e.speaker for e in history.entries] == ["merchant", "shopper", "merchant", "shopper", "merchant"]
+        assert history.deal == reply.deal
+
+
+def test_a_whole_negotiation_with_the_async_client(store):
+    async def haggle() -> tuple[bool, int]:
+        async with AsyncNegotiateClient() as client:
+            info = await client.discover(store.base)
+            chat = await client.start(info, info.products[1].id)
+            reply = await client.say(info, chat.next_url, "no thanks, bye")
+            history = await client.history(info, chat.session_id)
+            return reply.closed, len(history.entries)
+
+    assert asyncio.run(haggle()) == (True, 3)
+
+
+def test_typed_errors_carry_the_store_error_text(store):
+    with NegotiateClient() as client:
+        info = client.discover(store.base)
+        with pytest.raises(NotFound) as caught:
+            client.start(info, "no-such-product")
+        assert caught.value.status == 404 and "unknown product_id" in caught.value.store_error
+        with pytest.raises(NotFound):
+            client.history(info, "unknownsession123456")
+        chat = client.start(info, info.products[0].id)
+        client.say(info, chat.next_url, "no thanks")
+        with pytest.raises(ChatClosed) as closed:
+            client.say(info, chat.next_url, "hello?")
+        assert closed.value.store_error == "this chat is closed"
+
+
+def test_never_sends_a_message_over_the_published_limit(make_store):
+    store = make_store(limits=StoreLimits(max_message_length_chars=40))
+    with NegotiateClient() as client:
+        info = client.discover(store.base)
+        chat = client.start(info, info.products[0].id)
+        with pytest.raises(MessageTooLong):
+            client.say(info, chat.next_url, "x" * 41)
+        assert len(client.history(info, chat.session_id).entries) == 1  # nothing reached the store
+        assert client.say(info, chat.next_url, "y" * 40).closed is False
+
+
+# -- small misbehaving stores ---------------------------------------------------------------------
+
+def _descriptor(base: str, protocol: str = "negotiate.v1") -> dict:
+    return {
+        "negotiate_protocol": protocol,
+        "store": {"name": "Tiny", "rep_name": "T", "tagline": "t", "policy": "p"},
+        "endpoints": {
+            "start_chat": {"method": "GET", "url_template": f"{base}/start?product_id={{product_id}}"},
+            "send_message": {"method": "GET", "url_template": f"{base}/chat/{{session_id}}/say?message={{url_encoded_message}}"},
+            "read_history": {"method": "GET", "url_template": f"{base}/chat/{{session_id}}"},
+            "catalog": {"method": "GET", "url": f"{base}/catalog"},
+        },
+        "products": [{"id": "p1", "name": "Widget", "list_price": 100, "currency": "USD"}],
+        "limits": {"max_chat_starts_per_hour_per_ip": 5, "max_messages_per_chat": 10,
+                   "session_idle_ttl_seconds": 60, "max_message_length_chars": 100, "currency": "USD"},
+    }
+
+
+def _serve(routes: list[Route]) -> ThreadedServer:
+    return ThreadedServer(Starlette(routes=routes))
+
+
+def test_s8_refuses_a_store_speaking_another_version():
+    def descriptor(request: Request) -> JSONResponse:
+        return JSONResponse(_descriptor(str(request.base_url).rstrip("/"), protocol="negotiate.v2"))
+
+    with _serve([Route("/negotiate.json", descriptor)]) as server, NegotiateClient() as client:
+        with pytest.raises(UnsupportedProtocol) as caught:
+            client.discover(server.base)
+        assert caught.value.version == "negotiate.v2"
+
+
+def test_falls_back_to_the_well_known_descriptor():
+    def descriptor(request: Request) -> JSONResponse:
+        return JSONResponse(_descriptor(str(request.base_url).rstrip("/")))
+
+    with _serve([Route("/.well-known/negotiate.json", descriptor)]) as server, NegotiateClient() as client:
+        info = client.discover(server.base)
+        assert info.discovery_url.endswith("/.well-known/negotiate.json")
+        assert info.products[0].list_price_cents == 10000
+
+
+def test_a_site_without_a_descriptor_is_not_negotiable():
+    with _serve([Route("/", lambda r: Response("hi"))]) as server, NegotiateClient() as client:
+        with pytest.raises(NotNegotiable, match="no negotiate.v1 descriptor"):
+            client.discover(server.base)
+
+
+def test_backs_off_on_429_honouring_retry_after():
+    hits = {"n": 0}
+
+    def descriptor(request: Request) -> Response:
+        hits["n"] += 1
+        if hits["n"] <= 2:
+            return JSONResponse({"error": "slow down"}, status_code=429, headers={"Retry-After": "3"})
+        return JSONResponse(_descriptor(str(request.base_url).rstrip("/")))
+
+    slept: list[float] = []
+    with _serve([Route("/negotiate.json", descriptor)]) as server, NegotiateClient(sleep=slept.append) as client:
+        assert client.discover(server.base).name == "Tiny"
+    assert slept == [3.0, 3.0]
+
+
+def test_gives_up_when_retry_after_is_longer_than_it_will_wait():
+    def descriptor(request: Request) -> Response:
+        return JSONResponse(_descriptor(str(request.base_url).rstrip("/")))
+
+    def start(request: Request) -> Response:
+        return JSONResponse({"error": "come back tomorrow"}, status_code=429, headers={"Retry-After": "86400"})
+
+    slept: list[float] = []
+    with _serve([Route("/negotiate.json", descriptor), Route("/start", start)]) as server:
+        with NegotiateClient(sleep=slept.append, retry=RetryPolicy(max_wait=60)) as client:
+            info = client.discover(server.base)
+            with pytest.raises(RateLimited) as caught:
+                client.start(info, "p1")
+    assert slept == []
+    assert caught.value.retry_after == 86400 and caught.value.store_error == "come back tomorrow"
+
+
+def test_times_out_cleanly():
+    async def slow(request: Request) -> Response:
+        await asyncio.sleep(3)
+        return JSONResponse({})
+
+    with _serve([Route("/negotiate.json", slow), Route("/.well-known/negotiate.json", slow)]) as server:
+        with NegotiateClient(timeout=0.3) as client:
+            started = time.monotonic()
+            with pytest.raises(NotNegotiable, match="timed out"):
+                client.discover(server.base)
+            assert time.monotonic() - started < 2.5
+
+
+# -- lost connections -------------------------------------------------------------------------------
+
+class DroppingTransport(httpx.HTTPTransport):
+    """Loses the connection on the first `say`: after the store processed it ("after"), or
+    before the request left ("before")."""
+
+    def __init__(self, when: str) -> None:
+        super().__init__()
+        self.when = when
+        self.dropped = False
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if "/say" in request.url.path and not self.dropped:
+            self.dropped = True
+            if self.when == "after":
+                super().handle_request(request).read()
+            raise httpx.RemoteProtocolError("connection lost", request=request)
+        return super().handle_request(request)
+
+
+@pytest.mark.parametrize("when", ["after", "before"])
+def test_resumes_from_history_after_a_lost_connection(store, when):
+    transport = DroppingTransport(when)
+    with NegotiateClient(transport=transport) as client:
+        info = client.discover(store.base)
+        chat = client.start(info, info.products[0].id)
+        reply = client.say(info, chat.next_url, "is shipping free?")
+        assert transport.dropped
+        history = client.history(info, chat.session_id)
+        shopper_turns = [e.message for e in history.entries if e.speaker == "shopper"]
+        assert shopper_turns == ["is shipping free?"]  # sent once, never twice
+        assert history.entries[-1].message == reply.message
+        assert reply.closed is False and reply.next_url == chat.next_url
+
+
+def test_without_recovery_a_lost_connection_is_an_error(store):
+    with NegotiateClient(transport=DroppingTransport("after")) as client:
+        info = client.discover(store.base)
+        chat = client.start(info, info.products[0].id)
+        with pytest.raises(StoreUnavailable):
+            client.say(info, chat.next_url, "hello", recover=False)
+
+
+# -- URL policy ---------------------------------------------------------------------------------------
+
+def _resolver(table: dict[str, list[str]]):
+    return lambda host: table[host]
+
+
+@pytest.mark.parametrize("url", [
+    "file:///etc/passwd", "ftp://example.com/x", "gopher://x", "http://127.0.0.1:8000/x", "http://10.1.2.3/",
+    "http://169.254.169.254/latest/meta-data", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/",
+    "http://user:pw@shop.example/", "http://internal.example/",
+])
+def test_url_policy_blocks_internal_and_odd_urls(url):
+    policy = URLPolicy(resolver=_resolver({"internal.example": ["192.168.1.10"], "shop.example": ["93.184.216.34"]}))
+    with pytest.raises(BlockedURL):
+        policy.check(url)
+
+
+def test_url_policy_allows_public_hosts_and_private_when_told():
+    policy = URLPolicy(resolver=_resolver({"shop.example": ["93.184.216.34", "2606:2800:220:1::"]}))
+    policy.check("https://shop.example/negotiate.json")
+    URLPolicy(allow_private=True).check("http://127.0.0.1:8000/negotiate.json")
+
+
+def test_url_policy_applies_to_every_url_the_store_hands_out(store):
+    with NegotiateClient(url_policy=URLPolicy()) as client:
+        with pytest.raises(BlockedURL, match="loopback"):
+            client.discover(store.base)
