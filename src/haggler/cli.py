@@ -102,10 +102,37 @@ def deals(
     for d in rows:
         table.add_row(d.product_id, format_money(d.price_cents, d.currency), ", ".join(d.extras) or "—",
                       d.created_at.strftime("%Y-%m-%d %H:%M:%S"), d.chat_id)
+    _wide_console().print(table)
+
+
+@app.command()
+def check(
+    url: Annotated[str, typer.Argument(help="The store: a domain or base URL, e.g. shop.example.com.")],
+    probe_rate_limit: Annotated[bool, typer.Option(help="Also check that chat-start limits cannot be dodged with "
+                                                        "X-Forwarded-For. Uses up this machine's chat starts at the "
+                                                        "store for about an hour.")] = False,
+    product_id: Annotated[Optional[str], typer.Option(help="Product to chat about (default: the first listed).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 10.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Check any store against negotiate.v1; exits non-zero when a MUST fails."""
+    from haggler.shopper.conformance import run_checks
+    from haggler.shopper.conformance_report import print_report
+
+    report = run_checks(url, probe_rate_limit=probe_rate_limit, timeout=timeout, product_id=product_id)
+    if as_json:
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print_report(report, _wide_console())
+    if report.must_failures:
+        raise typer.Exit(code=1)
+
+
+def _wide_console() -> Console:
+    """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()
-    if not console.is_terminal:  # piped: keep each deal on one line for grep and friends
-        console = Console(width=200)
-    console.print(table)
+    return console if console.is_terminal else Console(width=200)
 
 
 def main() -> None:  # pragma: no cover - console entry point
