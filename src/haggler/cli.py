@@ -129,6 +129,94 @@ def check(
         raise typer.Exit(code=1)
 
 
+def parse_values(text: str | None) -> dict[str, float]:
+    """``"shipping=30,battery=80"`` → ``{"shipping": 30.0, "battery": 80.0}``."""
+    values: dict[str, float] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        key, sep, amount = part.partition("=")
+        try:
+            if not sep or not key.strip():
+                raise ValueError
+            values[key.strip()] = float(amount)
+        except ValueError:
+            raise ValueError(f"--values wants keyword=amount pairs like 'shipping=30,battery=80', got {part.strip()!r}")
+    return values
+
+
+@app.command()
+def shop(
+    url: Annotated[str, typer.Argument(help="The store: a domain or base URL.")],
+    product: Annotated[str, typer.Option(help="The product id to haggle for.")],
+    budget: Annotated[float, typer.Option(help="The most you will pay (never revealed to the store).")],
+    target: Annotated[Optional[float], typer.Option(help="A price you'd be happy with.")] = None,
+    values: Annotated[Optional[str], typer.Option(help="What extras are worth to you: 'shipping=30,battery=80'.")] = None,
+    interactive: Annotated[bool, typer.Option(help="Type each turn yourself; the agent's suggestion is pre-filled.")] = False,
+    structured: Annotated[bool, typer.Option(help="Send turns as JSON (the store's structured extension).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the transcript and outcome as JSON.")] = False,
+    seed: Annotated[Optional[int], typer.Option(help="Seed for the agent's wording.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 15.0,
+) -> None:
+    """Haggle for a product at any negotiate.v1 store with haggler's shopper agent."""
+    import asyncio
+
+    from haggler.shopper.errors import ShopperError
+    from haggler.shopper.shop_view import ShopView
+
+    try:
+        extra_values = parse_values(values)
+    except ValueError as exc:
+        raise _fail(str(exc))
+    view = ShopView(Console(), quiet=as_json)
+
+    async def haggle() -> object:
+        from haggler.shopper.client import AsyncNegotiateClient
+        from haggler.shopper.negotiation import goal_for, run_negotiation
+
+        async with AsyncNegotiateClient(timeout=timeout) as client:
+            store = await client.discover(url)
+            listing = store.product(product)
+            if listing is None:
+                raise _fail(f"{store.name or url} does not list {product!r}; it lists: "
+                            + ", ".join(p.id for p in store.products))
+            goal = goal_for(listing.list_price_cents, budget, target, extra_values, store.limits.currency or "USD")
+            view.start(store, listing)
+            return await run_negotiation(client, store, product, goal, seed=seed, structured=structured,
+                                         decide=view.decide if interactive else None, on_line=view.line)
+
+    try:
+        result = asyncio.run(haggle())
+    except ShopperError as exc:
+        raise _fail(exc.message)
+    except ValueError as exc:
+        raise _fail(str(exc))
+    if as_json:
+        json.dump(result.to_json(), sys.stdout, indent=2)  # type: ignore[attr-defined]
+        sys.stdout.write("\n")
+    else:
+        view.summary(result)  # type: ignore[arg-type]
+
+
+@app.command()
+def mcp(
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option(help="Address for --http.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port for --http.")] = 8001,
+    allow_private: Annotated[bool, typer.Option(help="Let tools reach private and loopback addresses "
+                                                     "(a store on this machine or your LAN).")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for a store's response.")] = 15.0,
+) -> None:
+    """Serve shopper tools to assistants over MCP (stdio by default)."""
+    from haggler.shopper.mcp_server import build_server
+
+    server = build_server(allow_private=allow_private, timeout=timeout)
+    if http:
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")
+
+
 def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()

@@ -1,0 +1,164 @@
+"""Run haggler's shopper agent against any negotiate.v1 store, end to end.
+
+One async implementation serves `haggler shop` (through ``asyncio.run``) and the MCP
+``negotiate`` tool. The agent reads the store's structured ``offer``/``deal`` when the store
+sends them and the merchant's free text otherwise, so it haggles with LLM merchants too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+from haggler.agents.shopper import ShopperAgent, ShopperGoal, ShopperTurn
+from haggler.language.intents import IntentKind
+from haggler.language.merchant_reading import MerchantReading, read_merchant_reply
+from haggler.language.parse import parse_shopper_turn
+from haggler.money import to_cents, to_decimal_number
+from haggler.shopper.client import AsyncNegotiateClient
+from haggler.shopper.errors import NotFound
+from haggler.shopper.models import Deal, Offer, StoreInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    speaker: str  # "merchant" | "shopper"
+    message: str
+
+
+@dataclass(frozen=True)
+class NegotiationResult:
+    store: str
+    product_id: str
+    product_name: str
+    list_price_cents: int
+    currency: str
+    #: "deal", "walked_away" (the shopper left), "merchant_closed" (the store ended it without
+    #: a deal), or "gave_up" (turn limit).
+    outcome: str
+    price_cents: int | None
+    extras: tuple[str, ...]
+    session_id: str
+    turns: int
+    transcript: tuple[Line, ...]
+    deal_id: str | None = None
+    checkout_url: str | None = None
+
+    @property
+    def agreed(self) -> bool:
+        return self.outcome == "deal"
+
+    @property
+    def saving_cents(self) -> int | None:
+        return self.list_price_cents - self.price_cents if self.price_cents is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        def money(cents: int | None) -> int | float | None:
+            return to_decimal_number(cents) if cents is not None else None
+
+        return {
+            "store": self.store, "product_id": self.product_id, "product_name": self.product_name,
+            "outcome": self.outcome, "price": money(self.price_cents), "currency": self.currency,
+            "extras": list(self.extras), "list_price": money(self.list_price_cents),
+            "saving": money(self.saving_cents), "turns": self.turns, "session_id": self.session_id,
+            "deal_id": self.deal_id, "checkout_url": self.checkout_url,
+            "transcript": [{"speaker": line.speaker, "message": line.message} for line in self.transcript],
+        }
+
+
+def goal_for(list_price_cents: int | None, budget: float, target: float | None,
+             values: dict[str, float] | None, currency: str) -> ShopperGoal:
+    """A shopper goal from amounts as people give them (decimal, in the store's currency);
+    ValueError names what is wrong."""
+    try:
+        budget_cents = to_cents(budget)
+        target_cents = to_cents(target) if target is not None else None
+        extra_values = {k: to_cents(v) for k, v in (values or {}).items()}
+        return ShopperGoal(list_price_cents=list_price_cents or budget_cents, budget_cents=budget_cents,
+                           target_cents=target_cents, extra_values=extra_values, currency=currency)
+    except ValueError as exc:
+        raise ValueError(f"bad negotiation goal: {exc}") from exc
+
+
+#: Lets a person (``haggle shop --interactive``) edit or replace each turn: receives the
+#: agent's suggested text, returns what to send.
+Decide = Callable[[ShopperTurn], Awaitable[str]]
+
+
+def _wire(offer: Offer | Deal | None) -> dict[str, Any] | None:
+    if offer is None:
+        return None
+    return {"price": to_decimal_number(offer.price_cents), "currency": offer.currency, "extras": list(offer.extras)}
+
+
+async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, product_id: str, goal: ShopperGoal, *,
+                          seed: int | None = None, structured: bool = False, decide: Decide | None = None,
+                          on_line: Callable[[Line], None] | None = None) -> NegotiationResult:
+    """Haggle for one product until the chat closes or the agent is done.
+
+    ``structured`` sends the agent's turns as JSON messages (the store's extension) instead of
+    text; replies are read from the structured fields whenever the store includes them."""
+    listing = store.product(product_id)
+    if listing is None:
+        raise NotFound(f"the store does not list {product_id!r}", status=404)
+    list_price = listing.list_price_cents or goal.list_price_cents
+    cap = store.limits.max_messages_per_chat or ShopperAgent.MAX_TURNS
+    agent = ShopperAgent(goal, seed=seed, max_turns=max(2, min(ShopperAgent.MAX_TURNS, cap)))
+    transcript: list[Line] = []
+
+    def record(speaker: str, message: str) -> None:
+        line = Line(speaker, message)
+        transcript.append(line)
+        if on_line is not None:
+            on_line(line)
+
+    chat = await client.start(store, product_id)
+    record("merchant", chat.greeting)
+    reading = read_merchant_reply(chat.greeting, closed=False, offer=_wire(chat.offer), list_price_cents=list_price)
+    turn: ShopperTurn | None = agent.first_turn(reading)
+    next_url: str | None = chat.next_url
+    deal: Deal | None = None
+    sent = 0
+    while turn is not None and next_url is not None:
+        message = json.dumps(turn.structured) if structured else turn.text
+        if decide is not None:
+            message = await decide(turn)
+        record("shopper", message)
+        reply = await client.say(store, next_url, message)
+        sent += 1
+        record("merchant", reply.message)
+        deal = reply.deal or deal
+        reading = read_merchant_reply(reply.message, closed=reply.closed, offer=_wire(reply.offer),
+                                      deal=_wire(reply.deal), list_price_cents=list_price)
+        next_url = reply.next_url
+        turn = agent.next_turn(reading)
+    return _result(store, listing.name, list_price, chat.session_id, agent, reading, deal, sent, transcript,
+                   product_id)
+
+
+def _result(store: StoreInfo, name: str, list_price: int, session_id: str, agent: ShopperAgent,
+            reading: MerchantReading, deal: Deal | None, sent: int, transcript: list[Line],
+            product_id: str) -> NegotiationResult:
+    outcome = agent.outcome
+    if deal is not None:
+        kind, price, extras = "deal", deal.price_cents, deal.extras
+    elif outcome is not None:
+        kind, price, extras = outcome.reason, outcome.price_cents, outcome.extras
+    elif reading.closed and reading.deal:
+        kind, price, extras = "deal", reading.price_cents, reading.extras
+    elif reading.closed:
+        kind, price, extras = "merchant_closed", None, ()
+    else:
+        kind, price, extras = "gave_up", None, ()
+    said = [line.message for line in transcript if line.speaker == "shopper"]
+    if kind == "merchant_closed" and said and parse_shopper_turn(said[-1]).kind is IntentKind.WALK_AWAY:
+        kind = "walked_away"  # a person at the keyboard (--interactive) left in their own words
+    if kind != "deal":
+        price, extras = None, ()
+    return NegotiationResult(
+        store=store.name, product_id=product_id, product_name=name, list_price_cents=list_price,
+        currency=store.limits.currency or "USD", outcome=kind, price_cents=price, extras=tuple(extras),
+        session_id=session_id, turns=sent, transcript=tuple(transcript),
+        deal_id=deal.id if deal else None, checkout_url=deal.checkout_url if deal else reading.checkout_url,
+    )

@@ -1,0 +1,101 @@
+"""`haggler shop` and the negotiation runner, against a real store process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import pytest
+
+from haggler.cli import parse_values
+from haggler.money import format_money
+from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.shopper.client import AsyncNegotiateClient
+from haggler.shopper.negotiation import goal_for, run_negotiation
+
+try:
+    from tests.support.servers import ProcessServer
+except ImportError:  # pragma: no cover
+    from support.servers import ProcessServer  # type: ignore[no-redef]
+
+
+def shop(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "haggler", "shop", *args], capture_output=True, text=True,
+                          input=stdin, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def store_process(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("shop-store")
+    with ProcessServer("--max-chat-starts-per-hour", "1000", "--seed", "5", cwd=workdir) as server:
+        yield server
+
+
+def test_shop_json_reports_a_deal_within_budget(store_process):
+    result = shop(store_process.base, "--product", "stillair-p400", "--budget", "540", "--values", "shipping=30",
+                  "--json", "--seed", "1")
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["outcome"] == "deal"
+    assert 500 <= outcome["price"] <= 540
+    assert outcome["saving"] == pytest.approx(outcome["list_price"] - outcome["price"])
+    assert outcome["checkout_url"].startswith(store_process.base)
+    shopper = [line["message"] for line in outcome["transcript"] if line["speaker"] == "shopper"]
+    assert len(shopper) == outcome["turns"] and not any("540" in line for line in shopper)
+
+
+def test_shop_walks_away_when_the_store_will_not_come_under_budget(store_process):
+    result = shop(store_process.base, "--product", "stillair-p400", "--budget", "300", "--json")
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout)
+    assert outcome["outcome"] == "walked_away" and outcome["price"] is None
+
+
+def test_shop_shows_the_conversation_and_a_summary(store_process):
+    result = shop(store_process.base, "--product", "aerion-v12-cordless", "--budget", "640")
+    assert result.returncode == 0, result.stderr
+    assert "Dana Okafor:" in result.stdout and "you:" in result.stdout
+    assert "outcome" in result.stdout and "saving vs list" in result.stdout
+
+
+def test_shop_interactive_uses_the_persons_words(store_process):
+    result = shop(store_process.base, "--product", "aerion-v12-cordless", "--budget", "640", "--interactive",
+                  stdin="\nno thanks, bye\n")
+    assert result.returncode == 0, result.stderr
+    assert "your turn>" in result.stdout
+    assert "you: no thanks, bye" in result.stdout
+    assert "walked away" in result.stdout
+
+
+def test_shop_errors_are_clear(store_process):
+    result = shop(store_process.base, "--product", "nope", "--budget", "100")
+    assert result.returncode == 2 and "does not list 'nope'" in result.stderr
+    result = shop(store_process.base, "--product", "stillair-p400", "--budget", "100", "--values", "shipping")
+    assert result.returncode == 2 and "keyword=amount" in result.stderr
+    result = shop("http://127.0.0.1:1", "--product", "x", "--budget", "100")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_parse_values():
+    assert parse_values("shipping=30, battery=80.5") == {"shipping": 30.0, "battery": 80.5}
+    assert parse_values(None) == {}
+    with pytest.raises(ValueError):
+        parse_values("shipping=lots")
+
+
+def test_runner_haggles_by_text_and_by_structure_with_the_same_result(make_store):
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=50), seed=3)
+    product = store.catalog.products[0]
+
+    async def go(structured: bool):
+        async with AsyncNegotiateClient() as client:
+            info = await client.discover(store.base)
+            goal = goal_for(product.list_price_cents, 640, None, {"battery": 80}, "USD")
+            return await run_negotiation(client, info, product.id, goal, seed=9, structured=structured)
+
+    text, structured = asyncio.run(go(False)), asyncio.run(go(True))
+    assert text.outcome == structured.outcome == "deal"
+    assert text.price_cents == structured.price_cents <= 64000
+    assert format_money(text.price_cents) in text.transcript[-1].message
