@@ -113,10 +113,12 @@ class MerchantAgent:
     FIRST_STEP = 0.40
     STEP_DECAY = 0.08
     MIN_STEP = 0.15
+    #: The least share of the remaining room a price cut gives when the shopper moved only a little.
+    MIN_RECIPROCAL = 0.25
     #: An offer below this fraction of list price is a lowball: no concession for it.
     LOWBALL = 0.5
     #: Close when the shopper is this close (fraction of list) to the merchant's next counter.
-    CLOSE_ENOUGH = 0.01
+    CLOSE_ENOUGH = 0.03
 
     def __init__(self, product: Product) -> None:
         self.product = product
@@ -264,9 +266,10 @@ class MerchantAgent:
         step = room * fraction
         offers = state.shopper_offers
         if len(offers) >= 2:
-            # Reciprocity: never move more than the shopper just did (with a floor on the step
-            # so that a shopper inching up is not stonewalled).
-            step = min(step, max(offers[-1] - max(offers[:-1]), room * 0.1))
+            # Reciprocity: never move more than the shopper just did — but at least a quarter
+            # of the remaining room, so that two careful agents near the floor still meet
+            # before the chat runs out of messages.
+            step = min(step, max(offers[-1] - max(offers[:-1]), room * self.MIN_RECIPROCAL))
         if state.last_price_step is not None:
             step = min(step, state.last_price_step)
         target = _ceil_to(int(ask.price_cents - step), self.unit)
