@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
+#: No price haggler handles comes near this; beyond it Decimal arithmetic would lose digits.
+MAX_AMOUNT = Decimal(10) ** 15
+
 CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CAD": "CA$", "AUD": "A$", "JPY": "¥"}
 
 
@@ -25,6 +28,8 @@ def to_cents(value: object) -> int:
         raise ValueError(f"not an amount: {value!r}") from exc
     if not amount.is_finite():
         raise ValueError(f"not a finite amount: {value!r}")
+    if abs(amount) >= MAX_AMOUNT:
+        raise ValueError(f"amount out of range: {value!r}")
     return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 

@@ -615,3 +615,9 @@ def test_typical_turn_is_fast() -> None:
             parse_shopper_turn(turn, reference_cents=ASK)
     per_turn = (time.perf_counter() - start) / (rounds * len(turns))
     assert per_turn < 500e-6  # generous bound for slow CI; typically well under 50 µs
+
+
+def test_absurdly_large_numbers_are_not_offers():
+    # found by hypothesis in the merchant-reply reader: 27 digits overflowed Decimal's precision
+    intent = parse_shopper_turn("I will pay $100000000000000000000000000", reference_cents=50000)
+    assert intent.amount_cents is None

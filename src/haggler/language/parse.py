@@ -318,7 +318,10 @@ def _scan_amounts(text: str, words: set[str], reference_cents: int | None) -> _S
         num, has_k, has_currency = m["num"], bool(m["k"]), bool(m["pre"] or m["post"])
         if not m["post"] and _UNIT_AFTER.match(text, end):
             continue  # "30-day", "2 years", "5 stars"
-        cents = to_cents(num.replace(",", "")) * (1000 if has_k else 1)
+        try:
+            cents = to_cents(num.replace(",", "")) * (1000 if has_k else 1)
+        except ValueError:  # an absurd number is not an offer
+            continue
         if cents == 0:
             continue
         before = text[max(0, start - _WINDOW) : start]

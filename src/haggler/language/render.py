@@ -136,11 +136,9 @@ class ReplyRenderer:
         if kind is MoveKind.GREET:
             template = rng.choice(_GREET)
         elif kind is MoveKind.COUNTER:
-            template = rng.choice(_COUNTER_PRICE if move.price_cut else _COUNTER_EXTRA)
-            if move.added_extras and move.price_cut:
-                template += " " + rng.choice(_ALSO_EXTRA)
+            template = _pick(rng, _COUNTER_PRICE if move.price_cut else _COUNTER_EXTRA, values)
         elif kind is MoveKind.LAST_OFFER:
-            template = rng.choice(_LAST_OFFER)
+            template = _pick(rng, _LAST_OFFER, values)
         elif kind is MoveKind.HOLD:
             if move.shopper_price_cents is None:
                 template = rng.choice(_HOLD_BEST)
@@ -171,6 +169,13 @@ class ReplyRenderer:
         return template.format(**values)
 
 
+def _pick(rng: random.Random, templates: tuple[str, ...], values: dict[str, str]) -> str:
+    """A template, leaving out those that quote the shopper's price when there is none
+    (a counter to "what's your best price?" answers no number)."""
+    usable = [t for t in templates if values["theirs"] or "{theirs}" not in t]
+    return rng.choice(usable)
+
+
 _GREET = (
     "Hi! I'm {rep} from {store}. You're looking at the {name} — {subtitle}. It's {condition} and listed at {list}. What would you like to know?",
     "Hello, and welcome to {store}! {rep} here. The {name}{cond} is a great choice — {subtitle}. It's {list}. How can I help?",
@@ -187,7 +192,6 @@ _COUNTER_PRICE = (
     "Let me meet you partway: {package}.",
     "That's a stretch for me, but I can do {package} for you.",
 )
-_ALSO_EXTRA = ("And I'll add {extras} to that.", "Plus {extras}.")
 _LAST_OFFER = (
     "I've gone as far as I can on this one: {package}. That's my final offer.",
     "This is truly the best I can do — {package}. I can't go any lower.",

@@ -1,0 +1,421 @@
+"""The deterministic shopper agent: haggles for one product against any negotiate.v1 store.
+
+It works from :class:`~haggler.language.merchant_reading.MerchantReading` (so it runs against
+stores that send only free text) and produces :class:`ShopperTurn` s that carry both natural
+text and the structured JSON-extension message.
+
+How it buys:
+
+* opens with a credible anchor — about 70% of list, never below what a merchant would dismiss
+  as a lowball (55% of list) unless its budget forces it, and never above its target or budget;
+* concedes in shrinking steps (a share of the room left to its ceiling), a share that grows as
+  the turns run out (Boulware-ish: firm early, more pliable late);
+* answers the merchant's movement: when the merchant does not move it barely moves; when the
+  merchant gives a lot (price or extras it values) it gives more — never past its ceiling;
+* values extras: an extra whose description contains a keyword of ``extra_values`` is worth
+  that much, so "$540 + battery worth $80" is effectively $460 against its target — but it
+  NEVER accepts a cash price above its budget, whatever the extras;
+* accepts a price within budget when it is at or below its target or its own next offer, when
+  the merchant says it is final, when the gap is too small to be worth another round, or when
+  it has no room left; walks away politely from a final price above budget; gives up politely
+  after ``max_turns``;
+* never reveals its budget: its highest offer is a round amount strictly below the budget, and
+  no text it writes states the budget or talks about a budget, maximum or limit.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from haggler.language.merchant_reading import MerchantReading
+from haggler.money import format_money, to_decimal_number
+
+__all__ = ["ShopperAgent", "ShopperGoal", "ShopperOutcome", "ShopperTurn", "mentions_amount"]
+
+OFFER, ACCEPT, WALK_AWAY, ASK = "offer", "accept", "walk_away", "ask"
+
+
+@dataclass(frozen=True)
+class ShopperGoal:
+    list_price_cents: int
+    #: The hidden ceiling: the agent never pays more, and never says it.
+    budget_cents: int
+    #: A price the shopper would be happy with (extras' value counted); None: no target.
+    target_cents: int | None = None
+    #: Keyword → value in cents of an extra whose description contains the keyword,
+    #: e.g. {"shipping": 3000, "battery": 8000}.
+    extra_values: Mapping[str, int] = field(default_factory=dict)
+    currency: str = "USD"
+
+    def __post_init__(self) -> None:
+        if self.list_price_cents <= 0:
+            raise ValueError("list_price_cents must be positive")
+        if self.budget_cents <= 0:
+            raise ValueError("budget_cents must be positive")
+        if self.target_cents is not None and self.target_cents <= 0:
+            raise ValueError("target_cents must be positive")
+        if any(v < 0 for v in self.extra_values.values()):
+            raise ValueError("extra values must not be negative")
+
+    def extras_value(self, extras: tuple[str, ...] | list[str]) -> int:
+        """What the extras are worth to this shopper: each keyword counts once."""
+        texts = [e.casefold() for e in extras]
+        return sum(value for key, value in self.extra_values.items()
+                   if key.strip() and any(key.casefold().strip() in t for t in texts))
+
+
+@dataclass(frozen=True)
+class ShopperTurn:
+    kind: str  # "offer" | "accept" | "walk_away" | "ask"
+    price_cents: int | None
+    text: str
+    #: The JSON-extension message, e.g. {"action": "offer", "price": 450}.
+    structured: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ShopperOutcome:
+    agreed: bool
+    #: The deal price (cash), or None without a deal.
+    price_cents: int | None
+    extras: tuple[str, ...]
+    #: "deal", "walked_away" (the shopper left), "gave_up" (turn limit), or
+    #: "merchant_closed" (the merchant ended the chat without a deal).
+    reason: str
+    turns: int
+
+
+def _price_unit(list_price_cents: int) -> int:
+    """Round numbers a person would offer: $10 on a $1,899 item, $5 on $649, $1 on $379."""
+    for unit in (1_000, 500, 100, 10):
+        if unit * 100 <= list_price_cents:
+            return unit
+    return 1
+
+
+def _amount_forms(cents: int) -> list[str]:
+    whole, frac = divmod(cents, 100)
+    wholes = [str(whole)] + ([f"{whole:,}"] if whole >= 1000 else [])
+    if frac:
+        return [f"{w}.{frac:02d}" for w in wholes]
+    return wholes + [f"{w}.00" for w in wholes]
+
+
+def mentions_amount(text: str, cents: int) -> bool:
+    """Whether ``text`` states ``cents`` in any usual way: "$1,234", "1234", "1,234.00",
+    "$611.37" — as a whole number, not as part of a larger one."""
+    for form in _amount_forms(cents):
+        if re.search(r"(?<![\d,.])" + re.escape(form) + r"(?![\d]|[.,]\d)", text):
+            return True
+    return False
+
+
+_FORBIDDEN = re.compile(r"\b(?:budget|max(?:imum)?|limit|ceiling|most\s+i\s+can|can'?t\s+go\s+(?:above|over|higher))\b",
+                        re.IGNORECASE)
+
+_OPEN = (
+    "Hi! I'm interested in this one. Would you take {p}?",
+    "Hello! I'd like to buy it — how about {p}?",
+    "Hi there. Would you consider {p} for it?",
+)
+_AFTER_MOVE = (
+    "Thanks for moving on that. I can go to {p}.",
+    "I appreciate it. How about {p}?",
+    "That helps. Would you do {p}?",
+    "We're getting closer — I could do {p}.",
+)
+_AFTER_HOLD = (
+    "I can come up a little: {p}.",
+    "Okay, I'll nudge up to {p}.",
+    "Let me stretch a bit — would you take {p}?",
+)
+_STAY = (
+    "I'll have to stay at {p}.",
+    "I'm going to stay at {p} on this one.",
+)
+_ACCEPT = (
+    "Deal — I'll take it.",
+    "Sounds good, I'll take it.",
+    "Great, you've got a deal.",
+    "Deal! Let's do it.",
+)
+_CONFIRM = (
+    "Great — deal. Thank you!",
+    "Deal! Thanks, I'll take it.",
+)
+_WALK = (
+    "Thanks, but that's more than I can spend. I'll pass.",
+    "I appreciate it, but that's above what I'm willing to pay. I'll pass on this one.",
+    "Thanks for your time — that's more than I want to spend, so I'll pass.",
+)
+_GIVE_UP = (
+    "We don't seem to be getting there. Thanks for your time — I'll pass.",
+    "I think we're stuck, so I'll pass on this one. Thanks for chatting!",
+)
+_ASK = (
+    "What's the best price you can do on it?",
+    "Is there any flexibility on the price?",
+)
+
+
+class ShopperAgent:
+    """Haggles over one product. One object per negotiation: feed it each merchant reading
+    and send the turns it returns (``turn.text`` as free text or ``turn.structured`` as JSON)
+    until :attr:`done`."""
+
+    MAX_TURNS = 20
+    #: The opening offer as a fraction of list price (jittered by the seed), and the least
+    #: fraction it may open at when its budget allows (a merchant ignores lowballs).
+    ANCHOR = 0.70
+    MIN_ANCHOR = 0.55
+    #: The opening leaves at least this share of the ceiling, and this fraction of list
+    #: price, as room to concede.
+    ANCHOR_SHARE = 0.88
+    ANCHOR_ROOM = 0.30
+    #: Share of the remaining room conceded per step, early and (added) late in the chat.
+    STEP_EARLY = 0.16
+    STEP_LATE = 0.30
+    #: Share of the remaining room conceded when the merchant did not move at all.
+    STEP_STALLED = 0.04
+    #: What an added extra we put no value on counts as, as movement (fraction of list).
+    GESTURE = 0.03
+    #: A gap this small (fraction of list) is not worth another round.
+    CLOSE_GAP = 0.015
+
+    def __init__(self, goal: ShopperGoal, *, seed: int | None = None, max_turns: int | None = None) -> None:
+        max_turns = self.MAX_TURNS if max_turns is None else max_turns
+        if max_turns < 2:
+            raise ValueError("max_turns must be at least 2")
+        self.goal = goal
+        self.max_turns = max_turns
+        self._rng = random.Random(seed)
+        self.unit = _price_unit(goal.list_price_cents)
+        self.fine = min(self.unit, 100)
+        budget = goal.budget_cents
+        # The highest amount it will ever offer: round, and strictly below the budget so that
+        # no offer states the budget itself.
+        ceiling = (budget - 1) // self.fine * self.fine
+        if ceiling <= 0:
+            ceiling = (budget - 1) if budget > 1 else budget
+        self.ceiling = ceiling
+        self.turns: list[ShopperTurn] = []
+        self.offers: list[int] = []
+        self._ask: int | None = None
+        self._ask_extras: tuple[str, ...] = ()
+        self._ask_effective: int | None = None
+        self._merchant_holds = 0
+        #: Share of the gap between its terms and our last offer the merchant just closed.
+        self._move_share = 0.0
+        self._accepted = False
+        #: The deal (price, extras) the merchant announced without closing, once we confirmed it.
+        self._confirming: tuple[int, tuple[str, ...]] | None = None
+        self._outcome: ShopperOutcome | None = None
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self._outcome is not None
+
+    @property
+    def outcome(self) -> ShopperOutcome | None:
+        return self._outcome
+
+    @property
+    def cap(self) -> int:
+        """The most it will offer: its ceiling, or its target when that is lower."""
+        target = self.goal.target_cents
+        return min(self.ceiling, target) if target is not None else self.ceiling
+
+    # -- turns -------------------------------------------------------------------------------
+
+    def first_turn(self, greeting: MerchantReading) -> ShopperTurn:
+        """The opening turn, after reading the merchant's greeting."""
+        if self.turns:
+            raise RuntimeError("first_turn() was already called")
+        # A greeting opens the chat: it neither closes it nor concludes a deal.
+        turn = self._respond(replace(greeting, deal=False, closed=False, walked_away=False), opening=True)
+        assert turn is not None
+        return turn
+
+    def next_turn(self, reading: MerchantReading) -> ShopperTurn | None:
+        """The turn answering ``reading``; None once the negotiation is over (see :attr:`outcome`)."""
+        if not self.turns:
+            raise RuntimeError("call first_turn() first")
+        if self.done:
+            return None
+        return self._respond(reading, opening=False)
+
+    # -- deciding ----------------------------------------------------------------------------
+
+    def _respond(self, reading: MerchantReading, *, opening: bool) -> ShopperTurn | None:
+        goal = self.goal
+        if self._confirming is not None and not reading.walked_away:
+            # We confirmed a deal the merchant announced: that is the deal, whatever it says now.
+            price, extras = self._confirming
+            self._finish(True, reading.price_cents if reading.deal and reading.price_cents else price,
+                         reading.extras if reading.deal and reading.extras else extras, "deal")
+            return None
+        self._confirming = None
+        if reading.deal:
+            price = reading.price_cents
+            if self._accepted and self._ask is not None:
+                price = price or self._ask
+            elif self.offers and (price is None or price > goal.budget_cents):
+                # the merchant took our offer: that is the price, whatever number we read
+                price = self.offers[-1]
+            extras = reading.extras or self._ask_extras
+            if reading.closed or self._accepted:
+                self._finish(True, price, extras, "deal")
+                return None
+            # The merchant took our offer but the store wants a confirmation.
+            if price is not None and price <= goal.budget_cents:
+                self._confirming = (price, tuple(extras))
+                return self._emit(ACCEPT, None, _CONFIRM)
+        if reading.closed:
+            self._finish(False, None, (), "merchant_closed")
+            return None
+        if len(self.turns) >= self.max_turns:
+            self._finish(False, None, (), "gave_up")
+            return None
+        self._accepted = False
+
+        moved = self._observe(reading)
+        ask = self._ask
+        if ask is None:
+            # No price stated yet: ask for one (twice at most), then open from list price.
+            asked = sum(1 for t in self.turns if t.kind == ASK)
+            if asked < 2 and len(self.turns) < self.max_turns - 1:
+                return self._emit(ASK, None, _ASK)
+            ask = goal.list_price_cents
+
+        budget = goal.budget_cents
+        within = ask <= budget
+        effective = ask - goal.extras_value(self._ask_extras)
+        turns_left = self.max_turns - len(self.turns)
+        planned = self._plan(ask, moved, opening)
+        last = self.offers[-1] if self.offers else None
+
+        if within:
+            if goal.target_cents is not None and effective <= goal.target_cents:
+                return self._accept()
+            if planned >= ask or reading.final or turns_left <= 2:
+                return self._accept()
+            if last is not None and (ask - last <= max(goal.list_price_cents * self.CLOSE_GAP, self.fine)
+                                     or planned <= last):
+                return self._accept()
+        else:
+            if reading.final:
+                return self._walk(_WALK, "walked_away")
+            if last is not None and planned <= last and self._merchant_holds >= 2:
+                return self._walk(_WALK, "walked_away")
+        if turns_left <= 1:
+            return self._walk(_GIVE_UP, "gave_up")
+        if opening or not self.offers:
+            templates = _OPEN
+        elif last is not None and planned <= last:
+            templates = _STAY
+        elif moved > 0:
+            templates = _AFTER_MOVE
+        else:
+            templates = _AFTER_HOLD
+        self.offers.append(planned)
+        return self._emit(OFFER, planned, templates)
+
+    def _observe(self, reading: MerchantReading) -> int:
+        """Record the merchant's terms; return how far (in value to us) they moved."""
+        price = reading.price_cents
+        if price is None and reading.discount_cents is not None and self._ask is not None:
+            price = max(1, self._ask - reading.discount_cents)
+        if price is None:
+            self._merchant_holds += 1
+            return 0
+        extras = reading.extras if reading.extras or price != self._ask else self._ask_extras
+        effective = price - self.goal.extras_value(extras)
+        moved = 0
+        if self._ask_effective is not None:
+            # An extra we put no value on is still a concession: answer it as a small move.
+            known = {e.casefold() for e in self._ask_extras}
+            gestures = sum(1 for e in extras if e.casefold() not in known and not self.goal.extras_value((e,)))
+            moved = self._ask_effective - effective + int(gestures * self.GESTURE * self.goal.list_price_cents)
+            if moved <= 0:
+                self._merchant_holds += 1
+            else:
+                self._merchant_holds = 0
+                gap = self._ask_effective - (self.offers[-1] if self.offers else 0)
+                self._move_share = moved / gap if gap > 0 else 1.0
+        self._ask, self._ask_extras, self._ask_effective = price, tuple(extras), effective
+        return max(0, moved)
+
+    def _anchor(self, ask: int) -> int:
+        reference = min(self.goal.list_price_cents, ask)
+        cap = self.cap
+        share = self.ANCHOR + self._rng.uniform(-0.03, 0.03)
+        anchor = min(reference * share, cap * self.ANCHOR_SHARE, cap - reference * self.ANCHOR_ROOM)
+        if anchor < reference * self.MIN_ANCHOR:
+            anchor = min(reference * self.MIN_ANCHOR, cap) if cap >= reference * self.MIN_ANCHOR else cap * 0.9
+        cents = int(anchor) // self.unit * self.unit
+        if cents <= 0:
+            cents = int(anchor) // self.fine * self.fine
+        return max(1, min(cents, cap))
+
+    def _plan(self, ask: int, moved: int, opening: bool) -> int:
+        """The offer it would make next (never above its cap, never below its last offer)."""
+        if not self.offers:
+            return self._anchor(ask)
+        last = self.offers[-1]
+        room = self.cap - last
+        if room <= 0:
+            return last
+        tau = min(1.0, len(self.offers) / self.max_turns)
+        base = room * (self.STEP_EARLY + self.STEP_LATE * tau)
+        if moved <= 0:
+            step = room * self.STEP_STALLED
+        else:
+            step = base * min(2.0, max(0.5, 0.5 + 3.0 * self._move_share))
+        step = min(step, room * 0.6)
+        grid = self.unit if step >= 2 * self.unit else self.fine
+        target = (last + int(step)) // grid * grid
+        target = max(target, last + self.fine)
+        target = min(target, self.cap)
+        return max(target, last)
+
+    # -- emitting ----------------------------------------------------------------------------
+
+    def _emit(self, kind: str, price: int | None, templates: tuple[str, ...]) -> ShopperTurn:
+        text = self._rng.choice(templates)
+        if price is not None:
+            text = text.format(p=format_money(price, self.goal.currency))
+        if self._leaks(text, price):  # pragma: no cover - the templates hold no other amounts
+            text = {OFFER: "Would you take {p}?", ACCEPT: _ACCEPT[0], WALK_AWAY: _WALK[0], ASK: _ASK[0]}[kind]
+            if price is not None:
+                text = text.format(p=format_money(price, self.goal.currency))
+        structured: dict[str, Any] = {OFFER: {"action": "offer"}, ACCEPT: {"action": "accept"},
+                                      WALK_AWAY: {"action": "walk_away"}, ASK: {"action": "best_price"}}[kind]
+        if price is not None:
+            structured = {**structured, "price": to_decimal_number(price)}
+        turn = ShopperTurn(kind, price, text, structured)
+        self.turns.append(turn)
+        return turn
+
+    def _leaks(self, text: str, price: int | None) -> bool:
+        budget = self.goal.budget_cents
+        if _FORBIDDEN.search(text):
+            return True
+        return price != budget and mentions_amount(text, budget)
+
+    def _accept(self) -> ShopperTurn:
+        self._accepted = True
+        return self._emit(ACCEPT, None, _ACCEPT)
+
+    def _walk(self, templates: tuple[str, ...], reason: str) -> ShopperTurn:
+        turn = self._emit(WALK_AWAY, None, templates)
+        self._finish(False, None, (), reason)
+        return turn
+
+    def _finish(self, agreed: bool, price: int | None, extras: tuple[str, ...], reason: str) -> None:
+        self._outcome = ShopperOutcome(agreed, price, tuple(extras), reason, len(self.turns))

@@ -1,0 +1,465 @@
+"""The deterministic shopper agent (``haggler.agents.shopper``).
+
+* Matches against our real merchant through :class:`ChatService` on a temporary SQLite store,
+  in two variants: sending free text and reading the reply's text alone (what works against
+  any negotiate.v1 store), and sending the JSON extension and reading the structured offer.
+* Unit tests of its behaviour against scripted merchant readings.
+* A property test against a randomised merchant simulation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from haggler.agents.merchant import MerchantAgent
+from haggler.agents.shopper import ShopperAgent, ShopperGoal, ShopperTurn, mentions_amount
+from haggler.catalog import Product, load_catalog
+from haggler.language.intents import IntentKind
+from haggler.language.merchant_reading import MerchantReading, read_merchant_reply
+from haggler.language.parse import parse_shopper_turn
+from haggler.money import format_money
+from haggler.protocols.negotiate_v1 import views
+from haggler.protocols.negotiate_v1.service import ChatService, StoreLimits
+from haggler.storage.database import open_database
+
+CATALOG = load_catalog()
+DEMO = CATALOG.products
+BASE = "http://store.test"
+FORBIDDEN_WORDS = re.compile(r"\b(?:budget|max(?:imum)?|limit|ceiling)\b|can'?t\s+go\s+(?:above|over|higher)", re.I)
+
+
+def budget_leaks(text: str, budget_cents: int) -> bool:
+    """Whether ``text`` states the budget: "$1,234.50", "1234.50", "1,234", "$612", "612"..."""
+    whole, frac = divmod(budget_cents, 100)
+    forms = {format_money(budget_cents)}
+    if frac:
+        forms |= {f"{whole}.{frac:02d}", f"{whole:,}.{frac:02d}"}
+    else:
+        forms |= {str(whole), f"{whole:,}", f"{whole}.00"}
+    return any(re.search(r"(?<![\d,.])" + re.escape(f) + r"(?![\d]|[.,]\d)", text) for f in forms) \
+        or mentions_amount(text, budget_cents)
+
+
+# -- matches against the real store ------------------------------------------------------------
+
+
+@dataclass
+class Match:
+    product: Product
+    budget: int
+    agent: ShopperAgent
+    deal_cents: int | None = None
+    deal_extras: tuple[str, ...] = ()
+    closed: bool = False
+    transcript: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def shopper_texts(self) -> list[str]:
+        return [t for who, t in self.transcript if who == "shopper"]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory) -> ChatService:
+    path = tmp_path_factory.mktemp("shopper")
+    database = open_database(f"sqlite:///{path}/store.db")
+    clock = lambda: datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)  # noqa: E731
+    return ChatService(CATALOG, database, StoreLimits(max_chat_starts_per_hour_per_ip=10**6), clock, seed=20240601)
+
+
+def play(service: ChatService, product: Product, goal: ShopperGoal, *, seed: int, structured: bool) -> Match:
+    """One chat: the shopper's turns go out as free text (read back from the reply text alone)
+    or as JSON (read back with the structured offer/deal)."""
+    agent = ShopperAgent(goal, seed=seed)
+    match = Match(product, goal.budget_cents, agent)
+    start = service.start(product.id, "203.0.113.9")
+    match.transcript.append(("merchant", start.greeting))
+    greeting = read_merchant_reply(start.greeting, closed=False, list_price_cents=product.list_price_cents,
+                                   offer=views.offer_view(start.offer) if structured else None)
+    turn: ShopperTurn | None = agent.first_turn(greeting)
+    while turn is not None:
+        assert len(match.shopper_texts) < 40, "the conversation must terminate"
+        match.transcript.append(("shopper", turn.text))
+        message = json.dumps(turn.structured) if structured else turn.text
+        reply = service.say(start.session_id, message, checkout_url=lambda d: f"{BASE}/checkout/{d}")
+        match.transcript.append(("merchant", reply.message))
+        if reply.deal is not None:
+            match.deal_cents, match.deal_extras = reply.deal.price_cents, tuple(reply.deal.extras)
+        match.closed = reply.closed
+        if structured:
+            reading = read_merchant_reply(
+                reply.message, closed=reply.closed, list_price_cents=product.list_price_cents,
+                offer=views.offer_view(reply.offer) if reply.offer else None,
+                deal=views.deal_view(reply.deal, BASE) if reply.deal else None)
+        else:
+            reading = read_merchant_reply(reply.message, closed=reply.closed, list_price_cents=product.list_price_cents)
+            # the text alone says what the structured extension says
+            if reply.offer is not None:
+                assert reading.price_cents == reply.offer.price_cents, reply.message
+                assert [e.casefold() for e in reading.extras] == [e.casefold() for e in reply.offer.extras]
+            if reply.deal is not None:
+                assert (reading.deal, reading.price_cents) == (True, reply.deal.price_cents), reply.message
+        turn = agent.next_turn(reading)
+        if reply.closed:
+            assert turn is None
+    return match
+
+
+def budgets(product: Product) -> dict[str, int]:
+    floor, lst = product.floor_cents, product.list_price_cents
+    return {
+        "floor-10%": floor * 9 // 10,
+        "floor": floor,
+        "floor+25%": floor + (lst - floor) // 4,
+        "midway": (floor + lst) // 2,
+        "list": lst,
+        "list+10%": lst * 11 // 10,
+    }
+
+
+SEEDS = (1, 2)
+
+
+@pytest.fixture(scope="module")
+def matches(service) -> dict[bool, list[tuple[str, Match]]]:
+    out: dict[bool, list[tuple[str, Match]]] = {False: [], True: []}
+    for structured in (False, True):
+        for product in DEMO:
+            for name, budget in budgets(product).items():
+                for seed in SEEDS:
+                    goal = ShopperGoal(product.list_price_cents, budget)
+                    out[structured].append((name, play(service, product, goal, seed=seed, structured=structured)))
+    return out
+
+
+VARIANTS = pytest.mark.parametrize("structured", [False, True], ids=["text", "json"])
+
+
+@VARIANTS
+def test_deals_never_above_budget(matches, structured):
+    for _name, m in matches[structured]:
+        if m.deal_cents is not None:
+            assert m.deal_cents <= m.budget, m.transcript
+            assert m.agent.outcome is not None and m.agent.outcome.agreed
+            assert m.agent.outcome.price_cents == m.deal_cents
+            assert [e.casefold() for e in m.agent.outcome.extras] == [e.casefold() for e in m.deal_extras]
+        else:
+            assert m.agent.outcome is not None and not m.agent.outcome.agreed
+        # every offer the shopper made was within its budget, and they never went down
+        offers = [t.price_cents for t in m.agent.turns if t.kind == "offer"]
+        assert all(o is not None and o < m.budget for o in offers)
+        assert offers == sorted(offers)
+
+
+@VARIANTS
+def test_deal_whenever_the_merchant_can_meet_the_budget(matches, structured):
+    possible = [(n, m) for n, m in matches[structured] if m.budget >= MerchantAgent(m.product).min_quote]
+    deals = [m for _, m in possible if m.deal_cents is not None]
+    assert len(possible) >= 3 * len(DEMO) * len(SEEDS)
+    assert len(deals) >= 0.95 * len(possible), [(n, m.product.id, m.budget) for n, m in possible if m.deal_cents is None]
+
+
+@VARIANTS
+def test_no_deal_below_the_floor(matches, structured):
+    for _name, m in matches[structured]:
+        if m.budget < m.product.floor_cents:
+            assert m.deal_cents is None
+            assert m.closed or m.agent.done
+
+
+@VARIANTS
+def test_pays_less_than_list_on_average_with_a_generous_budget(matches, structured):
+    rich = [m for _, m in matches[structured] if m.budget >= m.product.list_price_cents]
+    assert all(m.deal_cents is not None for m in rich)
+    ratio = statistics.mean(m.deal_cents / m.product.list_price_cents for m in rich)
+    assert ratio < 0.97
+    # and it captures a fair share of the bargaining zone between floor and budget overall
+    shares = [(m.budget - m.deal_cents) / (m.budget - m.product.floor_cents)
+              for _, m in matches[structured] if m.deal_cents is not None and m.budget > m.product.floor_cents]
+    assert statistics.mean(shares) > 0.4
+
+
+@VARIANTS
+def test_no_shopper_text_reveals_the_budget(matches, structured):
+    for _name, m in matches[structured]:
+        for text in m.shopper_texts:
+            assert not budget_leaks(text, m.budget), (text, m.budget)
+            assert not FORBIDDEN_WORDS.search(text), text
+
+
+def test_text_and_json_variants_agree(matches):
+    """Reading text alone leads to the same outcomes as reading the structured extension."""
+    text = [(m.product.id, m.budget, m.deal_cents) for _, m in matches[False]]
+    structured = [(m.product.id, m.budget, m.deal_cents) for _, m in matches[True]]
+    assert text == structured
+
+
+def test_turns_stay_within_the_limit(matches):
+    for structured in (False, True):
+        for _name, m in matches[structured]:
+            assert len(m.agent.turns) <= m.agent.max_turns
+
+
+def test_extras_it_values_bring_it_up_faster(service):
+    """Valuing the extras the merchant trades first, the shopper reciprocates them — and still
+    never pays more than its budget."""
+    product = next(p for p in DEMO if p.id == "aerion-v12-cordless")
+    budget = product.list_price_cents
+    plain = play(service, product, ShopperGoal(product.list_price_cents, budget), seed=3, structured=False)
+    valued = play(service, product, ShopperGoal(product.list_price_cents, budget,
+                                                extra_values={"shipping": 4_000, "battery": 8_000, "dock": 3_000}),
+                  seed=3, structured=False)
+    assert plain.deal_cents is not None and valued.deal_cents is not None
+    assert valued.deal_cents <= budget
+    assert valued.agent.offers[1] > plain.agent.offers[1]
+
+
+# -- behaviour against scripted merchant replies ---------------------------------------------------
+
+
+def reading(price: int | None, *, extras: tuple[str, ...] = (), final: bool = False, deal: bool = False,
+            closed: bool = False) -> MerchantReading:
+    return MerchantReading(price_cents=price, extras=extras, final=final, deal=deal, closed=closed,
+                           walked_away=closed and not deal)
+
+
+LIST = 64_900
+
+
+def test_opening_is_a_credible_anchor():
+    for seed in range(30):
+        agent = ShopperAgent(ShopperGoal(LIST, LIST), seed=seed)
+        turn = agent.first_turn(reading(LIST))
+        assert turn.kind == "offer"
+        assert 0.55 * LIST <= turn.price_cents <= 0.75 * LIST
+        assert turn.structured == {"action": "offer", "price": turn.price_cents // 100}
+    # never above a target or budget below that
+    agent = ShopperAgent(ShopperGoal(LIST, 40_000, target_cents=35_000), seed=1)
+    assert agent.first_turn(reading(LIST)).price_cents <= 35_000
+    # with a tiny budget it still opens below it
+    agent = ShopperAgent(ShopperGoal(LIST, 20_000), seed=1)
+    assert agent.first_turn(reading(LIST)).price_cents < 20_000
+
+
+def _second_offer(merchant_second_price: int, seed: int = 5) -> int:
+    agent = ShopperAgent(ShopperGoal(LIST, LIST), seed=seed)
+    first = agent.first_turn(reading(LIST))
+    second = agent.next_turn(reading(merchant_second_price))
+    assert second is not None and second.kind == "offer"
+    return second.price_cents - first.price_cents
+
+
+def test_answers_the_merchants_movement():
+    stalled = _second_offer(LIST)
+    small = _second_offer(LIST - 1_000)
+    large = _second_offer(LIST - 8_000)
+    assert 0 < stalled < small < large
+
+
+def test_concedes_in_shrinking_steps_against_a_steady_merchant():
+    agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=2)
+    agent.first_turn(reading(LIST))
+    price = LIST
+    while True:
+        price -= 500
+        turn = agent.next_turn(reading(price))
+        if turn is None or turn.kind != "offer":
+            break
+    steps = [b - a for a, b in zip(agent.offers, agent.offers[1:])]
+    assert len(steps) >= 4
+    assert steps[-1] <= steps[0]
+    assert max(agent.offers) < 60_000
+
+
+def test_extras_count_as_money_against_the_target():
+    goal = ShopperGoal(60_000, 56_000, target_cents=46_000, extra_values={"battery": 8_000})
+    agent = ShopperAgent(goal, seed=1)
+    agent.first_turn(reading(60_000))
+    turn = agent.next_turn(reading(54_000, extras=("extra battery pack",)))
+    assert turn is not None and turn.kind == "accept"  # $540 + battery worth $80: effectively $460
+
+
+def test_never_accepts_cash_above_budget_whatever_the_extras():
+    goal = ShopperGoal(60_000, 50_000, target_cents=45_000, extra_values={"battery": 20_000, "shipping": 5_000})
+    agent = ShopperAgent(goal, seed=1)
+    agent.first_turn(reading(60_000))
+    turn = agent.next_turn(reading(54_000, extras=("extra battery pack", "free shipping")))
+    assert turn is not None and turn.kind == "offer" and turn.price_cents < 50_000
+    turn = agent.next_turn(reading(54_000, extras=("extra battery pack", "free shipping"), final=True))
+    assert turn is not None and turn.kind == "walk_away"
+    assert agent.done and agent.outcome is not None and not agent.outcome.agreed
+    assert agent.outcome.reason == "walked_away"
+    assert agent.next_turn(reading(None, closed=True)) is None
+
+
+def test_accepts_a_final_offer_within_budget_and_records_the_deal():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    agent.first_turn(reading(LIST))
+    turn = agent.next_turn(reading(61_500, final=True))
+    assert turn is not None and turn.kind == "accept" and turn.structured == {"action": "accept"}
+    assert not agent.done
+    assert agent.next_turn(reading(61_500, deal=True, closed=True)) is None
+    assert agent.outcome is not None and agent.outcome.agreed and agent.outcome.price_cents == 61_500
+
+
+def test_accepts_when_the_gap_is_small():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    agent.first_turn(reading(LIST))
+    last = agent.offers[-1]
+    turn = agent.next_turn(reading(last + 500))
+    assert turn is not None and turn.kind == "accept"
+
+
+def test_merchant_taking_our_offer_without_closing_gets_a_confirmation():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    first = agent.first_turn(reading(LIST))
+    turn = agent.next_turn(reading(None, deal=True))
+    assert turn is not None and turn.kind == "accept"
+    assert agent.next_turn(reading(None)) is None
+    assert agent.outcome is not None and agent.outcome.agreed and agent.outcome.price_cents == first.price_cents
+
+
+def test_asks_for_a_price_when_none_is_stated():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    turn = agent.first_turn(reading(None))
+    assert turn.kind == "ask" and turn.structured == {"action": "best_price"}
+    assert agent.next_turn(reading(LIST)).kind == "offer"
+
+
+def test_merchant_closing_ends_it():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    agent.first_turn(reading(LIST))
+    assert agent.next_turn(reading(None, closed=True)) is None
+    assert agent.outcome is not None and agent.outcome.reason == "merchant_closed"
+
+
+def test_gives_up_politely_after_max_turns():
+    agent = ShopperAgent(ShopperGoal(LIST, 40_000), seed=9, max_turns=12)
+    turn = agent.first_turn(reading(LIST))
+    turns = [turn]
+    while turn is not None:
+        turn = agent.next_turn(reading(LIST))
+        if turn is not None:
+            turns.append(turn)
+    assert len(turns) <= 12
+    assert turns[-1].kind == "walk_away"
+    assert agent.outcome is not None and not agent.outcome.agreed
+
+
+def test_turn_texts_mean_what_the_turn_does():
+    """Every text parses, with the store's own parser, to the turn's intent and amount."""
+    kinds = {"offer": IntentKind.OFFER, "accept": IntentKind.ACCEPT, "walk_away": IntentKind.WALK_AWAY,
+             "ask": IntentKind.BEST_PRICE}
+    seen = set()
+    for seed in range(40):
+        goal = ShopperGoal(LIST, 55_000 + seed * 300, extra_values={"shipping": 3_000})
+        agent = ShopperAgent(goal, seed=seed)
+        turns = [agent.first_turn(reading(None))]
+        price = LIST
+        while turns[-1] is not None and len(turns) < 30:
+            price = price - 1_500 if seed % 3 else price
+            turns.append(agent.next_turn(reading(price, final=price < 58_000)))
+        for turn in filter(None, turns):
+            intent = parse_shopper_turn(turn.text, reference_cents=LIST)
+            assert intent.kind is kinds[turn.kind], turn
+            assert not intent.manipulation, turn
+            if turn.kind == "offer":
+                assert intent.amount_cents == turn.price_cents, turn
+            seen.add(turn.kind)
+            # the JSON form parses to the same thing
+            assert parse_shopper_turn(json.dumps(turn.structured)).kind is kinds[turn.kind]
+    assert seen == set(kinds)
+
+
+def test_same_seed_same_conversation():
+    def run(seed):
+        agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=seed)
+        out = [agent.first_turn(reading(LIST)).text]
+        for price in (63_000, 62_000, 61_500):
+            turn = agent.next_turn(reading(price))
+            out.append(turn.text if turn else None)
+        return out
+
+    assert run(11) == run(11)
+    assert any(run(11) != run(s) for s in range(12, 20))
+
+
+def test_the_budget_is_never_offered_and_never_said():
+    for budget in (61_200, 61_137, 100, 1, 150_000):
+        agent = ShopperAgent(ShopperGoal(LIST, budget), seed=1)
+        assert agent.ceiling < budget or budget == 1
+        assert budget_leaks(f"Would you take {format_money(budget)}?", budget)
+
+
+def test_goal_validation():
+    with pytest.raises(ValueError):
+        ShopperGoal(0, 100)
+    with pytest.raises(ValueError):
+        ShopperGoal(100, 0)
+    with pytest.raises(ValueError):
+        ShopperAgent(ShopperGoal(100, 100), max_turns=1)
+
+
+# -- property: against a randomised merchant ---------------------------------------------------------
+
+EXTRA_NAMES = ("free 2-day shipping", "an extra battery pack", "a carrying case", "extended warranty")
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_property_against_a_simulated_merchant(data):
+    lst = data.draw(st.integers(1_000, 500_000), label="list")
+    budget = data.draw(st.one_of(st.integers(1, 2 * lst), st.integers(lst // 2, lst + lst // 10)), label="budget")
+    target = data.draw(st.one_of(st.none(), st.integers(1, 2 * lst)), label="target")
+    values = data.draw(st.dictionaries(st.sampled_from(["shipping", "battery", "case", "warranty"]),
+                                       st.integers(0, lst // 4), max_size=3), label="values")
+    seed = data.draw(st.integers(0, 2**32), label="seed")
+    max_turns = data.draw(st.sampled_from([None, 2, 5, 30]), label="max_turns")
+    agent = ShopperAgent(ShopperGoal(lst, budget, target, values), seed=seed, max_turns=max_turns)
+    floor = data.draw(st.integers(lst // 3, lst), label="floor")
+
+    ask, extras = lst, ()
+    turn = agent.first_turn(reading(lst))
+    offers: list[int] = []
+    steps = 0
+    while turn is not None:
+        steps += 1
+        assert steps <= agent.max_turns, "the shopper must stop after max_turns"
+        assert not budget_leaks(turn.text, budget) or turn.price_cents == budget
+        assert not FORBIDDEN_WORDS.search(turn.text)
+        if turn.kind == "offer":
+            assert turn.price_cents is not None and turn.price_cents <= budget
+            assert not offers or turn.price_cents >= offers[-1]
+            offers.append(turn.price_cents)
+            if turn.price_cents >= floor and data.draw(st.booleans(), label="merchant takes it"):
+                ask = turn.price_cents  # a confirmation that follows accepts these terms
+                reply = reading(turn.price_cents, extras=extras, deal=True, closed=data.draw(st.booleans()))
+            else:
+                behaviour = data.draw(st.sampled_from(["cut", "cut", "extra", "hold", "final", "silent", "close"]))
+                if behaviour == "cut":
+                    ask = max(floor, ask - data.draw(st.integers(0, max(0, ask - turn.price_cents))))
+                elif behaviour == "extra" and len(extras) < len(EXTRA_NAMES):
+                    extras = extras + (EXTRA_NAMES[len(extras)],)
+                reply = reading(None if behaviour == "silent" else ask, extras=extras, final=behaviour == "final",
+                                closed=behaviour == "close")
+        elif turn.kind == "accept":
+            # it only accepts terms within its budget
+            assert ask <= budget
+            reply = reading(ask, extras=extras, deal=True, closed=data.draw(st.booleans()))
+        elif turn.kind == "walk_away":
+            reply = reading(None, closed=True)
+        else:  # ask
+            reply = reading(ask, extras=extras)
+        turn = agent.next_turn(reply)
+    assert agent.done
+    outcome = agent.outcome
+    assert outcome is not None
+    if outcome.agreed:
+        assert outcome.price_cents is not None and outcome.price_cents <= budget
