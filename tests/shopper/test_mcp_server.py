@@ -115,3 +115,36 @@ def test_negotiate_runs_the_shopper_agent_end_to_end(make_store):
     shopper_lines = [line["message"] for line in result["transcript"] if line["speaker"] == "shopper"]
     assert shopper_lines and not any(f"{budget:g}" in line for line in shopper_lines)
     assert bad.is_error and "budget" in _text(bad)
+
+
+def test_streamable_http_transport(store, tmp_path):
+    import subprocess
+    import time
+
+    import httpx
+
+    try:
+        from tests.support.servers import free_port
+    except ImportError:  # pragma: no cover
+        from support.servers import free_port  # type: ignore[no-redef]
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "haggler", "mcp", "--http", "--port", str(port), "--allow-private"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+
+        async def go() -> Any:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                return _payload(await client.call_tool("discover_store", {"store": store.base}))
+
+        assert asyncio.run(go())["name"] == store.catalog.store.name
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
