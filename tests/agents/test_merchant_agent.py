@@ -39,25 +39,6 @@ PROPERTY = settings(max_examples=300, deadline=None,
 # -- driving the agent like the service does -------------------------------------------------------
 
 
-def shopper_turn(agent: MerchantAgent, negotiation: Negotiation, intent: Intent, at: datetime) -> Turn:
-    """Mirror of ``service._shopper_turn``."""
-    if intent.kind is IntentKind.OFFER and intent.amount_cents is not None:
-        return Turn(SHOPPER, Action.OFFER, at, terms=agent.shopper_terms(negotiation, intent.amount_cents), text="...")
-    if intent.kind is IntentKind.ACCEPT:
-        return Turn(SHOPPER, Action.ACCEPT, at, text="...")
-    if intent.kind is IntentKind.WALK_AWAY:
-        return Turn(SHOPPER, Action.REJECT, at, text="...")
-    return Turn(SHOPPER, Action.MESSAGE, at, text="...")
-
-
-def merchant_turn(move: MerchantMove, at: datetime) -> Turn | None:
-    """Mirror of ``service._merchant_turn``."""
-    if move.action is None:
-        return None
-    terms = move.terms if move.action is Action.OFFER else None
-    return Turn(MERCHANT, move.action, at, terms=terms, final=move.final)
-
-
 @dataclass
 class Step:
     intent: Intent
@@ -107,10 +88,10 @@ class Chat:
         assert not self.closed, "the service refuses messages to a closed chat"
         now = self._now()
         ask_before = self.ask
-        self.negotiation.apply(shopper_turn(self.agent, self.negotiation, intent, now))
+        self.negotiation.apply(self.agent.shopper_turn(self.negotiation, intent, now))
         self.shopper_messages += 1
         move = self.agent.respond(self.negotiation, intent, last_message=self.shopper_messages >= self.max_messages)
-        turn = merchant_turn(move, now)
+        turn = move.turn(now)
         if turn is not None:
             self.negotiation.apply(turn)
         self.steps.append(Step(intent, move, ask_before, self.ask))
@@ -657,7 +638,7 @@ def test_offer_matching_the_next_counter_mid_conversation_is_accepted(product):
     # what would the merchant counter a small further step with?
     probe = Negotiation.replay(chat.negotiation.rules, chat.negotiation.turns)
     nxt = amount + lst // 100
-    probe.apply(shopper_turn(chat.agent, probe, offer(nxt), T0 + timedelta(days=1)))
+    probe.apply(chat.agent.shopper_turn(probe, offer(nxt), T0 + timedelta(days=1)))
     move = chat.agent.respond(probe, offer(nxt))
     if move.kind is not MoveKind.COUNTER or not move.price_cut:
         pytest.skip("no further price counter")

@@ -52,24 +52,6 @@ PRODUCTS = CATALOG.products + SYNTHETIC
 # -- driving the merchant like the service does ------------------------------------------------
 
 
-def _shopper_turn(agent: MerchantAgent, negotiation: Negotiation, intent: Intent, at: datetime) -> Turn:
-    """Mirror of ``service._shopper_turn``."""
-    if intent.kind is IntentKind.OFFER and intent.amount_cents is not None:
-        return Turn(SHOPPER, Action.OFFER, at, terms=agent.shopper_terms(negotiation, intent.amount_cents), text="...")
-    if intent.kind is IntentKind.ACCEPT:
-        return Turn(SHOPPER, Action.ACCEPT, at, text="...")
-    if intent.kind is IntentKind.WALK_AWAY:
-        return Turn(SHOPPER, Action.REJECT, at, text="...")
-    return Turn(SHOPPER, Action.MESSAGE, at, text="...")
-
-
-def _merchant_turn(move: MerchantMove, at: datetime) -> Turn | None:
-    """Mirror of ``service._merchant_turn``."""
-    if move.action is None:
-        return None
-    return Turn(MERCHANT, move.action, at, terms=move.terms if move.action is Action.OFFER else None, final=move.final)
-
-
 def play(product: Product, script: list[Intent], max_messages: int = 30) -> list[MerchantMove]:
     agent = MerchantAgent(product)
     negotiation = Negotiation(Rules(parties=(MERCHANT, SHOPPER), max_turns=2 * max_messages + 1,
@@ -81,9 +63,9 @@ def play(product: Product, script: list[Intent], max_messages: int = 30) -> list
         if negotiation.closed:
             break
         at = T0 + timedelta(seconds=i)
-        negotiation.apply(_shopper_turn(agent, negotiation, intent, at))
+        negotiation.apply(agent.shopper_turn(negotiation, intent, at))
         move = agent.respond(negotiation, intent, last_message=i >= max_messages)
-        turn = _merchant_turn(move, at)
+        turn = move.turn(at)
         if turn is not None:
             negotiation.apply(turn)
         moves.append(move)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import Enum
 
 from haggler.catalog import Lever, Product
-from haggler.engine import Action, Negotiation, Terms
+from haggler.engine import Action, Negotiation, Terms, Turn
 from haggler.language.intents import Intent, IntentKind, Topic
 
 MERCHANT = "merchant"
@@ -58,6 +59,13 @@ class MerchantMove:
     deflected: bool = False
     #: The move lowers the price (as opposed to only adding extras).
     price_cut: bool = False
+
+    def turn(self, at: datetime) -> Turn | None:
+        """The merchant's engine turn for this move (None for a closing remark)."""
+        if self.action is None:
+            return None
+        terms = self.terms if self.action is Action.OFFER else None
+        return Turn(MERCHANT, self.action, at, terms=terms, final=self.final)
 
     @property
     def is_deal(self) -> bool:
@@ -160,6 +168,17 @@ class MerchantAgent:
         never more than the merchant is asking."""
         ask = negotiation.standing.get(MERCHANT, self.opening_terms())
         return Terms(min(price_cents, ask.price_cents), ask.currency, ask.extras)
+
+    def shopper_turn(self, negotiation: Negotiation, intent: Intent, at: datetime, text: str | None = None) -> Turn:
+        """The engine turn a shopper's intent amounts to: an offer is that price for the package
+        on the table; acceptance and walking away close the negotiation; the rest is talk."""
+        if intent.kind is IntentKind.OFFER and intent.amount_cents is not None:
+            return Turn(SHOPPER, Action.OFFER, at, terms=self.shopper_terms(negotiation, intent.amount_cents), text=text)
+        if intent.kind is IntentKind.ACCEPT:
+            return Turn(SHOPPER, Action.ACCEPT, at, text=text)
+        if intent.kind is IntentKind.WALK_AWAY:
+            return Turn(SHOPPER, Action.REJECT, at, text=text)
+        return Turn(SHOPPER, Action.MESSAGE, at, text=text)
 
     # -- deciding ----------------------------------------------------------------------------
 

@@ -840,38 +840,33 @@ def _history(ctx: _Ctx) -> Outcome:
 def _unknown_product(ctx: _Ctx) -> Outcome:
     url = ctx.start_url(f"no-such-product-{secrets.token_hex(6)}")
     ctx.use_start("the unknown-product probe")
-    exchange = ctx.get(url, "start")
-    if exchange.status == 404:
-        return None
-    if exchange.status == 400:
-        return f"400 instead of 404 for an unknown product_id (a known defect): {exchange.snippet()}"
-    return f"{exchange.label} answered {exchange.status} (expected 404): {exchange.snippet()}"
+    return _expect_404(ctx.get(url, "start"), "product_id")
 
 
 @check("errors.unknown_session_say", "a turn on an unknown session answers 404", "§6", "MUST")
 def _unknown_session_say(ctx: _Ctx) -> Outcome:
     template = ctx.endpoint("send_message", "url_template")
     url = template.replace("{session_id}", ctx.unknown_session_id()).replace(PLACEHOLDER, "hello")
-    exchange = ctx.get(url, "say")
-    if exchange.status == 404:
-        return None
-    if exchange.status == 400:
-        return f"400 instead of 404 for an unknown session (a known defect): {exchange.snippet()}"
-    return f"{exchange.label} answered {exchange.status} (expected 404): {exchange.snippet()}"
+    return _expect_404(ctx.get(url, "say"), "session")
 
 
 @check("errors.unknown_session_history", "history of an unknown session answers 404", "§6", "MUST")
 def _unknown_session_history(ctx: _Ctx) -> Outcome:
     template = ctx.endpoint("read_history", "url_template")
     exchange = ctx.get(template.replace("{session_id}", ctx.unknown_session_id()), "history")
-    if exchange.status == 404:
-        return None
-    if exchange.status == 400:
-        return f"400 instead of 404 for an unknown session (a known defect): {exchange.snippet()}"
     if exchange.status == 200:
         body = exchange.json if exchange.is_json else None
         if isinstance(body, dict) and body.get("history") == []:
             return f"200 with an empty history for an unknown session (a known defect): {exchange.snippet()}"
+    return _expect_404(exchange, "session")
+
+
+def _expect_404(exchange: _Exchange, unknown: str) -> Outcome:
+    """The verdict on a request for something that does not exist; 400 is a known defect."""
+    if exchange.status == 404:
+        return None
+    if exchange.status == 400:
+        return f"400 instead of 404 for an unknown {unknown} (a known defect): {exchange.snippet()}"
     return f"{exchange.label} answered {exchange.status} (expected 404): {exchange.snippet()}"
 
 

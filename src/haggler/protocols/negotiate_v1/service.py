@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
-from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantMove
+from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent
 from haggler.catalog import Catalog, Product
 from haggler.engine import Action, Negotiation, Rules, RuleViolation, Terms, Turn
 from haggler.errors import Closed, InvalidInput, NotFound, RateLimited
-from haggler.language.intents import Intent, IntentKind
 from haggler.language.parse import StructuredMessageError, parse_shopper_turn
 from haggler.language.render import ReplyRenderer
 from haggler.storage import chats as repo
@@ -117,8 +116,7 @@ class ChatService:
                     f"{self.limits.max_chat_starts_per_hour_per_ip} per hour", retry)
             repo.record_start(conn, client_ip, now)
             repo.create_chat(conn, chat_id=session_id, product_id=product.id, seed=seed, client_ip=client_ip, now=now)
-            turn = Turn(MERCHANT, Action.OFFER, now, terms=move.terms)
-            repo.append_message(conn, session_id, 0, speaker=MERCHANT, text=greeting, turn=turn, at=now)
+            repo.append_message(conn, session_id, 0, speaker=MERCHANT, text=greeting, turn=move.turn(now), at=now)
         return ChatStart(session_id, greeting, move.terms)
 
     # -- say ---------------------------------------------------------------------------------
@@ -159,14 +157,14 @@ class ChatService:
             intent = parse_shopper_turn(text, reference_cents=ask.price_cents)
         except StructuredMessageError as exc:
             raise InvalidInput(str(exc)) from exc
-        shopper_turn = _shopper_turn(agent, negotiation, intent, text, now)
+        shopper_turn = agent.shopper_turn(negotiation, intent, now, text)
         try:
             negotiation.apply(shopper_turn)
         except RuleViolation as exc:  # pragma: no cover - the service only builds valid turns
             raise InvalidInput(exc.message) from exc
         shopper_messages = chat.shopper_messages + 1
         move = agent.respond(negotiation, intent, last_message=shopper_messages >= self.limits.max_messages_per_chat)
-        merchant_turn = _merchant_turn(move, now)
+        merchant_turn = move.turn(now)
         if merchant_turn is not None:
             negotiation.apply(merchant_turn)
         outcome = negotiation.outcome
@@ -217,19 +215,3 @@ class ChatService:
 def _rng(seed: int, seq: int) -> random.Random:
     return random.Random(seed * 1_000_003 + seq)
 
-
-def _shopper_turn(agent: MerchantAgent, negotiation: Negotiation, intent: Intent, text: str, now: datetime) -> Turn:
-    if intent.kind is IntentKind.OFFER and intent.amount_cents is not None:
-        return Turn(SHOPPER, Action.OFFER, now, terms=agent.shopper_terms(negotiation, intent.amount_cents), text=text)
-    if intent.kind is IntentKind.ACCEPT:
-        return Turn(SHOPPER, Action.ACCEPT, now, text=text)
-    if intent.kind is IntentKind.WALK_AWAY:
-        return Turn(SHOPPER, Action.REJECT, now, text=text)
-    return Turn(SHOPPER, Action.MESSAGE, now, text=text)
-
-
-def _merchant_turn(move: MerchantMove, now: datetime) -> Turn | None:
-    if move.action is None:
-        return None
-    terms = move.terms if move.action is Action.OFFER else None
-    return Turn(MERCHANT, move.action, now, terms=terms, final=move.final)
