@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Any, Sequence
 
-from sqlalchemy import Connection, and_, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Row, and_, bindparam, func, insert, select, update
 
 from haggler.engine import Action, Terms, Turn
 from haggler.storage.schema import chat_starts, chats, deals, messages
@@ -182,10 +182,9 @@ def insert_deal(conn: Connection, *, deal_id: str, chat_id: str, product_id: str
     return DealRow(deal_id, chat_id, product_id, terms.price_cents, terms.currency, terms.extras, at)
 
 
-def _deal(row: object) -> DealRow:
-    r = row  # a Row with the deals columns
-    return DealRow(r.id, r.chat_id, r.product_id, r.price_cents, r.currency,  # type: ignore[attr-defined]
-                   tuple(json.loads(r.extras)), r.created_at)  # type: ignore[attr-defined]
+def _deal(row: Row[Any]) -> DealRow:
+    return DealRow(row.id, row.chat_id, row.product_id, row.price_cents, row.currency,
+                   tuple(json.loads(row.extras)), row.created_at)
 
 
 def get_deal(conn: Connection, deal_id: str) -> DealRow | None:
