@@ -1,0 +1,1 @@
+"""The negotiation lab: scenarios, strategies in tournaments, and protocol comparisons."""
