@@ -84,17 +84,57 @@ class Scenario:
 
     # -- the zone of possible agreement -----------------------------------------------------------
 
+    def _best_bundle(self) -> tuple[Extra, ...]:
+        """The extras that create the most value in an agreement both sides can accept.
+
+        Only extras worth more than they cost can add value. The buyer's cash ceiling binds:
+        an agreement's price is at most the buyer's reservation and at least the seller's
+        reservation plus the extras' cost, so the extras' total cost must fit in the price
+        zone. When all value-creating extras fit, that is all of them; otherwise the best
+        bundle that fits (ties: the cheaper bundle, then the earlier extras).
+        """
+        room = self.buyer_reservation_cents - self.seller_reservation_cents
+        gainful = [e for e in self.extras if e.value_cents > e.cost_cents]
+        if room < 0:
+            return ()
+        if sum(e.cost_cents for e in gainful) <= room:
+            return tuple(gainful)
+        # Exact search over bundles, keeping only non-dominated (cost, gain) states.
+        states: dict[int, tuple[int, tuple[Extra, ...]]] = {0: (0, ())}
+        for extra in gainful:
+            grown = dict(states)
+            for cost, (gain, chosen) in states.items():
+                new_cost = cost + extra.cost_cents
+                if new_cost > room:
+                    continue
+                new_gain = gain + extra.value_cents - extra.cost_cents
+                if new_cost not in grown or grown[new_cost][0] < new_gain:
+                    grown[new_cost] = (new_gain, chosen + (extra,))
+            pruned: dict[int, tuple[int, tuple[Extra, ...]]] = {}
+            best_gain = -1
+            for cost in sorted(grown):
+                gain, chosen = grown[cost]
+                if gain > best_gain:
+                    pruned[cost] = (gain, chosen)
+                    best_gain = gain
+            states = pruned
+        _, best = max(states.values(), key=lambda state: state[0])  # cheapest among ties
+        order = {e.name: i for i, e in enumerate(self.extras)}
+        return tuple(sorted(best, key=lambda e: order[e.name]))
+
     @property
     def efficient_extras(self) -> tuple[str, ...]:
-        """Extras worth more to the buyer than they cost the seller: every Pareto-efficient
-        agreement includes exactly these."""
-        return tuple(e.name for e in self.extras if e.value_cents > e.cost_cents)
+        """The extras of the agreements that create the most value: those worth more to the
+        buyer than they cost the seller — or, when their cost does not fit between the two
+        reservations (the buyer never pays above its reservation), the best bundle that does."""
+        return tuple(e.name for e in self._best_bundle())
 
     @property
     def total_surplus(self) -> int:
-        """The most value any agreement can create (negative: no agreement is possible)."""
-        gain = sum(e.value_cents - e.cost_cents for e in self.extras if e.value_cents > e.cost_cents)
-        return self.buyer_reservation_cents - self.seller_reservation_cents + gain
+        """The most value any agreement acceptable to both sides can create (negative: no
+        agreement is possible)."""
+        room = self.buyer_reservation_cents - self.seller_reservation_cents
+        return room + sum(e.value_cents - e.cost_cents for e in self._best_bundle())
 
     @property
     def has_zopa(self) -> bool:
@@ -106,6 +146,8 @@ class Scenario:
     def utility(self, side: str, terms: Terms | None) -> float:
         """Normalised utility: the side's surplus over the total surplus available (0 for no
         agreement, which is each side's reservation point)."""
+        if side not in (SELLER, BUYER):
+            raise ValueError(f"side must be {SELLER!r} or {BUYER!r}, got {side!r}")
         total = self.total_surplus
         if terms is None or total <= 0:
             return 0.0
