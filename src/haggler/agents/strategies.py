@@ -1,0 +1,370 @@
+"""Negotiation strategies behind the one :class:`~haggler.agents.decider.Decider` interface.
+
+Classic single-issue strategies from the literature (Faratin, Sierra & Jennings 1998; the
+NegMAS/Genius families), and adapters that put haggler's own store merchant and shopper agents
+behind the same interface:
+
+* :class:`TimeDependent` — concedes from its best price to its reservation on a time curve:
+  ``target(t) = best + (reservation - best) * t ** (1 / e)``, so ``e < 1`` is Boulware (firm
+  until late), ``e = 1`` linear, ``e > 1`` a conceder (the NegMAS/Faratin parameterisation).
+* :class:`RelativeTitForTat` / :class:`AbsoluteTitForTat` — mirror the counterpart's last
+  concession, as a ratio or in cents.
+* :class:`Hardliner` — never moves from its opening.
+* :class:`NaiveAcceptFirst` — takes the first acceptable offer; otherwise offers its reservation.
+* :class:`StoreMerchant` / :class:`DefaultShopper` — the store's merchant agent and the
+  shopper agent, driven through views and decisions.
+
+Every strategy accepts when the counterpart's last offer is at least as good for it as what it
+would offer next (the AC-next rule), and none proposes past its reservation — and
+:func:`~haggler.agents.decider.guard` makes sure of that anyway.
+
+Best prices: the seller's is the list price; the buyer's opening anchor is half the list price,
+or 80% of its own reservation when that is lower (an anchor above one's own ceiling leaves no
+room to concede).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from haggler.agents.decider import (
+    ACCEPT,
+    BUYER,
+    REJECT,
+    SELLER,
+    Decider,
+    DeciderView,
+    Decision,
+    acceptable,
+    guard,
+    net_cents,
+)
+from haggler.engine import Action, Terms
+
+__all__ = [
+    "STRATEGIES", "AbsoluteTitForTat", "DefaultShopper", "Hardliner", "NaiveAcceptFirst",
+    "RelativeTitForTat", "StoreMerchant", "TimeDependent", "best_price",
+]
+
+#: The buyer's opening anchor: this share of list price, or BUYER_ANCHOR_OF_RESERVATION of its
+#: reservation when that is lower.
+BUYER_ANCHOR_OF_LIST = 0.5
+BUYER_ANCHOR_OF_RESERVATION = 0.8
+
+_OFFER = Action.OFFER
+
+
+def best_price(view: DeciderView) -> int:
+    """The best price this side would ever propose: its opening."""
+    reservation = view.reservation_cents
+    if view.role == SELLER:
+        return max(view.list_price_cents, reservation)
+    anchor = int(min(view.list_price_cents * BUYER_ANCHOR_OF_LIST, reservation * BUYER_ANCHOR_OF_RESERVATION))
+    return max(1, min(anchor, reservation))
+
+
+def _at_least_as_good(view: DeciderView, terms: Terms, price_cents: int) -> bool:
+    """Whether the counterpart's ``terms`` are at least as good for this side as offering
+    ``price_cents`` (with no extras) — and acceptable at all."""
+    if not acceptable(view, terms):
+        return False
+    if view.role == SELLER:
+        return net_cents(view, terms) >= price_cents
+    return net_cents(view, terms) <= price_cents
+
+
+class _PriceStrategy:
+    """A strategy that plans a price each turn and accepts anything at least as good."""
+
+    name = "price-strategy"
+    #: The sides this strategy can play.
+    roles = (SELLER, BUYER)
+
+    def next_price(self, view: DeciderView) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def decide(self, view: DeciderView) -> Decision:
+        price = self.next_price(view)
+        reservation = view.reservation_cents
+        best = best_price(view)
+        if view.role == SELLER:
+            price = min(max(price, reservation), best)
+        else:
+            price = max(min(price, reservation), min(best, reservation))
+        theirs = view.their_offers
+        if theirs and _at_least_as_good(view, theirs[-1], price):
+            return ACCEPT
+        return Decision(_OFFER, Terms(price, view.currency))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class TimeDependent(_PriceStrategy):
+    """Concedes on a clock: ``e < 1`` Boulware, ``e = 1`` linear, ``e > 1`` conceder.
+
+    At relative time ``t`` (0 in the first round, 1 in the last) it offers
+    ``best + (reservation - best) * t ** (1/e)``, rounded towards its own side; so it offers
+    its best price first and its reservation in the last round.
+    """
+
+    def __init__(self, e: float = 1.0, name: str | None = None) -> None:
+        if not e > 0:
+            raise ValueError("the concession exponent e must be positive")
+        self.e = e
+        self._inverse = 1.0 / e
+        self.name = name or f"time-dependent(e={e:g})"
+
+    def next_price(self, view: DeciderView) -> int:
+        return self._target(view)
+
+    def _target(self, view: DeciderView) -> int:
+        last = view.max_rounds - 1
+        t = 1.0 if last <= 0 or view.round >= last else view.round / last
+        reservation = view.reservation_cents
+        if view.role == SELLER:
+            best = view.list_price_cents if view.list_price_cents > reservation else reservation
+            return best - int((best - reservation) * t ** self._inverse)
+        list_price = view.list_price_cents
+        best = int(min(list_price * BUYER_ANCHOR_OF_LIST, reservation * BUYER_ANCHOR_OF_RESERVATION))
+        if best > reservation:
+            best = reservation
+        if best < 1:
+            best = 1
+        return best + int((reservation - best) * t ** self._inverse)
+
+    def decide(self, view: DeciderView) -> Decision:
+        # The hot path of the lab's speed benchmark: _target inlined, and no clamping needed
+        # (the target lies between the best price and the reservation by construction).
+        last_round = view.max_rounds - 1
+        round_ = view.round
+        t = 1.0 if last_round <= 0 or round_ >= last_round else round_ / last_round
+        reservation = view.reservation_cents
+        seller = view.role == SELLER
+        if seller:
+            best = view.list_price_cents
+            if best < reservation:
+                best = reservation
+            price = best - int((best - reservation) * t ** self._inverse)
+        else:
+            best = int(min(view.list_price_cents * BUYER_ANCHOR_OF_LIST, reservation * BUYER_ANCHOR_OF_RESERVATION))
+            if best > reservation:
+                best = reservation
+            if best < 1:
+                best = 1
+            price = best + int((reservation - best) * t ** self._inverse)
+        theirs = view.their_offers
+        if theirs:
+            last = theirs[-1]
+            if last.extras or last.currency != view.currency:
+                if _at_least_as_good(view, last, price):
+                    return ACCEPT
+            elif (last.price_cents >= price) if seller else (last.price_cents <= price):
+                return ACCEPT
+        return Decision(_OFFER, Terms(price, view.currency))
+
+    def __repr__(self) -> str:
+        return f"TimeDependent(e={self.e!r})"
+
+
+def _my_last_net(view: DeciderView) -> int:
+    return net_cents(view, view.my_offers[-1]) if view.my_offers else best_price(view)
+
+
+class RelativeTitForTat(_PriceStrategy):
+    """Mirrors the counterpart's last concession as a ratio: when its price moved from ``a``
+    to ``b``, this side moves from its own last price ``x`` to ``x * a / b`` (Faratin's relative
+    tit-for-tat with a window of one). Opens at its best price and holds until the counterpart
+    has moved."""
+
+    name = "tit-for-tat-relative"
+
+    def next_price(self, view: DeciderView) -> int:
+        mine = _my_last_net(view)
+        theirs = view.their_offers
+        if len(theirs) < 2 or not view.my_offers:
+            return mine
+        before, after = net_cents(view, theirs[-2]), net_cents(view, theirs[-1])
+        if before <= 0 or after <= 0:
+            return mine
+        price = mine * before / after
+        # Round towards this side's own interest.
+        return int(price) + (1 if view.role == SELLER and price != int(price) else 0)
+
+
+class AbsoluteTitForTat(_PriceStrategy):
+    """Mirrors the counterpart's last concession in cents: when it gave ``d`` cents (or took
+    them back), this side gives (or takes back) the same ``d``."""
+
+    name = "tit-for-tat-absolute"
+
+    def next_price(self, view: DeciderView) -> int:
+        mine = _my_last_net(view)
+        theirs = view.their_offers
+        if len(theirs) < 2 or not view.my_offers:
+            return mine
+        # A seller lowers its price by what the buyer raised its own; a buyer raises its price
+        # by what the seller lowered its own: the same formula for both sides.
+        return mine - (net_cents(view, theirs[-1]) - net_cents(view, theirs[-2]))
+
+
+class Hardliner(_PriceStrategy):
+    """Never concedes: always offers its opening, accepts only offers at least as good."""
+
+    name = "hardliner"
+
+    def next_price(self, view: DeciderView) -> int:
+        return best_price(view)
+
+
+class NaiveAcceptFirst(_PriceStrategy):
+    """Accepts the first acceptable offer; until then, offers its reservation."""
+
+    name = "accept-first"
+
+    def next_price(self, view: DeciderView) -> int:
+        return view.reservation_cents
+
+
+# -- adapters of haggler's own agents ------------------------------------------------------------
+
+_LAB_AT = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+class StoreMerchant:
+    """The store's :class:`~haggler.agents.merchant.MerchantAgent` as a seller decider.
+
+    Each turn it builds a catalog product from the view (floor = reservation, list price, one
+    lever per extra valued at its cost), replays the offers so far into a negotiation, reads the
+    buyer's last offer as an OFFER intent and maps the merchant's move back: a counter or last
+    offer is an OFFER, a hold re-offers the standing terms, a graceful close is a REJECT.
+    """
+
+    name = "store-merchant"
+    roles = (SELLER,)
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._agent = None
+        self._names: dict[str, str] = {}
+
+    def _agent_for(self, view: DeciderView):
+        from haggler.agents.merchant import MerchantAgent
+        from haggler.catalog import Lever, Product
+
+        key = (view.reservation_cents, view.list_price_cents, tuple(view.extras.items()), view.currency)
+        if key != self._key:
+            levers = tuple(Lever(name, cost) for name, cost in view.extras.items())
+            product = Product(id="lab", name="Lab item", kind=None, subtitle="", description="", year_made=None,
+                              condition=None, list_price_cents=max(view.list_price_cents, view.reservation_cents),
+                              currency=view.currency, floor_cents=view.reservation_cents, levers=levers,
+                              inventory_note="")
+            self._agent = MerchantAgent(product)
+            self._names = {lever.offer_text: lever.text for lever in levers}
+            self._key = key
+        return self._agent
+
+    def _terms(self, terms: Terms) -> Terms:
+        """Merchant terms (lever offer texts) → lab terms (extra names)."""
+        if not terms.extras:
+            return terms
+        return Terms(terms.price_cents, terms.currency, tuple(self._names.get(e, e) for e in terms.extras))
+
+    def decide(self, view: DeciderView) -> Decision:
+        from haggler.agents.merchant import MERCHANT, SHOPPER
+        from haggler.engine import Negotiation, Rules, Turn
+        from haggler.language.intents import Intent, IntentKind
+
+        if view.role != SELLER:
+            raise ValueError("the store merchant only sells")
+        agent = self._agent_for(view)
+        mine, theirs = view.my_offers, view.their_offers
+        if not theirs:
+            return Decision(_OFFER, self._terms(mine[-1]) if mine else agent.greet().terms)
+        negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
+        to_merchant = {v: k for k, v in self._names.items()}
+
+        def merchant_terms(terms: Terms) -> Terms:
+            return Terms(terms.price_cents, terms.currency, tuple(to_merchant.get(e, e) for e in terms.extras))
+
+        merchant_first = len(mine) == len(theirs)
+        for i in range(len(theirs)):
+            if merchant_first:
+                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i])))
+            negotiation.apply(Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i])))
+            if not merchant_first and i < len(mine):
+                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i])))
+        last = theirs[-1]
+        move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents))
+        standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
+        if move.action is Action.ACCEPT:
+            return ACCEPT if acceptable(view, last) else Decision(_OFFER, standing)
+        if move.action is Action.REJECT:
+            return REJECT
+        proposed = self._terms(move.terms) if move.action is Action.OFFER else standing
+        if acceptable(view, last) and net_cents(view, last) >= net_cents(view, proposed):
+            return ACCEPT
+        # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
+        return guard(Decision(_OFFER, proposed), view)
+
+
+class DefaultShopper:
+    """haggler's :class:`~haggler.agents.shopper.ShopperAgent` as a buyer decider.
+
+    Keeps one shopper agent per negotiation (a new one whenever the view shows no offers of its
+    own yet): budget = reservation, extras valued from the view, at most ``max_rounds`` turns.
+    The seller's offers reach it as merchant readings; a bare-price offer of the shopper is that
+    price for the package on the table (the seller's last offer's extras).
+    """
+
+    name = "default-shopper"
+    roles = (BUYER,)
+
+    def __init__(self, seed: int | None = 0) -> None:
+        self.seed = seed
+        self._agent = None
+
+    def decide(self, view: DeciderView) -> Decision:
+        from haggler.agents.shopper import ShopperAgent, ShopperGoal
+        from haggler.language.merchant_reading import MerchantReading
+
+        if view.role != BUYER:
+            raise ValueError("the default shopper only buys")
+        theirs = view.their_offers
+        last = theirs[-1] if theirs else None
+        reading = MerchantReading(price_cents=last.price_cents if last else view.list_price_cents,
+                                  extras=last.extras if last else ())
+        if not view.my_offers or self._agent is None:
+            goal = ShopperGoal(list_price_cents=view.list_price_cents, budget_cents=view.reservation_cents,
+                               extra_values=dict(view.extras), currency=view.currency)
+            self._agent = ShopperAgent(goal, seed=self.seed, max_turns=max(2, view.max_rounds))
+            turn = self._agent.first_turn(reading)
+        else:
+            turn = self._agent.next_turn(reading)
+        if turn is None or turn.kind == "walk_away":
+            return REJECT
+        if turn.kind == "accept":
+            return ACCEPT if last is not None else REJECT
+        if turn.kind == "offer" and turn.price_cents is not None:
+            price = turn.price_cents
+        else:  # asked a question: alternating offers have no talk, so it stands on its last offer
+            price = view.my_offers[-1].price_cents if view.my_offers else best_price(view)
+        terms = Terms(price, view.currency, last.extras if last else ())
+        if last is not None and acceptable(view, last) and net_cents(view, last) <= net_cents(view, terms):
+            return ACCEPT
+        return guard(Decision(_OFFER, terms), view)
+
+
+#: Factories of the lab's strategies, by name: one fresh decider per negotiation.
+STRATEGIES: dict[str, Callable[[], Decider]] = {
+    "boulware": lambda: TimeDependent(0.2, name="boulware"),
+    "linear": lambda: TimeDependent(1.0, name="linear"),
+    "conceder": lambda: TimeDependent(5.0, name="conceder"),
+    "tit-for-tat-relative": RelativeTitForTat,
+    "tit-for-tat-absolute": AbsoluteTitForTat,
+    "hardliner": Hardliner,
+    "accept-first": NaiveAcceptFirst,
+    "store-merchant": StoreMerchant,
+    "default-shopper": DefaultShopper,
+}

@@ -1,0 +1,140 @@
+"""Structured alternating offers through the engine (haggler.lab.alternating)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from haggler.agents.decider import ACCEPT, REJECT, DeciderView, Decision
+from haggler.agents.strategies import Hardliner, NaiveAcceptFirst, TimeDependent
+from haggler.engine import Action, Terms
+from haggler.lab.alternating import AlternatingResult, run_alternating
+from haggler.lab.scenario import BUYER, SELLER, Extra, Scenario
+
+
+def scenario(list_price: int = 100_000, floor: int = 60_000, budget: int = 80_000, rounds: int = 20,
+             extras: tuple[Extra, ...] = ()) -> Scenario:
+    return Scenario(id="t", list_price_cents=list_price, seller_reservation_cents=floor,
+                    buyer_reservation_cents=budget, extras=extras, max_rounds=rounds)
+
+
+class Spy:
+    """Records the views it is shown; offers fixed prices (by round) or follows a script."""
+
+    def __init__(self, name: str, decide) -> None:
+        self.name = name
+        self._decide = decide
+        self.views: list[DeciderView] = []
+
+    def decide(self, view: DeciderView) -> Decision:
+        self.views.append(view)
+        return self._decide(view)
+
+
+def test_ends_by_timeout_after_two_turns_per_round_without_agreement():
+    for rounds in (1, 5, 20):
+        result = run_alternating(scenario(rounds=rounds), Hardliner(), Hardliner())
+        assert result == AlternatingResult(agreed=False, terms=None, rounds=rounds, turns=2 * rounds,
+                                           wall_seconds=result.wall_seconds, reason="timeout", by=None)
+        assert result.wall_seconds >= 0
+
+
+@pytest.mark.parametrize("first", [SELLER, BUYER])
+def test_sides_alternate_and_see_their_own_and_the_others_offers(first):
+    seller = Spy("s", lambda v: Decision(Action.OFFER, Terms(90_000 - v.round, "USD")))
+    buyer = Spy("b", lambda v: Decision(Action.OFFER, Terms(50_000 + v.round, "USD")))
+    result = run_alternating(scenario(rounds=4), seller, buyer, first=first)
+    assert result.reason == "timeout" and result.turns == 8
+    assert [v.round for v in seller.views] == [0, 1, 2, 3] == [v.round for v in buyer.views]
+    last_seller, last_buyer = seller.views[-1], buyer.views[-1]
+    assert last_seller.role == SELLER and last_buyer.role == BUYER
+    assert [t.price_cents for t in last_seller.my_offers] == [90_000, 89_999, 89_998]
+    assert [t.price_cents for t in last_buyer.my_offers] == [50_000, 50_001, 50_002]
+    if first == SELLER:
+        assert len(last_seller.their_offers) == 3 and len(last_buyer.their_offers) == 4
+        assert buyer.views[0].their_offers == (Terms(90_000, "USD"),)
+    else:
+        assert len(last_seller.their_offers) == 4 and len(last_buyer.their_offers) == 3
+        assert seller.views[0].their_offers == (Terms(50_000, "USD"),)
+    assert last_seller.reservation_cents == 60_000 and last_buyer.reservation_cents == 80_000
+    assert last_seller.max_rounds == 4 and last_seller.list_price_cents == 100_000
+
+
+def test_views_value_extras_from_each_side():
+    extras = (Extra("shipping", 1_000, 3_000), Extra("warranty", 2_000, 500))
+    seller = Spy("s", lambda v: REJECT)
+    run_alternating(scenario(extras=extras), seller, Hardliner())
+    assert dict(seller.views[0].extras) == {"shipping": 1_000, "warranty": 2_000}
+    buyer = Spy("b", lambda v: REJECT)
+    run_alternating(scenario(extras=extras), Hardliner(), buyer)
+    assert dict(buyer.views[0].extras) == {"shipping": 3_000, "warranty": 500}
+
+
+def test_an_accept_closes_with_the_counterparts_last_offer():
+    result = run_alternating(scenario(), Hardliner(), NaiveAcceptFirst())
+    # the hardliner asks list price (above the budget); accept-first offers its reservation,
+    # which the hardliner never takes: a timeout
+    assert result.reason == "timeout"
+    result = run_alternating(scenario(budget=100_000), Hardliner(), NaiveAcceptFirst())
+    assert result == AlternatingResult(True, Terms(100_000, "USD"), 1, 2, result.wall_seconds, "agreed", BUYER)
+
+
+def test_a_reject_ends_without_agreement():
+    result = run_alternating(scenario(), TimeDependent(1.0), Spy("b", lambda v: REJECT))
+    assert (result.agreed, result.terms, result.reason, result.by, result.turns) == (False, None, "rejected", BUYER, 2)
+
+
+def test_the_guard_stops_an_accept_below_the_floor():
+    # the seller accepts anything: the guard turns its accept of 50,000 (below its floor) into a reject
+    seller = Spy("s", lambda v: ACCEPT if v.their_offers else Decision(Action.OFFER, Terms(99_000, "USD")))
+    result = run_alternating(scenario(), seller, TimeDependent(1.0))
+    assert (result.agreed, result.reason, result.by) == (False, "rejected", SELLER)
+
+
+def test_the_guard_clamps_a_crazy_offer_before_the_other_side_can_take_it():
+    seller = Spy("s", lambda v: Decision(Action.OFFER, Terms(-5, "EUR", ("yacht",))))
+    result = run_alternating(scenario(), seller, NaiveAcceptFirst())
+    assert result.agreed and result.terms == Terms(60_000, "USD")
+
+
+def test_an_accept_of_nothing_is_a_reject():
+    result = run_alternating(scenario(), Spy("s", lambda v: ACCEPT), Hardliner())
+    assert (result.reason, result.turns, result.by) == ("rejected", 1, SELLER)
+
+
+def test_first_must_be_a_side():
+    with pytest.raises(ValueError):
+        run_alternating(scenario(), Hardliner(), Hardliner(), first="merchant")
+
+
+def test_runs_are_deterministic():
+    a = run_alternating(scenario(), TimeDependent(0.2), TimeDependent(5.0))
+    b = run_alternating(scenario(), TimeDependent(0.2), TimeDependent(5.0))
+    assert (a.agreed, a.terms, a.turns) == (b.agreed, b.terms, b.turns)
+    assert a.agreed and a.turns > 10  # Boulware against a conceder: many rounds
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(100, 10**7), st.floats(0.05, 1.0), st.floats(0.0, 2.0), st.integers(1, 30),
+       st.sampled_from([0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]), st.sampled_from([0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0]),
+       st.sampled_from([SELLER, BUYER]))
+def test_agreements_are_within_both_reservations(list_price, floor_share, budget_share, rounds, e_seller, e_buyer,
+                                                 first):
+    floor = max(1, int(list_price * floor_share))
+    budget = max(1, int(list_price * budget_share))
+    s = scenario(list_price, floor, budget, rounds)
+    result = run_alternating(s, TimeDependent(e_seller), TimeDependent(e_buyer), first=first)
+    assert 1 <= result.turns <= 2 * rounds and result.rounds == (result.turns + 1) // 2
+    if result.agreed:
+        assert result.terms is not None and result.reason == "agreed"
+        assert floor <= result.terms.price_cents <= budget
+        assert s.acceptable_to_seller(result.terms) and s.acceptable_to_buyer(result.terms)
+    else:
+        assert result.terms is None
+        assert result.reason == "timeout"
+    if budget >= floor:
+        # time-dependent sides both reach their reservations by the last round: a ZOPA is found
+        assert result.agreed
+    else:
+        assert not result.agreed
