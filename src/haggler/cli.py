@@ -217,6 +217,47 @@ def mcp(
         server.run("stdio")
 
 
+lab = typer.Typer(help="The negotiation lab: strategy tournaments and protocol comparisons.", no_args_is_help=True)
+app.add_typer(lab, name="lab")
+
+
+@lab.command()
+def tournament(
+    strategies: Annotated[Optional[str], typer.Option(help="Comma-separated strategy names (default: all).")] = None,
+    scenarios: Annotated[int, typer.Option(help="Scenarios in the set.")] = 20,
+    seed: Annotated[int, typer.Option(help="Seed of the scenario set.")] = 0,
+    out: Annotated[Path, typer.Option(help="Where results.csv, scenarios.json and the plots go.")] = Path("lab-out/tournament"),
+) -> None:
+    """Every strategy against every other, in both roles, over a seeded scenario set."""
+    from haggler.agents.strategies import STRATEGIES
+    from haggler.lab.tournament import main_tournament
+
+    names = [n.strip() for n in strategies.split(",") if n.strip()] if strategies else list(STRATEGIES)
+    if scenarios < 1:
+        raise _fail("--scenarios must be at least 1")
+    try:
+        main_tournament(names, scenarios, seed, out, _wide_console())
+    except (ValueError, RuntimeError) as exc:
+        raise _fail(str(exc))
+
+
+@lab.command("compare-protocols")
+def compare_protocols(
+    runs: Annotated[int, typer.Option(help="Runs per protocol (the same scenarios for each).")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of the scenario set.")] = 0,
+    out: Annotated[Path, typer.Option(help="Where the CSV, charts and report go.")] = Path("lab-out/protocols"),
+) -> None:
+    """Free text, alternating offers, sealed bid and instant match on the same scenarios."""
+    from haggler.lab.compare import main_compare
+
+    if runs < 1:
+        raise _fail("--runs must be at least 1")
+    try:
+        main_compare(runs, seed, out, _wide_console())
+    except (ValueError, RuntimeError) as exc:
+        raise _fail(str(exc))
+
+
 def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()

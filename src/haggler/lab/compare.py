@@ -1,0 +1,299 @@
+"""Phase 6 of spec 003: the four protocols on the same scenarios.
+
+``compare_protocols(runs, seed)`` runs alternating offers, free text, sealed bid and instant
+match over the same ``single_issue(runs, seed=seed, zopa=None)`` scenarios (a mix with and
+without a zone of agreement) and summarises each protocol: success rate (over all runs and
+over the runs where a deal was possible), mean wall time, messages and words, and the mean
+seller/buyer share of the surplus of the deals made. ``write_comparison`` writes a CSV and bar
+charts, ``write_report_md`` a markdown report; ``main_compare`` does it all for the CLI.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from haggler.lab.generate import single_issue
+from haggler.lab.metrics import Aggregate, NegotiationRecord, aggregate, measure
+from haggler.lab.protocols import (
+    ALTERNATING, FREE_TEXT, INSTANT_MATCH, PROTOCOLS, SEALED_BID, FreeTextStore, alternating, instant_match,
+    sealed_bid,
+)
+from haggler.lab.scenario import Scenario
+
+__all__ = ["Comparison", "ProtocolSummary", "compare_protocols", "main_compare", "render_comparison",
+           "write_comparison", "write_report_md"]
+
+Progress = Callable[[str, int, int], None]
+
+_LABELS = {ALTERNATING: "Alternating offers", FREE_TEXT: "Free text", SEALED_BID: "Sealed bid",
+           INSTANT_MATCH: "Instant match"}
+
+
+@dataclass(frozen=True)
+class ProtocolSummary:
+    protocol: str
+    runs: int
+    deals: int
+    zopa_runs: int
+    zopa_deals: int
+    #: deals / runs
+    success_rate: float
+    #: deals / runs with a zone of agreement (None when no run had one)
+    success_rate_zopa: float | None
+    #: deals made where no deal was possible, or past a side's reservation (must be 0)
+    irrational_deals: int
+    mean_wall_seconds: float
+    mean_messages: float
+    mean_words: float
+    #: over deals that created surplus (None without any)
+    mean_seller_share: float | None
+    mean_buyer_share: float | None
+    aggregate: Aggregate
+
+    @property
+    def label(self) -> str:
+        return _LABELS.get(self.protocol, self.protocol)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: int
+    seed: int
+    scenarios: tuple[Scenario, ...]
+    summaries: tuple[ProtocolSummary, ...]
+    records: dict[str, tuple[NegotiationRecord, ...]] = field(repr=False)
+
+    def summary(self, protocol: str) -> ProtocolSummary:
+        for s in self.summaries:
+            if s.protocol == protocol:
+                return s
+        raise KeyError(protocol)
+
+
+def _summarise(protocol: str, records: list[NegotiationRecord]) -> ProtocolSummary:
+    metrics = [measure(r) for r in records]
+    agg = aggregate(metrics)
+    zopa = [m for m in metrics if m.had_zopa]
+    zopa_deals = sum(1 for m in zopa if m.agreed)
+    return ProtocolSummary(
+        protocol=protocol, runs=agg.count, deals=agg.agreements, zopa_runs=len(zopa), zopa_deals=zopa_deals,
+        success_rate=agg.agreement_rate, success_rate_zopa=zopa_deals / len(zopa) if zopa else None,
+        irrational_deals=agg.irrational_agreements, mean_wall_seconds=agg.mean_wall_seconds,
+        mean_messages=agg.mean_messages, mean_words=agg.mean_words, mean_seller_share=agg.mean_seller_share,
+        mean_buyer_share=agg.mean_buyer_share, aggregate=agg,
+    )
+
+
+def compare_protocols(runs: int = 50, seed: int = 0, *, progress: Progress | None = None) -> Comparison:
+    """Run every protocol on the same ``runs`` scenarios. ``progress(protocol, done, total)``
+    is called after each negotiation."""
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"runs must be a positive integer, got {runs!r}")
+    scenarios = single_issue(runs, seed=seed, zopa=None, prefix="cmp")
+    records: dict[str, list[NegotiationRecord]] = {p: [] for p in PROTOCOLS}
+
+    def step(protocol: str, record: NegotiationRecord) -> None:
+        records[protocol].append(record)
+        if progress is not None:
+            progress(protocol, len(records[protocol]), runs)
+
+    for s in scenarios:
+        step(ALTERNATING, alternating(s))
+    with FreeTextStore(scenarios, seed=seed) as store:
+        for i, s in enumerate(scenarios):
+            step(FREE_TEXT, store.negotiate(s, seed=seed * 1_000_003 + i))
+    for s in scenarios:
+        step(SEALED_BID, sealed_bid(s))
+    for s in scenarios:
+        step(INSTANT_MATCH, instant_match(s))
+    return Comparison(runs=runs, seed=seed, scenarios=scenarios,
+                      summaries=tuple(_summarise(p, records[p]) for p in PROTOCOLS),
+                      records={p: tuple(rs) for p, rs in records.items()})
+
+
+# -- output ---------------------------------------------------------------------------------------
+
+_COLUMNS = ("protocol", "runs", "deals", "success_rate", "zopa_runs", "zopa_deals", "success_rate_zopa",
+            "irrational_deals", "mean_wall_ms", "mean_messages", "mean_words", "mean_seller_share",
+            "mean_buyer_share")
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{x:.1%}"
+
+
+def _row(s: ProtocolSummary) -> dict[str, object]:
+    return {
+        "protocol": s.protocol, "runs": s.runs, "deals": s.deals, "success_rate": round(s.success_rate, 4),
+        "zopa_runs": s.zopa_runs, "zopa_deals": s.zopa_deals,
+        "success_rate_zopa": "" if s.success_rate_zopa is None else round(s.success_rate_zopa, 4),
+        "irrational_deals": s.irrational_deals, "mean_wall_ms": round(s.mean_wall_seconds * 1000, 4),
+        "mean_messages": round(s.mean_messages, 2), "mean_words": round(s.mean_words, 2),
+        "mean_seller_share": "" if s.mean_seller_share is None else round(s.mean_seller_share, 4),
+        "mean_buyer_share": "" if s.mean_buyer_share is None else round(s.mean_buyer_share, 4),
+    }
+
+
+def render_comparison(c: Comparison, console) -> None:  # type: ignore[no-untyped-def]
+    """Print the comparison as a Rich table."""
+    from rich.table import Table
+
+    zopa = c.summaries[0].zopa_runs if c.summaries else 0
+    table = Table(title=f"Protocol comparison — {c.runs} scenarios ({zopa} with a zone of agreement), seed {c.seed}")
+    for name, justify in (("Protocol", "left"), ("Deals", "right"), ("Success", "right"),
+                          ("Success (ZOPA)", "right"), ("Wall ms", "right"), ("Messages", "right"),
+                          ("Words", "right"), ("Seller share", "right"), ("Buyer share", "right"),
+                          ("Bad deals", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for s in c.summaries:
+        table.add_row(s.label, f"{s.deals}/{s.runs}", _pct(s.success_rate), _pct(s.success_rate_zopa),
+                      f"{s.mean_wall_seconds * 1000:.3f}", f"{s.mean_messages:.1f}", f"{s.mean_words:.1f}",
+                      _pct(s.mean_seller_share), _pct(s.mean_buyer_share), str(s.irrational_deals))
+    console.print(table)
+
+
+def _pyplot():  # type: ignore[no-untyped-def]
+    try:
+        import matplotlib
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise RuntimeError("the protocol comparison plots need matplotlib: pip install matplotlib") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _bar(plt, path: Path, labels: list[str], values: list[float], title: str, ylabel: str,  # type: ignore[no-untyped-def]
+         fmt: str) -> None:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bars = ax.bar(labels, values, color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"][: len(values)])
+    ax.bar_label(bars, labels=[fmt.format(v) for v in values], padding=2, fontsize=8)
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.margins(y=0.15)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_comparison(c: Comparison, out_dir: str | Path) -> list[Path]:
+    """Write ``comparison.csv`` and the bar charts; returns the paths (CSV first)."""
+    plt = _pyplot()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path = out / "comparison.csv"
+    with csv_path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=_COLUMNS)
+        writer.writeheader()
+        for s in c.summaries:
+            writer.writerow(_row(s))
+    labels = [s.label for s in c.summaries]
+    paths = [csv_path]
+    charts = (
+        ("protocols_time.png", [s.mean_wall_seconds * 1000 for s in c.summaries], "Mean wall time per negotiation",
+         "milliseconds", "{:.3f}"),
+        ("protocols_messages.png", [s.mean_messages for s in c.summaries], "Mean messages per negotiation",
+         "messages", "{:.1f}"),
+        ("protocols_words.png", [s.mean_words for s in c.summaries], "Mean words per negotiation", "words", "{:.0f}"),
+        ("protocols_success.png", [100 * (s.success_rate_zopa or 0.0) for s in c.summaries],
+         "Deals where a deal was possible", "% of runs with a ZOPA", "{:.0f}%"),
+    )
+    for name, values, title, ylabel, fmt in charts:
+        path = out / name
+        _bar(plt, path, labels, values, title, ylabel, fmt)
+        paths.append(path)
+    # Surplus split: stacked seller/buyer shares.
+    path = out / "protocols_surplus.png"
+    fig, ax = plt.subplots(figsize=(7, 4))
+    seller = [100 * (s.mean_seller_share or 0.0) for s in c.summaries]
+    buyer = [100 * (s.mean_buyer_share or 0.0) for s in c.summaries]
+    ax.bar(labels, seller, label="seller", color="#4c72b0")
+    ax.bar(labels, buyer, bottom=seller, label="buyer", color="#dd8452")
+    for i, (sv, bv) in enumerate(zip(seller, buyer)):
+        if sv + bv > 0:
+            ax.text(i, sv / 2, f"{sv:.0f}%", ha="center", va="center", color="white", fontsize=8)
+            ax.text(i, sv + bv / 2, f"{bv:.0f}%", ha="center", va="center", color="white", fontsize=8)
+    ax.set_title("Mean split of the surplus of the deals made")
+    ax.set_ylabel("% of the surplus")
+    ax.set_ylim(0, 110)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    paths.append(path)
+    return paths
+
+
+def findings(c: Comparison) -> list[str]:
+    """Sentences about the comparison, computed from its numbers."""
+    ss = list(c.summaries)
+    if not ss:
+        return []
+    out = []
+    zopa = ss[0].zopa_runs
+    out.append(f"Each protocol ran on the same {c.runs} scenarios, {zopa} of which had a zone of agreement "
+               f"({c.runs - zopa} did not).")
+    best = max(ss, key=lambda s: (s.success_rate_zopa or 0.0, -s.mean_messages))
+    worst = min(ss, key=lambda s: s.success_rate_zopa or 0.0)
+    out.append(f"{best.label} closed the most possible deals ({_pct(best.success_rate_zopa)} of the runs with a zone "
+               f"of agreement); {worst.label} the fewest ({_pct(worst.success_rate_zopa)}).")
+    cheap = min(ss, key=lambda s: s.mean_words)
+    dear = max(ss, key=lambda s: s.mean_words)
+    ratio = dear.mean_words / cheap.mean_words if cheap.mean_words else float("inf")
+    out.append(f"{cheap.label} was the cheapest in talk ({cheap.mean_messages:.1f} messages, {cheap.mean_words:.0f} "
+               f"words per negotiation) and {dear.label} the most expensive ({dear.mean_messages:.1f} messages, "
+               f"{dear.mean_words:.0f} words), {ratio:.1f} times as many words.")
+    fast = min(ss, key=lambda s: s.mean_wall_seconds)
+    slow = max(ss, key=lambda s: s.mean_wall_seconds)
+    out.append(f"Wall time ranged from {fast.mean_wall_seconds * 1000:.3f} ms ({fast.label}) to "
+               f"{slow.mean_wall_seconds * 1000:.3f} ms ({slow.label}) per negotiation.")
+    split = [s for s in ss if s.mean_seller_share is not None]
+    if split:
+        seller_best = max(split, key=lambda s: s.mean_seller_share or 0.0)
+        buyer_best = max(split, key=lambda s: s.mean_buyer_share or 0.0)
+        out.append(f"The seller kept the largest share of the surplus under {seller_best.label} "
+                   f"({_pct(seller_best.mean_seller_share)}), the buyer under {buyer_best.label} "
+                   f"({_pct(buyer_best.mean_buyer_share)}).")
+    bad = sum(s.irrational_deals for s in ss)
+    out.append("No protocol made a deal past either side's reservation." if bad == 0 else
+               f"{bad} deals went past a side's reservation: "
+               + ", ".join(f"{s.label} {s.irrational_deals}" for s in ss if s.irrational_deals) + ".")
+    return out
+
+
+def write_report_md(c: Comparison, out_dir: str | Path, plots: list[Path]) -> Path:
+    """Write ``report.md``: the table, links to the plots and findings from the numbers."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    lines = [f"# Protocol comparison ({c.runs} scenarios, seed {c.seed})", "",
+             "| Protocol | Deals | Success | Success (ZOPA) | Wall ms | Messages | Words | Seller share | Buyer share |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in c.summaries:
+        lines.append(f"| {s.label} | {s.deals}/{s.runs} | {_pct(s.success_rate)} | {_pct(s.success_rate_zopa)} | "
+                     f"{s.mean_wall_seconds * 1000:.3f} | {s.mean_messages:.1f} | {s.mean_words:.1f} | "
+                     f"{_pct(s.mean_seller_share)} | {_pct(s.mean_buyer_share)} |")
+    lines += ["", "## Findings", "", " ".join(findings(c)), "", "## Charts", ""]
+    for p in plots:
+        if p.suffix == ".png":
+            rel = p.name if p.parent.resolve() == out.resolve() else str(p)
+            lines.append(f"![{p.stem}]({rel})")
+            lines.append("")
+    path = out / "report.md"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def main_compare(runs: int, seed: int, out_dir: str | Path | None, console) -> Comparison:  # type: ignore[no-untyped-def]
+    """The ``haggler lab compare-protocols`` command: run, print the table, and with
+    ``out_dir`` write the CSV, the charts and the report."""
+    comparison = compare_protocols(runs, seed)
+    render_comparison(comparison, console)
+    if out_dir is not None:
+        paths = write_comparison(comparison, out_dir)
+        report = write_report_md(comparison, out_dir, paths)
+        for p in (*paths, report):
+            console.print(f"wrote {p}")
+    return comparison
