@@ -54,7 +54,7 @@ def serve(
         limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
         proxies = parse_networks(trusted_proxy or [])
     except (CatalogError, ValueError) as exc:
-        raise _fail(str(exc))
+        raise _fail(str(exc)) from None
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
@@ -62,7 +62,7 @@ def serve(
     try:
         application = create_app(config)
     except DatabaseError as exc:
-        raise _fail(str(exc))
+        raise _fail(str(exc)) from None
     err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
               f"negotiate.v1 at http://{host}:{port}/negotiate.json")
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
@@ -84,7 +84,7 @@ def deals(
     try:
         database = open_database(db)
     except DatabaseError as exc:
-        raise _fail(str(exc))
+        raise _fail(str(exc)) from None
     try:
         with database.read() as conn:
             rows = list_deals(conn, limit=limit)
@@ -141,7 +141,8 @@ def parse_values(text: str | None) -> dict[str, float]:
                 raise ValueError
             values[key.strip()] = float(amount)
         except ValueError:
-            raise ValueError(f"--values wants keyword=amount pairs like 'shipping=30,battery=80', got {part.strip()!r}")
+            raise ValueError(f"--values wants keyword=amount pairs like 'shipping=30,battery=80', "
+                             f"got {part.strip()!r}") from None
     return values
 
 
@@ -167,7 +168,7 @@ def shop(
     try:
         extra_values = parse_values(values)
     except ValueError as exc:
-        raise _fail(str(exc))
+        raise _fail(str(exc)) from None
     view = ShopView(Console(), quiet=as_json)
 
     async def haggle() -> object:
@@ -188,9 +189,9 @@ def shop(
     try:
         result = asyncio.run(haggle())
     except ShopperError as exc:
-        raise _fail(exc.message)
+        raise _fail(exc.message) from None
     except ValueError as exc:
-        raise _fail(str(exc))
+        raise _fail(str(exc)) from None
     if as_json:
         json.dump(result.to_json(), sys.stdout, indent=2)  # type: ignore[attr-defined]
         sys.stdout.write("\n")
@@ -238,7 +239,7 @@ def tournament(
     try:
         main_tournament(names, scenarios, seed, out, _wide_console())
     except (ValueError, RuntimeError) as exc:
-        raise _fail(str(exc))
+        raise _fail(str(exc)) from None
 
 
 @lab.command("compare-protocols")
@@ -255,7 +256,7 @@ def compare_protocols(
     try:
         main_compare(runs, seed, out, _wide_console())
     except (ValueError, RuntimeError) as exc:
-        raise _fail(str(exc))
+        raise _fail(str(exc)) from None
 
 
 def _wide_console() -> Console:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 from datetime import datetime, timedelta, timezone
 
@@ -80,7 +82,7 @@ class TestRules:
 
     def test_rules_are_immutable(self):
         rules = Rules(parties=(A, B))
-        with pytest.raises(Exception):
+        with pytest.raises(dataclasses.FrozenInstanceError):
             rules.max_turns = 5  # type: ignore[misc]
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import os
 import re
-import shlex
 import shutil
 import socket
 import subprocess

@@ -509,10 +509,8 @@ _NORMALIZE = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'
 
 def _unqualified(pattern: re.Pattern[str], text: str) -> bool:
     """Whether ``pattern`` occurs with no "but"/"if"/"unless" after its last occurrence."""
-    last = None
-    for last in pattern.finditer(text):
-        pass
-    return last is not None and _QUALIFIER.search(text, last.end()) is None
+    matches = list(pattern.finditer(text))
+    return bool(matches) and _QUALIFIER.search(text, matches[-1].end()) is None
 
 
 def _topics(text: str, words: set[str], year_mentioned: bool) -> tuple[Topic, ...]:

@@ -16,7 +16,7 @@ from typing import Callable
 
 from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent
 from haggler.catalog import Catalog, Product
-from haggler.engine import Action, Negotiation, Rules, RuleViolation, Terms, Turn
+from haggler.engine import Negotiation, Rules, RuleViolation, Terms
 from haggler.errors import Closed, InvalidInput, NotFound, RateLimited
 from haggler.language.parse import StructuredMessageError, parse_shopper_turn
 from haggler.language.render import ReplyRenderer
