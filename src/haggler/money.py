@@ -48,6 +48,15 @@ def positive_cents(value: object, *, allow_strings: bool = False) -> int:
     return cents
 
 
+def price_unit(list_price_cents: int) -> int:
+    """The granularity of round prices people say for an item: $10 on a $1,899 item, $5 on
+    $649, $1 on $379 — never coarser than 1% of the list price."""
+    for unit in (1_000, 500, 100, 10):
+        if unit * 100 <= list_price_cents:
+            return unit
+    return 1
+
+
 def to_decimal_number(cents: int) -> int | float:
     """The wire form of an amount: a whole number when there are no cents, else 2 decimals."""
     if cents % 100 == 0:

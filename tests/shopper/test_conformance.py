@@ -9,7 +9,8 @@ import pytest
 from rich.console import Console
 
 from haggler.protocols.negotiate_v1.service import StoreLimits
-from haggler.shopper.conformance import CHECKS, ConformanceReport, normalize_base_url, run_checks
+from haggler.shopper.client import store_base
+from haggler.shopper.conformance import CHECKS, ConformanceReport, run_checks
 from haggler.shopper.conformance_report import print_report
 
 try:
@@ -238,5 +239,5 @@ def test_report_json_and_table():
     ("shop.example", "https://shop.example"),
     ("https://shop.example/.well-known/negotiate.json", "https://shop.example"),
 ])
-def test_normalize_base_url(given, expected):
-    assert normalize_base_url(given) == expected
+def test_store_base(given, expected):
+    assert store_base(given) == expected

@@ -22,6 +22,7 @@ from enum import Enum
 from haggler.catalog import Lever, Product
 from haggler.engine import Action, Negotiation, Terms, Turn
 from haggler.language.intents import Intent, IntentKind, Topic
+from haggler.money import price_unit
 
 MERCHANT = "merchant"
 SHOPPER = "shopper"
@@ -77,15 +78,6 @@ class MerchantMove:
                              MoveKind.FAREWELL, MoveKind.WRAP_UP)
 
 
-def _price_unit(list_price_cents: int) -> int:
-    """The granularity of the merchant's quotes: round numbers a salesperson would say
-    ($10 on a $1,899 item, $5 on $649, $1 on $379), never coarser than 1% of list price."""
-    for unit in (1_000, 500, 100, 10):
-        if unit * 100 <= list_price_cents:
-            return unit
-    return 1
-
-
 def _ceil_to(cents: int, unit: int) -> int:
     return int(math.ceil(cents / unit)) * unit
 
@@ -130,7 +122,7 @@ class MerchantAgent:
 
     def __init__(self, product: Product) -> None:
         self.product = product
-        self.unit = _price_unit(product.list_price_cents)
+        self.unit = price_unit(product.list_price_cents)
         # The lowest price the merchant will *quote*: strictly above the floor and rounded, so
         # that no reply ever states the floor itself.
         self.min_quote = min(product.list_price_cents, _ceil_to(product.floor_cents + 1, min(self.unit, 100)))

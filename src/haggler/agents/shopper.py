@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from haggler.language.merchant_reading import MerchantReading
-from haggler.money import format_money, to_decimal_number
+from haggler.money import format_money, price_unit, to_decimal_number
 
 __all__ = ["ShopperAgent", "ShopperGoal", "ShopperOutcome", "ShopperTurn", "mentions_amount"]
 
@@ -87,14 +87,6 @@ class ShopperOutcome:
     #: "merchant_closed" (the merchant ended the chat without a deal).
     reason: str
     turns: int
-
-
-def _price_unit(list_price_cents: int) -> int:
-    """Round numbers a person would offer: $10 on a $1,899 item, $5 on $649, $1 on $379."""
-    for unit in (1_000, 500, 100, 10):
-        if unit * 100 <= list_price_cents:
-            return unit
-    return 1
 
 
 def _amount_forms(cents: int) -> list[str]:
@@ -193,7 +185,7 @@ class ShopperAgent:
         self.goal = goal
         self.max_turns = max_turns
         self._rng = random.Random(seed)
-        self.unit = _price_unit(goal.list_price_cents)
+        self.unit = price_unit(goal.list_price_cents)
         self.fine = min(self.unit, 100)
         budget = goal.budget_cents
         # The highest amount it will ever offer: round, and strictly below the budget so that

@@ -97,19 +97,36 @@ class RetryPolicy:
 
 # -- pure helpers ---------------------------------------------------------------------------
 
-def discovery_urls(target: str) -> list[str]:
-    """Where to look for a store's descriptor, given a bare domain or a URL (§4 step 1)."""
+_THIS_MACHINE = ("localhost", "127.0.0.1", "[::1]")
+
+
+def _with_scheme(target: str) -> str:
+    """A bare domain gets https (http for this machine)."""
     target = target.strip()
-    if "://" not in target:
-        host = target.split("/", 1)[0].split(":", 1)[0]
-        scheme = "http" if host in ("localhost", "127.0.0.1", "[::1]") else "https"
-        target = f"{scheme}://{target}"
-    parts = urlsplit(target)
+    if "://" in target:
+        return target
+    host = target.split("/", 1)[0].split(":", 1)[0]
+    return f"{'http' if host in _THIS_MACHINE else 'https'}://{target}"
+
+
+def store_base(target: str) -> str:
+    """A store's base URL from what people type: a bare domain, a URL, or its descriptor's URL."""
+    parts = urlsplit(_with_scheme(target))
     if not parts.netloc:
         raise NotNegotiable(f"not a store address: {target!r}")
-    if parts.path.endswith(".json"):
-        return [target]
-    base = f"{parts.scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+    path = parts.path.rstrip("/")
+    for suffix in ("/.well-known/negotiate.json", "/negotiate.json"):
+        if path.endswith(suffix):
+            path = path[: -len(suffix)]
+    return f"{parts.scheme}://{parts.netloc}{path.rstrip('/')}"
+
+
+def discovery_urls(target: str) -> list[str]:
+    """Where to look for a store's descriptor, given a bare domain or a URL (§4 step 1)."""
+    url = _with_scheme(target)
+    if urlsplit(url).netloc and urlsplit(url).path.endswith(".json"):
+        return [url]
+    base = store_base(url)
     return [f"{base}/negotiate.json", f"{base}/.well-known/negotiate.json"]
 
 

@@ -37,8 +37,8 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
-PROTOCOL = "negotiate.v1"
-PLACEHOLDER = "{url_encoded_message}"
+from haggler.shopper.client import PLACEHOLDER, PROTOCOL, store_base
+
 HIDDEN_FIELDS = ("floor", "levers", "inventory_note", "merchant_persona")
 LIMIT_FIELDS = ("max_chat_starts_per_hour_per_ip", "max_messages_per_chat", "session_idle_ttl_seconds",
                 "max_message_length_chars")
@@ -942,7 +942,7 @@ def run_checks(base_url: str, *, probe_rate_limit: bool = False, timeout: float 
                product_id: str | None = None, client: httpx.Client | None = None,
                sleep: Callable[[float], None] = time.sleep) -> ConformanceReport:
     """Check the negotiate.v1 store at ``base_url`` (e.g. ``https://shop.example``)."""
-    base = normalize_base_url(base_url)
+    base = store_base(base_url)
     own_client = client is None
     http = client or httpx.Client(timeout=timeout, follow_redirects=True,
                                   headers={"User-Agent": "haggler-check (negotiate.v1 conformance)",
@@ -983,17 +983,6 @@ def _run_one(ctx: _Ctx, item: Check) -> CheckResult:
     if status == "fail" and item.level == "SHOULD":
         status = "warn"  # a SHOULD is advice: missing it warns, it never fails
     return result(status, detail)
-
-
-def normalize_base_url(base_url: str) -> str:
-    base = base_url.strip()
-    if "://" not in base:
-        base = "https://" + base
-    base = base.rstrip("/")
-    for suffix in ("/.well-known/negotiate.json", "/negotiate.json"):
-        if base.endswith(suffix):
-            base = base[: -len(suffix)]
-    return base.rstrip("/")
 
 
 # -- helpers -------------------------------------------------------------------------------------

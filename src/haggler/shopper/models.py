@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from haggler.money import to_cents
+from haggler.money import to_cents, to_decimal_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +109,18 @@ class History:
     #: Known only from stores that say so (haggler's `closed` field); None otherwise.
     closed: bool | None = None
     deal: Deal | None = None
+
+
+def wire_view(offer: Offer | Deal | None) -> dict[str, Any] | None:
+    """An offer or deal back in the store's wire form (decimal prices), e.g. for tools or for
+    :func:`haggler.language.merchant_reading.read_merchant_reply`."""
+    if offer is None:
+        return None
+    view: dict[str, Any] = {"price": to_decimal_number(offer.price_cents), "currency": offer.currency,
+                            "extras": list(offer.extras)}
+    if isinstance(offer, Deal):
+        view.update(id=offer.id, checkout_url=offer.checkout_url)
+    return view
 
 
 def _cents(value: Any) -> int | None:

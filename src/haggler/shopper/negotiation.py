@@ -18,7 +18,7 @@ from haggler.language.parse import parse_shopper_turn
 from haggler.money import to_cents, to_decimal_number
 from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.errors import NotFound
-from haggler.shopper.models import Deal, Offer, StoreInfo
+from haggler.shopper.models import Deal, StoreInfo, wire_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +86,6 @@ def goal_for(list_price_cents: int | None, budget: float, target: float | None,
 Decide = Callable[[ShopperTurn], Awaitable[str]]
 
 
-def _wire(offer: Offer | Deal | None) -> dict[str, Any] | None:
-    if offer is None:
-        return None
-    return {"price": to_decimal_number(offer.price_cents), "currency": offer.currency, "extras": list(offer.extras)}
-
-
 async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, product_id: str, goal: ShopperGoal, *,
                           seed: int | None = None, structured: bool = False, decide: Decide | None = None,
                           on_line: Callable[[Line], None] | None = None) -> NegotiationResult:
@@ -115,7 +109,7 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
 
     chat = await client.start(store, product_id)
     record("merchant", chat.greeting)
-    reading = read_merchant_reply(chat.greeting, closed=False, offer=_wire(chat.offer), list_price_cents=list_price)
+    reading = read_merchant_reply(chat.greeting, closed=False, offer=wire_view(chat.offer), list_price_cents=list_price)
     turn: ShopperTurn | None = agent.first_turn(reading)
     next_url: str | None = chat.next_url
     deal: Deal | None = None
@@ -129,8 +123,8 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
         sent += 1
         record("merchant", reply.message)
         deal = reply.deal or deal
-        reading = read_merchant_reply(reply.message, closed=reply.closed, offer=_wire(reply.offer),
-                                      deal=_wire(reply.deal), list_price_cents=list_price)
+        reading = read_merchant_reply(reply.message, closed=reply.closed, offer=wire_view(reply.offer),
+                                      deal=wire_view(reply.deal), list_price_cents=list_price)
         next_url = reply.next_url
         turn = agent.next_turn(reading)
     return _result(store, listing.name, list_price, chat.session_id, agent, reading, deal, sent, transcript,

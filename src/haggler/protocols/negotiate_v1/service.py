@@ -80,13 +80,10 @@ class ChatService:
         self.seed = seed
         self._agents = {p.id: MerchantAgent(p) for p in catalog.products}
         self._renderers = {p.id: ReplyRenderer(catalog.store, p.facts) for p in catalog.products}
-
-    @property
-    def rules(self) -> Rules:
         # The greeting, then a merchant reply to each shopper message: the merchant's reply to
         # the last allowed message is the last turn.
-        return Rules(parties=(MERCHANT, SHOPPER), max_turns=2 * self.limits.max_messages_per_chat + 1,
-                     idle_ttl=timedelta(seconds=self.limits.session_idle_ttl_seconds))
+        self.rules = Rules(parties=(MERCHANT, SHOPPER), max_turns=2 * limits.max_messages_per_chat + 1,
+                           idle_ttl=timedelta(seconds=limits.session_idle_ttl_seconds))
 
     def product(self, product_id: str) -> Product:
         product = self.catalog.product(product_id)
