@@ -120,3 +120,15 @@ def test_comparison_files(comparison, tmp_path):
     report = write_report_md(comparison, tmp_path, paths).read_text()
     assert "| Sealed bid |" in report and "![protocols_words](protocols_words.png)" in report
     assert "12 scenarios" in report
+
+
+def test_scenario_product_levers_state_their_value_so_the_merchant_can_read_it():
+    from haggler.catalog import parse_lever
+    from haggler.lab.protocols import scenario_product
+    from haggler.lab.scenario import Extra
+
+    scenario = Scenario("lv-1", 10_000, 8_000, 9_500,
+                        (Extra("express_shipping", 1_250, 3_000), Extra("warranty", 120_000, 150_000)))
+    levers = scenario_product(scenario)["levers"]
+    assert [parse_lever(text).value_cents for text in levers] == [1_250, 120_000]
+    assert levers[0].startswith("express shipping (~$12.50")

@@ -26,7 +26,7 @@ from haggler.engine import Action, Terms
 
 __all__ = [
     "ACCEPT", "BUYER", "REJECT", "SELLER", "Decider", "DeciderView", "Decision",
-    "acceptable", "guard", "net_cents", "offer",
+    "acceptable", "guard", "net_cents",
 ]
 
 SELLER = "seller"
@@ -56,10 +56,6 @@ class DeciderView:
     currency: str = "USD"
 
     @property
-    def is_seller(self) -> bool:
-        return self.role == SELLER
-
-    @property
     def time(self) -> float:
         """Relative time in [0, 1]: 0 at the first round, 1 at the last one."""
         last = self.max_rounds - 1
@@ -75,10 +71,6 @@ class Decision:
 
 ACCEPT = Decision(Action.ACCEPT)
 REJECT = Decision(Action.REJECT)
-
-
-def offer(price_cents: int, currency: str = "USD", extras: tuple[str, ...] = ()) -> Decision:
-    return Decision(Action.OFFER, Terms(price_cents, currency, extras))
 
 
 @runtime_checkable

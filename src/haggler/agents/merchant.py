@@ -60,6 +60,8 @@ class MerchantMove:
     deflected: bool = False
     #: The move lowers the price (as opposed to only adding extras).
     price_cut: bool = False
+    #: The shopper's offer is a lowball: far below what the product sells for.
+    lowball: bool = False
 
     def turn(self, at: datetime) -> Turn | None:
         """The merchant's engine turn for this move (None for a closing remark)."""
@@ -223,18 +225,16 @@ class MerchantAgent:
         if price >= floor and (counter is None or price >= counter.price_cents or close_enough):
             assert shopper is not None
             return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, shopper, shopper_price_cents=price, topics=topics)
-        if counter is None:
-            # Nothing left to give and the shopper is below the floor.
+        if counter is None or (price < floor and state.shopper_stalls >= 2):
+            # Nothing left to give, or the shopper is stuck below the floor: one last offer,
+            # then a graceful close.
             if state.ask_is_final:
                 return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
             return MerchantMove(MoveKind.LAST_OFFER, Action.OFFER, ask, final=True, shopper_price_cents=price)
-        if price < floor and state.shopper_stalls >= 2:
-            # The shopper is stuck below the floor: one last offer, then a graceful close.
-            if state.ask_is_final:
-                return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
-            return MerchantMove(MoveKind.LAST_OFFER, Action.OFFER, ask, final=True, shopper_price_cents=price)
-        if state.shopper_stalls or price < self.product.list_price_cents * self.LOWBALL:
-            return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, shopper_price_cents=price, topics=topics)
+        lowball = price < self.product.list_price_cents * self.LOWBALL
+        if state.shopper_stalls or lowball:
+            return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, shopper_price_cents=price, topics=topics,
+                                lowball=lowball)
         added = tuple(e for e in counter.extras if e not in ask.extras)
         final = counter.price_cents <= self.min_quote and self._next_lever(counter) is None
         kind = MoveKind.LAST_OFFER if final else MoveKind.COUNTER

@@ -33,7 +33,7 @@ from haggler.engine import Action, Terms
 from haggler.lab.alternating import run_alternating
 from haggler.lab.metrics import NegotiationRecord, word_count
 from haggler.lab.scenario import BUYER, SELLER, Scenario
-from haggler.money import to_decimal_number
+from haggler.money import format_money, to_decimal_number
 
 __all__ = [
     "FREE_TEXT", "ALTERNATING", "INSTANT_MATCH", "PROTOCOLS", "SEALED_BID", "FreeTextStore",
@@ -58,10 +58,6 @@ def _json_words(message: dict[str, Any]) -> int:
     return word_count(json.dumps(message))
 
 
-def _money(cents: int) -> int | float:
-    return to_decimal_number(cents)
-
-
 # -- sealed bid -----------------------------------------------------------------------------------
 
 
@@ -76,13 +72,13 @@ def sealed_bid_messages(scenario: Scenario) -> tuple[dict[str, Any], dict[str, A
     budget, floor = scenario.buyer_reservation_cents, scenario.seller_reservation_cents
     buyer = {
         "type": "sealed_bid", "version": _VERSION, "timestamp": _TIMESTAMP, "requestId": f"req_{scenario.id}",
-        "party": BUYER, "maxPrice": _money(budget),
-        "commitment": f"If seller's minPrice <= {_money(budget)}, I will pay midpoint price.",
+        "party": BUYER, "maxPrice": to_decimal_number(budget),
+        "commitment": f"If seller's minPrice <= {to_decimal_number(budget)}, I will pay midpoint price.",
     }
     seller = {
         "type": "sealed_bid", "version": _VERSION, "timestamp": _TIMESTAMP, "requestId": f"req_{scenario.id}",
-        "party": SELLER, "minPrice": _money(floor),
-        "commitment": f"If buyer's maxPrice >= {_money(floor)}, I will accept midpoint price.",
+        "party": SELLER, "minPrice": to_decimal_number(floor),
+        "commitment": f"If buyer's maxPrice >= {to_decimal_number(floor)}, I will accept midpoint price.",
     }
     return buyer, seller
 
@@ -110,9 +106,9 @@ def instant_match_message(scenario: Scenario) -> dict[str, Any]:
     within = price <= scenario.buyer_reservation_cents
     return {
         "type": "instant_match", "version": _VERSION, "timestamp": _TIMESTAMP, "requestId": f"req_{scenario.id}",
-        "listingId": f"lst_{scenario.id}", "acceptedPrice": _money(price) if within else None,
-        "message": (f"Your price of {_money(price)} is within my budget. I accept immediately." if within
-                    else f"Your price of {_money(price)} is above my budget. I pass."),
+        "listingId": f"lst_{scenario.id}", "acceptedPrice": to_decimal_number(price) if within else None,
+        "message": (f"Your price of {to_decimal_number(price)} is within my budget. I accept immediately." if within
+                    else f"Your price of {to_decimal_number(price)} is above my budget. I pass."),
     }
 
 
@@ -136,7 +132,7 @@ def offer_message(party: str, decision: Decision, *, request_id: str) -> dict[st
                             "requestId": request_id, "party": party}
     if decision.action is Action.OFFER:
         assert decision.terms is not None
-        base["offerPrice"] = _money(decision.terms.price_cents)
+        base["offerPrice"] = to_decimal_number(decision.terms.price_cents)
         if decision.terms.extras:
             base["extras"] = list(decision.terms.extras)
     else:
@@ -197,9 +193,7 @@ _LAB_STORE = {
 
 
 def _lever_text(name: str, cost_cents: int) -> str:
-    value = _money(cost_cents)
-    return f"{name.replace('_', ' ')} (~${value:,} retail value)" if isinstance(value, int) \
-        else f"{name.replace('_', ' ')} (~${value:,.2f} retail value)"
+    return f"{name.replace('_', ' ')} (~{format_money(cost_cents)} retail value)"
 
 
 def scenario_product(scenario: Scenario) -> dict[str, Any]:
@@ -211,8 +205,8 @@ def scenario_product(scenario: Scenario) -> dict[str, Any]:
         "subtitle": "A scenario of the negotiation lab",
         "description": "A generated item for protocol comparisons.",
         "condition": "new",
-        "list_price": _money(scenario.list_price_cents),
-        "floor": _money(scenario.seller_reservation_cents),
+        "list_price": to_decimal_number(scenario.list_price_cents),
+        "floor": to_decimal_number(scenario.seller_reservation_cents),
         "currency": scenario.currency,
         "levers": [_lever_text(e.name, e.cost_cents) for e in scenario.extras],
         "inventory_note": "",

@@ -17,8 +17,9 @@ from typing import Iterable
 
 from haggler.engine import Terms
 
-SELLER = "seller"
-BUYER = "buyer"
+from haggler.agents.decider import BUYER, SELLER
+
+__all__ = ["BUYER", "SELLER", "Extra", "Scenario"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,7 +142,7 @@ class ReplyRenderer:
         elif kind is MoveKind.HOLD:
             if move.shopper_price_cents is None:
                 template = rng.choice(_HOLD_BEST)
-            elif move.shopper_price_cents < f.list_price_cents // 2:
+            elif move.lowball:
                 template = rng.choice(_HOLD_LOWBALL)
             else:
                 template = rng.choice(_HOLD_NO_MOVE)

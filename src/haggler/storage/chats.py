@@ -202,7 +202,3 @@ def list_deals(conn: Connection, *, limit: int | None = None) -> list[DealRow]:
     if limit is not None:
         query = query.limit(limit)
     return [_deal(r) for r in conn.execute(query)]
-
-
-def count_chats(conn: Connection) -> int:
-    return conn.execute(select(func.count()).select_from(chats)).scalar_one()
