@@ -33,16 +33,22 @@ def to_cents(value: object) -> int:
     return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
-def positive_cents(value: object, *, allow_strings: bool = False) -> int:
-    """Validate an amount someone supplied (a catalog price, a structured offer) and return
-    cents. The ValueError's message completes a sentence naming the field: "must be ..."."""
+def amount_cents(value: object, *, allow_strings: bool = False) -> int:
+    """Validate an amount someone supplied (a catalog price, a structured offer, a scenario
+    file) and return cents, of any sign. The ValueError's message completes a sentence naming
+    the field: "must be ..."."""
     kinds = (int, float, str) if allow_strings else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise ValueError(f"must be a number, got {value!r}")
     try:
-        cents = to_cents(value)
+        return to_cents(value)
     except ValueError as exc:
         raise ValueError(f"must be a finite number, got {value!r}") from exc
+
+
+def positive_cents(value: object, *, allow_strings: bool = False) -> int:
+    """:func:`amount_cents`, for amounts that must be greater than zero (prices)."""
+    cents = amount_cents(value, allow_strings=allow_strings)
     if cents <= 0:
         raise ValueError(f"must be greater than 0, got {value!r}")
     return cents

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable
 
 from haggler.lab.scenario import Extra, Scenario
-from haggler.money import to_cents, to_decimal_number
+from haggler.money import amount_cents, positive_cents, to_decimal_number
 
 FORMAT = "haggler.scenarios"
 VERSION = 1
@@ -222,19 +222,9 @@ def _parse_scenario(item: Any, index: int, source: str | None) -> Scenario:
 
 def _amount(value: Any, *, positive: bool) -> int:
     """Cents from a file amount: a number or a numeric string with at most two decimals."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"must be a number, got {value!r}")
-    try:
-        exact = Decimal(str(value).strip())
-    except InvalidOperation:
-        raise ValueError(f"must be a number, got {value!r}") from None
-    if not exact.is_finite():
-        raise ValueError(f"must be a finite number, got {value!r}")
-    if exact * 100 != (exact * 100).to_integral_value():
+    cents = positive_cents(value, allow_strings=True) if positive else amount_cents(value, allow_strings=True)
+    if Decimal(str(value).strip()) * 100 != cents:
         raise ValueError(f"must have at most two decimal places, got {value!r}")
-    cents = to_cents(exact)
-    if positive and cents <= 0:
-        raise ValueError(f"must be greater than 0, got {value!r}")
     if cents < 0:
         raise ValueError(f"must not be negative, got {value!r}")
     return cents

@@ -37,7 +37,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
-from haggler.shopper.client import PLACEHOLDER, PROTOCOL, store_base
+from haggler.shopper.client import PLACEHOLDER, PROTOCOL, fill_template, store_base
 
 HIDDEN_FIELDS = ("floor", "levers", "inventory_note", "merchant_persona")
 LIMIT_FIELDS = ("max_chat_starts_per_hour_per_ip", "max_messages_per_chat", "session_idle_ttl_seconds",
@@ -360,7 +360,7 @@ class _Ctx:
 
     def start_url(self, product_id: str) -> str:
         template = self.endpoint("start_chat", "url_template")
-        return template.replace("{product_id}", quote(product_id, safe=""))
+        return fill_template(template, product_id=product_id)
 
     def use_start(self, why: str) -> None:
         if self.starts >= self.start_budget:
@@ -408,7 +408,7 @@ class _Ctx:
 
     def say_template(self, chat: _Chat) -> str:
         template = self.endpoint("send_message", "url_template")
-        return template.replace("{session_id}", quote(chat.session_id or "", safe=""))
+        return fill_template(template, session_id=chat.session_id or "")
 
     def say(self, chat: _Chat, message: str) -> _Exchange:
         """Send one turn on ``next``; follow what comes back."""
@@ -454,7 +454,7 @@ class _Ctx:
         self._after(self.turn)
         template = self.endpoint("read_history", "url_template")
         sent = list(chat.accepted)
-        return sent, self.get(template.replace("{session_id}", quote(chat.session_id or "", safe="")), "history")
+        return sent, self.get(fill_template(template, session_id=chat.session_id or ""), "history")
 
     @_memo
     def length_probe(self) -> tuple[int, _Exchange]:
@@ -846,14 +846,14 @@ def _unknown_product(ctx: _Ctx) -> Outcome:
 @check("errors.unknown_session_say", "a turn on an unknown session answers 404", "§6", "MUST")
 def _unknown_session_say(ctx: _Ctx) -> Outcome:
     template = ctx.endpoint("send_message", "url_template")
-    url = template.replace("{session_id}", ctx.unknown_session_id()).replace(PLACEHOLDER, "hello")
+    url = fill_template(template, session_id=ctx.unknown_session_id(), url_encoded_message="hello")
     return _expect_404(ctx.get(url, "say"), "session")
 
 
 @check("errors.unknown_session_history", "history of an unknown session answers 404", "§6", "MUST")
 def _unknown_session_history(ctx: _Ctx) -> Outcome:
     template = ctx.endpoint("read_history", "url_template")
-    exchange = ctx.get(template.replace("{session_id}", ctx.unknown_session_id()), "history")
+    exchange = ctx.get(fill_template(template, session_id=ctx.unknown_session_id()), "history")
     if exchange.status == 200:
         body = exchange.json if exchange.is_json else None
         if isinstance(body, dict) and body.get("history") == []:
