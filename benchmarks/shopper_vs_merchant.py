@@ -27,7 +27,7 @@ from haggler.protocols.negotiate_v1.service import StoreLimits
 from haggler.server.app import create_app
 from haggler.server.config import StoreConfig
 from haggler.shopper.client import AsyncNegotiateClient
-from haggler.shopper.negotiation import NegotiationResult, goal_for, run_negotiation
+from haggler.shopper.negotiation import NegotiationResult, goal_for, listing_for, run_negotiation
 
 #: Budgets as points on the line floor (0.0) → list price (1.0); below 0 is under the floor.
 BUDGET_POINTS = (-0.60, -0.25, -0.05, 0.0, 0.10, 0.25, 0.50, 0.75, 1.00, 1.25)
@@ -51,8 +51,8 @@ async def run(seeds: int, structured: bool) -> list[tuple[int, int, NegotiationR
                 for point in BUDGET_POINTS:
                     budget = budget_for(product.floor_cents, product.list_price_cents, point)
                     for seed in range(seeds):
-                        goal = goal_for(product.list_price_cents, budget / 100, None, {"shipping": 30, "battery": 60},
-                                        product.currency)
+                        goal = goal_for(listing_for(store, product.id), budget / 100, None,
+                                        {"shipping": 30, "battery": 60})
                         result = await run_negotiation(client, store, product.id, goal, seed=seed,
                                                        structured=structured)
                         results.append((product.floor_cents, budget, result))

@@ -173,15 +173,12 @@ def shop(
 
     async def haggle() -> object:
         from haggler.shopper.client import AsyncNegotiateClient
-        from haggler.shopper.negotiation import goal_for, run_negotiation
+        from haggler.shopper.negotiation import goal_for, listing_for, run_negotiation
 
         async with AsyncNegotiateClient(timeout=timeout) as client:
             store = await client.discover(url)
-            listing = store.product(product)
-            if listing is None:
-                raise _fail(f"{store.name or url} does not list {product!r}; it lists: "
-                            + ", ".join(p.id for p in store.products))
-            goal = goal_for(listing.list_price_cents, budget, target, extra_values, store.limits.currency or "USD")
+            listing = listing_for(store, product)
+            goal = goal_for(listing, budget, target, extra_values)
             view.start(store, listing)
             return await run_negotiation(client, store, product, goal, seed=seed, structured=structured,
                                          decide=view.decide if interactive else None, on_line=view.line)

@@ -13,7 +13,7 @@ from haggler.cli import parse_values
 from haggler.money import format_money
 from haggler.protocols.negotiate_v1.service import StoreLimits
 from haggler.shopper.client import AsyncNegotiateClient
-from haggler.shopper.negotiation import goal_for, run_negotiation
+from haggler.shopper.negotiation import goal_for, listing_for, run_negotiation
 
 try:
     from tests.support.servers import ProcessServer
@@ -92,7 +92,7 @@ def test_runner_haggles_by_text_and_by_structure_with_the_same_result(make_store
     async def go(structured: bool):
         async with AsyncNegotiateClient() as client:
             info = await client.discover(store.base)
-            goal = goal_for(product.list_price_cents, 640, None, {"battery": 80}, "USD")
+            goal = goal_for(listing_for(info, product.id), 640, None, {"battery": 80})
             return await run_negotiation(client, info, product.id, goal, seed=9, structured=structured)
 
     text, structured = asyncio.run(go(False)), asyncio.run(go(True))

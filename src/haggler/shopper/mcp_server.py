@@ -20,7 +20,7 @@ from haggler.money import to_decimal_number
 from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.errors import ShopperError
 from haggler.shopper.models import Listing, StoreInfo, wire_view
-from haggler.shopper.negotiation import goal_for, run_negotiation
+from haggler.shopper.negotiation import goal_for, listing_for, run_negotiation
 from haggler.shopper.urls import URLPolicy
 
 INSTRUCTIONS = """Tools for haggling with online stores that speak negotiate.v1.
@@ -130,12 +130,9 @@ def build_server(*, allow_private: bool = False, timeout: float = 15.0) -> MCPSe
         Returns the outcome (deal, walked_away, merchant_closed, gave_up), price, extras and
         the transcript."""
         info = await guarded(tools.store(store))
-        listing = info.product(product_id)
-        if listing is None:
-            raise ToolError(f"{info.name or store} does not list {product_id!r}")
         try:
-            goal = goal_for(listing.list_price_cents, budget, target, values, info.limits.currency or "USD")
-        except ValueError as exc:
+            goal = goal_for(listing_for(info, product_id), budget, target, values)
+        except (ShopperError, ValueError) as exc:
             raise ToolError(str(exc)) from exc
         result = await guarded(run_negotiation(tools.client, info, product_id, goal))
         return result.to_json()

@@ -18,7 +18,7 @@ from haggler.language.parse import parse_shopper_turn
 from haggler.money import to_cents, to_decimal_number
 from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.errors import NotFound
-from haggler.shopper.models import Deal, StoreInfo, wire_view
+from haggler.shopper.models import Deal, Listing, StoreInfo, wire_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +67,24 @@ class NegotiationResult:
         }
 
 
-def goal_for(list_price_cents: int | None, budget: float, target: float | None,
-             values: dict[str, float] | None, currency: str) -> ShopperGoal:
-    """A shopper goal from amounts as people give them (decimal, in the store's currency);
-    ValueError names what is wrong."""
+def listing_for(store: StoreInfo, product_id: str) -> Listing:
+    """The store's listing of ``product_id``; NotFound names what the store does list."""
+    listing = store.product(product_id)
+    if listing is None:
+        raise NotFound(f"{store.name or 'the store'} does not list {product_id!r}; it lists: "
+                       + ", ".join(p.id for p in store.products), status=404)
+    return listing
+
+
+def goal_for(listing: Listing, budget: float, target: float | None, values: dict[str, float] | None) -> ShopperGoal:
+    """A shopper goal for ``listing`` from amounts as people give them (decimal, in the
+    listing's currency); ValueError names what is wrong."""
     try:
         budget_cents = to_cents(budget)
         target_cents = to_cents(target) if target is not None else None
         extra_values = {k: to_cents(v) for k, v in (values or {}).items()}
-        return ShopperGoal(list_price_cents=list_price_cents or budget_cents, budget_cents=budget_cents,
-                           target_cents=target_cents, extra_values=extra_values, currency=currency)
+        return ShopperGoal(list_price_cents=listing.list_price_cents or budget_cents, budget_cents=budget_cents,
+                           target_cents=target_cents, extra_values=extra_values, currency=listing.currency)
     except ValueError as exc:
         raise ValueError(f"bad negotiation goal: {exc}") from exc
 
@@ -93,9 +101,7 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
 
     ``structured`` sends the agent's turns as JSON messages (the store's extension) instead of
     text; replies are read from the structured fields whenever the store includes them."""
-    listing = store.product(product_id)
-    if listing is None:
-        raise NotFound(f"the store does not list {product_id!r}", status=404)
+    listing = listing_for(store, product_id)
     list_price = listing.list_price_cents or goal.list_price_cents
     cap = store.limits.max_messages_per_chat or ShopperAgent.MAX_TURNS
     agent = ShopperAgent(goal, seed=seed, max_turns=max(2, min(ShopperAgent.MAX_TURNS, cap)))
@@ -127,13 +133,11 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
                                       deal=wire_view(reply.deal), list_price_cents=list_price)
         next_url = reply.next_url
         turn = agent.next_turn(reading)
-    return _result(store, listing.name, list_price, chat.session_id, agent, reading, deal, sent, transcript,
-                   product_id)
+    return _result(store, listing, list_price, chat.session_id, agent, reading, deal, sent, transcript)
 
 
-def _result(store: StoreInfo, name: str, list_price: int, session_id: str, agent: ShopperAgent,
-            reading: MerchantReading, deal: Deal | None, sent: int, transcript: list[Line],
-            product_id: str) -> NegotiationResult:
+def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str, agent: ShopperAgent,
+            reading: MerchantReading, deal: Deal | None, sent: int, transcript: list[Line]) -> NegotiationResult:
     outcome = agent.outcome
     if deal is not None:
         kind, price, extras = "deal", deal.price_cents, deal.extras
@@ -151,8 +155,8 @@ def _result(store: StoreInfo, name: str, list_price: int, session_id: str, agent
     if kind != "deal":
         price, extras = None, ()
     return NegotiationResult(
-        store=store.name, product_id=product_id, product_name=name, list_price_cents=list_price,
-        currency=store.limits.currency or "USD", outcome=kind, price_cents=price, extras=tuple(extras),
+        store=store.name, product_id=listing.id, product_name=listing.name, list_price_cents=list_price,
+        currency=listing.currency, outcome=kind, price_cents=price, extras=tuple(extras),
         session_id=session_id, turns=sent, transcript=tuple(transcript),
         deal_id=deal.id if deal else None, checkout_url=deal.checkout_url if deal else reading.checkout_url,
     )
