@@ -25,7 +25,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from haggler.language.intents import Intent, IntentKind, Topic
-from haggler.language.screening import looks_like_manipulation
+from haggler.language.screening import manipulation_in, normalize_text
 from haggler.money import positive_cents, to_cents
 
 
@@ -350,9 +350,9 @@ def _scan_amounts(text: str, words: set[str], reference_cents: int | None) -> _S
         )
         candidates.append(_Amount(start, end, cents, lead=lead, money=money))
 
-    _link_alternatives(text, candidates)
+    links = _link_alternatives(text, candidates)
     if candidates and not scan.amounts and not any(a.money for a in candidates):
-        _accept_bare_numbers(text, candidates)
+        _accept_bare_numbers(text, candidates, chained=all(links))
     scan.amounts.extend(a for a in candidates if a.money)
     scan.amounts.sort(key=lambda a: a.start)
     return scan
@@ -367,19 +367,18 @@ def _plausible(cents: int, has_decimals: bool, year_like: bool, reference_cents:
     return reference_cents / 50 <= cents <= reference_cents * 20
 
 
-def _accept_bare_numbers(text: str, candidates: list[_Amount]) -> None:
-    """A message that is essentially just a number ("500", "hmm, 480 then", "500 or 520") is money."""
-    chained = all(
-        _PARTNER.fullmatch(text, left.end, right.start) for left, right in zip(candidates, candidates[1:])
-    )
+def _accept_bare_numbers(text: str, candidates: list[_Amount], *, chained: bool) -> None:
+    """A message that is essentially just a number ("500", "hmm, 480 then", "500 or 520") is money.
+    ``chained``: every neighbouring pair of candidates is linked as alternatives."""
     rest = text[: candidates[0].start] + " " + text[candidates[-1].end :]
     if chained and _FILLER_ONLY.fullmatch(rest):
         for amount in candidates:
             amount.money = True
 
 
-def _link_alternatives(text: str, amounts: list[_Amount]) -> None:
-    """Join amounts written as alternatives ("500 or 520", "450-500"); money spreads along links."""
+def _link_alternatives(text: str, amounts: list[_Amount]) -> list[bool]:
+    """Join amounts written as alternatives ("500 or 520", "450-500"); money spreads along links.
+    Returns, for each neighbouring pair, whether it is linked."""
     links = [
         _PARTNER.fullmatch(text, left.end, right.start) is not None
         for left, right in zip(amounts, amounts[1:])
@@ -391,6 +390,7 @@ def _link_alternatives(text: str, amounts: list[_Amount]) -> None:
     for i in reversed(range(len(links))):
         if links[i]:
             amounts[i].money = amounts[i].money or amounts[i + 1].money
+    return links
 
 
 def _choose(amounts: list[_Amount]) -> tuple[IntentKind, int | None, tuple[int, ...]]:
@@ -504,7 +504,6 @@ _TOPICS = re.compile(
 _TOPIC_BY_GROUP = {topic.value: topic for topic in Topic}
 
 _WORD = re.compile(r"[a-z]+")
-_NORMALIZE = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
 
 def _unqualified(pattern: re.Pattern[str], text: str) -> bool:
@@ -557,8 +556,9 @@ def parse_shopper_turn(text: str, *, reference_cents: int | None = None) -> Inte
     :class:`StructuredMessageError`. Every result carries the manipulation screening verdict, so
     the merchant can deflect probing whatever else the turn says.
     """
-    manipulation = looks_like_manipulation(text)
+    normalized = normalize_text(text)
+    manipulation = manipulation_in(normalized)
     intent = parse_structured_message(text)
     if intent is not None:
         return replace(intent, manipulation=manipulation)
-    return _parse_free_text(text.lower().translate(_NORMALIZE), reference_cents, manipulation)
+    return _parse_free_text(normalized, reference_cents, manipulation)

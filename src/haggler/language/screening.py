@@ -105,12 +105,21 @@ _WORD = re.compile(r"[a-z]+|[\[<]")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'"})
 
 
+def normalize_text(text: str) -> str:
+    """Lower case with typographic apostrophes made plain: the form every text rule reads."""
+    return text.lower().translate(_APOSTROPHES)
+
+
 def looks_like_manipulation(text: str) -> bool:
     """True when ``text`` tries to extract the merchant's hidden state or override its instructions.
 
     The merchant uses this to deflect rather than answer; it never changes how prices are parsed.
     """
-    lowered = text.lower().translate(_APOSTROPHES)
+    return manipulation_in(normalize_text(text))
+
+
+def manipulation_in(lowered: str) -> bool:
+    """:func:`looks_like_manipulation` for text already passed through :func:`normalize_text`."""
     words = set(_WORD.findall(lowered))
     return any(
         not words.isdisjoint(triggers) and pattern.search(lowered) is not None for triggers, pattern in _RULES
