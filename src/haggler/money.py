@@ -46,6 +46,15 @@ def amount_cents(value: object, *, allow_strings: bool = False) -> int:
         raise ValueError(f"must be a finite number, got {value!r}") from exc
 
 
+def cents_or_none(value: object) -> int | None:
+    """An amount read off the wire (a number, a numeric string or a Decimal) as cents, or None
+    when it is not one: for parsing what others send, where a bad field is simply absent."""
+    try:
+        return amount_cents(str(value) if isinstance(value, Decimal) else value, allow_strings=True)
+    except ValueError:
+        return None
+
+
 def positive_cents(value: object, *, allow_strings: bool = False) -> int:
     """:func:`amount_cents`, for amounts that must be greater than zero (prices)."""
     cents = amount_cents(value, allow_strings=allow_strings)

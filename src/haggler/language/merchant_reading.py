@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from haggler.money import to_cents
+from haggler.money import cents_or_none, to_cents
 
 __all__ = ["MerchantReading", "read_merchant_reply", "split_extras"]
 
@@ -397,13 +397,8 @@ _CHECKOUT_URL = re.compile(r"https?://\S+?(?=[\s)\]>,]|[.!?](?:\s|$)|$)")
 
 
 def _structured_cents(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str, Decimal)):
-        return None
-    try:
-        cents = to_cents(value)
-    except ValueError:
-        return None
-    return cents if cents > 0 else None
+    cents = cents_or_none(value)
+    return cents if cents is not None and cents > 0 else None
 
 
 def _structured_extras(value: Any) -> tuple[str, ...]:

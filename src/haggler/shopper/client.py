@@ -25,6 +25,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from haggler import __version__
+from haggler.money import cents_or_none
 from haggler.shopper.errors import (
     BadResponse,
     ChatClosed,
@@ -46,7 +47,6 @@ from haggler.shopper.models import (
     Listing,
     Reply,
     StoreInfo,
-    _cents,
     parse_deal,
     parse_offer,
 )
@@ -194,7 +194,7 @@ def parse_listings(raw: Any, currency: str) -> tuple[Listing, ...]:
             continue
         listings.append(Listing(
             id=item["id"], name=str(item.get("name", item["id"])),
-            list_price_cents=_cents(item.get("list_price")),
+            list_price_cents=cents_or_none(item.get("list_price")),
             currency=str(item.get("currency") or currency),
             subtitle=str(item.get("subtitle") or ""),
             kind=item.get("kind") if isinstance(item.get("kind"), str) else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from haggler.money import to_cents, to_decimal_number
+from haggler.money import cents_or_none, to_decimal_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,19 +123,10 @@ def wire_view(offer: Offer | Deal | None) -> dict[str, Any] | None:
     return view
 
 
-def _cents(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        return None
-    try:
-        return to_cents(value)
-    except ValueError:
-        return None
-
-
 def parse_offer(raw: Any, default_currency: str) -> Offer | None:
     if not isinstance(raw, dict):
         return None
-    price = _cents(raw.get("price"))
+    price = cents_or_none(raw.get("price"))
     if price is None:
         return None
     extras = raw.get("extras") if isinstance(raw.get("extras"), list) else []
