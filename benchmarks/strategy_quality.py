@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 if os.environ.get("HAGGLER_NEGMAS_PATH"):
     sys.path.insert(0, os.environ["HAGGLER_NEGMAS_PATH"])
 
-from haggler.agents.decider import BUYER, SELLER, DeciderView, guard
+from haggler.agents.decider import ACCEPT, BUYER, REJECT, SELLER, DeciderView, guard
 from haggler.agents.strategies import STRATEGIES
-from haggler.engine import Action, Terms
+from haggler.engine import Terms
 from haggler.lab.alternating import run_alternating
 from haggler.lab.generate import single_issue
 from haggler.lab.scenario import Scenario
@@ -176,20 +176,20 @@ def load_negmas():
                 return ResponseType.REJECT_OFFER
             self._h_theirs.append(Terms(int(offer[0]) * 100, self._h_scenario.currency))
             decision = self._decide()
-            if decision.action is Action.ACCEPT:
+            if decision is ACCEPT:
                 return ResponseType.ACCEPT_OFFER
-            if decision.action is Action.REJECT:
+            if decision is REJECT:
                 return ResponseType.END_NEGOTIATION
-            self._h_pending = decision.terms
+            self._h_pending = decision
             return ResponseType.REJECT_OFFER
 
         def propose(self, state, dest=None):
             terms, self._h_pending = self._h_pending, None
             if terms is None:
                 decision = self._decide()
-                if decision.action is not Action.OFFER:
+                if not isinstance(decision, Terms):
                     return None
-                terms = decision.terms
+                terms = decision
             # Whole dollars, rounded towards this side (never past its reservation).
             if self._h_role == SELLER:
                 dollars = max(math.ceil(terms.price_cents / 100), math.ceil(self._h_reservation / 100))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from haggler.agents.decider import ACCEPT, REJECT, DeciderView, Decision
 from haggler.agents.strategies import Hardliner, NaiveAcceptFirst, TimeDependent
-from haggler.engine import Action, Terms
+from haggler.engine import Terms
 from haggler.lab.alternating import AlternatingResult, run_alternating
 from haggler.lab.scenario import BUYER, SELLER, Extra, Scenario
 
@@ -42,8 +42,8 @@ def test_ends_by_timeout_after_two_turns_per_round_without_agreement():
 
 @pytest.mark.parametrize("first", [SELLER, BUYER])
 def test_sides_alternate_and_see_their_own_and_the_others_offers(first):
-    seller = Spy("s", lambda v: Decision(Action.OFFER, Terms(90_000 - v.round, "USD")))
-    buyer = Spy("b", lambda v: Decision(Action.OFFER, Terms(50_000 + v.round, "USD")))
+    seller = Spy("s", lambda v: Terms(90_000 - v.round, "USD"))
+    buyer = Spy("b", lambda v: Terms(50_000 + v.round, "USD"))
     result = run_alternating(scenario(rounds=4), seller, buyer, first=first)
     assert result.reason == "timeout" and result.turns == 8
     assert [v.round for v in seller.views] == [0, 1, 2, 3] == [v.round for v in buyer.views]
@@ -87,13 +87,13 @@ def test_a_reject_ends_without_agreement():
 
 def test_the_guard_stops_an_accept_below_the_floor():
     # the seller accepts anything: the guard turns its accept of 50,000 (below its floor) into a reject
-    seller = Spy("s", lambda v: ACCEPT if v.their_offers else Decision(Action.OFFER, Terms(99_000, "USD")))
+    seller = Spy("s", lambda v: ACCEPT if v.their_offers else Terms(99_000, "USD"))
     result = run_alternating(scenario(), seller, TimeDependent(1.0))
     assert (result.agreed, result.reason, result.by) == (False, "rejected", SELLER)
 
 
 def test_the_guard_clamps_a_crazy_offer_before_the_other_side_can_take_it():
-    seller = Spy("s", lambda v: Decision(Action.OFFER, Terms(-5, "EUR", ("yacht",))))
+    seller = Spy("s", lambda v: Terms(-5, "EUR", ("yacht",)))
     result = run_alternating(scenario(), seller, NaiveAcceptFirst())
     assert result.agreed and result.terms == Terms(60_000, "USD")
 
@@ -138,3 +138,13 @@ def test_agreements_are_within_both_reservations(list_price, floor_share, budget
         assert result.agreed
     else:
         assert not result.agreed
+
+
+def test_plain_offers_past_the_reservation_are_clamped_on_both_sides():
+    # Plain single-issue offers take the loop's fast path; past the reservation they must not.
+    seller = Spy("s", lambda v: Terms(1, "USD"))
+    buyer = Spy("b", lambda v: Terms(10**12, "USD"))
+    result = run_alternating(scenario(rounds=2), seller, buyer)
+    assert not result.agreed and result.reason == "timeout"
+    assert {t.price_cents for t in buyer.views[-1].their_offers} == {60_000}
+    assert {t.price_cents for t in seller.views[-1].their_offers} == {scenario().buyer_reservation_cents}

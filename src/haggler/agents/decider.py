@@ -2,10 +2,10 @@
 
 Deciders propose, the framework disposes. A :class:`Decider` looks at a :class:`DeciderView`
 (its own side of the negotiation: its reservation value, the list price, the clock and both
-sides' offers so far) and returns a :class:`Decision`. Before a decision becomes a turn,
-:func:`guard` checks it against the owner's reservation value, so that no strategy — buggy,
-adversarial or learned — can ever sell below the seller's floor or pay above the buyer's
-budget.
+sides' offers so far) and returns a :data:`Decision`: the terms it offers, ACCEPT or REJECT.
+Before a decision becomes a turn, :func:`guard` checks it against the owner's reservation
+value, so that no strategy — buggy, adversarial or learned — can ever sell below the seller's
+floor or pay above the buyer's budget.
 
 Money is integer cents. Single-issue deals are a price; multi-issue deals add extras, which
 the view values from its owner's side: what each costs the seller, or is worth to the buyer.
@@ -18,9 +18,8 @@ reservation, whatever the extras are worth (its budget is cash).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, Union, runtime_checkable
 
 from haggler.engine import Action, Terms
 
@@ -35,9 +34,11 @@ BUYER = "buyer"
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class DeciderView:
-    """One side's view of an alternating-offers negotiation, at its turn to move."""
+class DeciderView(NamedTuple):
+    """One side's view of an alternating-offers negotiation, at its turn to move.
+
+    A named tuple, like the engine's Terms: a fresh immutable snapshot is built for every
+    turn, so it must be cheap to build (``tuple.__new__`` in the lab's loop)."""
 
     #: "seller" or "buyer".
     role: str
@@ -52,7 +53,7 @@ class DeciderView:
     #: The counterpart's offers so far, oldest first; the last one is what an ACCEPT agrees to.
     their_offers: tuple[Terms, ...] = ()
     #: Extra name → cents, from this side: its cost for the seller, its value for the buyer.
-    extras: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    extras: Mapping[str, int] = _EMPTY
     currency: str = "USD"
 
     @property
@@ -62,15 +63,15 @@ class DeciderView:
         return 1.0 if last <= 0 else min(1.0, self.round / last)
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
-    action: Action
-    #: The offered terms (OFFER only; an ACCEPT agrees to the counterpart's last offer).
-    terms: Terms | None = None
+#: Accept the counterpart's last offer.
+ACCEPT = Action.ACCEPT
+#: Walk away: end the negotiation without agreement.
+REJECT = Action.REJECT
 
-
-ACCEPT = Decision(Action.ACCEPT)
-REJECT = Decision(Action.REJECT)
+#: What a decider returns: the :class:`~haggler.engine.Terms` it offers, :data:`ACCEPT` or
+#: :data:`REJECT`. Offers are bare terms, with no wrapper object, because a decision is made
+#: on every turn of every negotiation.
+Decision = Union[Terms, Action]
 
 
 @runtime_checkable
@@ -105,76 +106,30 @@ def guard(decision: Decision, view: DeciderView) -> Decision:
     """Make ``decision`` safe for its owner: never past its reservation.
 
     * An ACCEPT agrees to the counterpart's last offer: when there is none, or it is not
-      acceptable to this side, the ACCEPT becomes a REJECT. (An ACCEPT never carries terms.)
-    * An OFFER is clamped to the reservation: a seller's price is raised until its net covers
-      its floor, a buyer's lowered to its ceiling. The currency becomes the view's, extras the
-      view does not know (or repeated) are dropped. An OFFER without terms becomes a REJECT.
-    * Anything else (MESSAGE: alternating offers have no talk) becomes a REJECT.
+      acceptable to this side, the ACCEPT becomes a REJECT.
+    * Offered terms are clamped to the reservation: a seller's price is raised until its net
+      covers its floor, a buyer's lowered to its ceiling. The currency becomes the view's,
+      extras the view does not know (or repeated) are dropped.
+    * Anything else (a bare OFFER or MESSAGE action, a plain tuple, None) becomes a REJECT.
     """
-    action = decision.action
-    if action is Action.OFFER:
-        terms = decision.terms
-        if terms is None:
-            return REJECT
-        extras = terms.extras
+    if isinstance(decision, Terms):
+        extras = decision.extras
         if extras:
             known = view.extras
             cleaned = tuple(name for name in dict.fromkeys(extras) if name in known)
             if cleaned != extras:
                 extras = cleaned
-        price = terms.price_cents
+        price = decision.price_cents
         if view.role == SELLER:
             cost = sum(view.extras[name] for name in extras) if extras else 0
             if price - cost < view.reservation_cents:
                 price = view.reservation_cents + cost
         elif price > view.reservation_cents:
             price = view.reservation_cents
-        if price != terms.price_cents or extras is not terms.extras or terms.currency != view.currency:
-            return Decision(Action.OFFER, Terms(price, view.currency, extras))
+        if price != decision.price_cents or extras is not decision.extras or decision.currency != view.currency:
+            return Terms(price, view.currency, extras)
         return decision
-    if action is Action.ACCEPT:
+    if decision is ACCEPT:
         theirs = view.their_offers
-        if not theirs or not acceptable(view, theirs[-1]):
-            return REJECT
-        return decision if decision.terms is None else ACCEPT
-    return decision if action is Action.REJECT else REJECT
-
-
-# -- fast constructors --------------------------------------------------------------------------
-#
-# A view and a decision are built on every turn of the lab's hot loop. As for the engine's
-# Terms and Turn: write the slots through their member descriptors (still frozen, same
-# signatures and defaults as the generated __init__), about 40% faster.
-
-_view_setters = tuple(getattr(DeciderView, name).__set__ for name in (
-    "role", "reservation_cents", "list_price_cents", "round", "max_rounds", "my_offers", "their_offers",
-    "extras", "currency"))
-
-
-def _view_init(self: DeciderView, role: str, reservation_cents: int, list_price_cents: int, round: int,
-               max_rounds: int, my_offers: tuple[Terms, ...] = (), their_offers: tuple[Terms, ...] = (),
-               extras: Mapping[str, int] = _EMPTY, currency: str = "USD",
-               _s: tuple = _view_setters) -> None:
-    _s[0](self, role)
-    _s[1](self, reservation_cents)
-    _s[2](self, list_price_cents)
-    _s[3](self, round)
-    _s[4](self, max_rounds)
-    _s[5](self, my_offers)
-    _s[6](self, their_offers)
-    _s[7](self, extras)
-    _s[8](self, currency)
-
-
-_set_action, _set_terms = Decision.action.__set__, Decision.terms.__set__  # type: ignore[attr-defined]
-
-
-def _decision_init(self: Decision, action: Action, terms: Terms | None = None) -> None:
-    _set_action(self, action)
-    _set_terms(self, terms)
-
-
-for _cls, _init in ((DeciderView, _view_init), (Decision, _decision_init)):
-    _init.__qualname__ = f"{_cls.__name__}.__init__"
-    _cls.__init__ = _init  # type: ignore[method-assign]
-del _cls, _init
+        return ACCEPT if theirs and acceptable(view, theirs[-1]) else REJECT
+    return REJECT

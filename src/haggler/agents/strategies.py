@@ -52,7 +52,8 @@ __all__ = [
 BUYER_ANCHOR_OF_LIST = 0.5
 BUYER_ANCHOR_OF_RESERVATION = 0.8
 
-_OFFER = Action.OFFER
+#: Builds a Terms without its Python-level __new__ (see the engine's Terms): the hot path.
+_new_tuple = tuple.__new__
 
 
 def best_price(view: DeciderView) -> int:
@@ -95,7 +96,7 @@ class _PriceStrategy:
         theirs = view.their_offers
         if theirs and _at_least_as_good(view, theirs[-1], price):
             return ACCEPT
-        return Decision(_OFFER, Terms(price, view.currency))
+        return Terms(price, view.currency)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -149,7 +150,7 @@ class TimeDependent(_PriceStrategy):
                     return ACCEPT
             elif (last.price_cents >= price) if seller else (last.price_cents <= price):
                 return ACCEPT
-        return Decision(_OFFER, Terms(price, view.currency))
+        return _new_tuple(Terms, (price, view.currency, ()))
 
     def __repr__(self) -> str:
         return f"TimeDependent(e={self.e!r})"
@@ -268,7 +269,7 @@ class StoreMerchant:
         agent = self._agent_for(view)
         mine, theirs = view.my_offers, view.their_offers
         if not theirs:
-            return Decision(_OFFER, self._terms(mine[-1]) if mine else agent.greet().terms)
+            return self._terms(mine[-1]) if mine else agent.greet().terms
         negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
         to_merchant = {v: k for k, v in self._names.items()}
 
@@ -286,14 +287,14 @@ class StoreMerchant:
         move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents))
         standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
         if move.action is Action.ACCEPT:
-            return ACCEPT if acceptable(view, last) else Decision(_OFFER, standing)
+            return ACCEPT if acceptable(view, last) else standing
         if move.action is Action.REJECT:
             return REJECT
         proposed = self._terms(move.terms) if move.action is Action.OFFER else standing
         if acceptable(view, last) and net_cents(view, last) >= net_cents(view, proposed):
             return ACCEPT
         # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
-        return guard(Decision(_OFFER, proposed), view)
+        return guard(proposed, view)
 
 
 class DefaultShopper:
@@ -340,7 +341,7 @@ class DefaultShopper:
         terms = Terms(price, view.currency, last.extras if last else ())
         if last is not None and acceptable(view, last) and net_cents(view, last) <= net_cents(view, terms):
             return ACCEPT
-        return guard(Decision(_OFFER, terms), view)
+        return guard(terms, view)
 
 
 #: Factories of the lab's strategies, by name: one fresh decider per negotiation.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from time import perf_counter
 
-from haggler.agents.decider import Decider, DeciderView, guard
+from haggler.agents.decider import ACCEPT, REJECT, Decider, DeciderView, guard
 from haggler.engine import Action, Negotiation, OutcomeKind, Rules, Terms, Turn
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 
@@ -27,6 +27,7 @@ _TIMES: list[datetime] = []
 _REASONS = {OutcomeKind.AGREED: "agreed", OutcomeKind.REJECTED: "rejected", OutcomeKind.TURN_CAP: "timeout",
             OutcomeKind.EXPIRED: "timeout"}
 _OFFER = Action.OFFER
+_new = tuple.__new__
 _RULES: dict[tuple[str, int], Rules] = {}
 
 
@@ -59,41 +60,55 @@ class AlternatingResult:
 
 
 def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, first: str = SELLER) -> AlternatingResult:
-    """Run one alternating-offers negotiation of ``scenario`` to its end."""
+    """Run one alternating-offers negotiation of ``scenario`` to its end.
+
+    The hot loop of the lab: views and turns are built with ``tuple.__new__`` (all fields
+    given), and a plain single-issue offer already within its owner's reservation skips the
+    call to :func:`guard` — exactly the case in which guard returns it unchanged."""
     if first not in (SELLER, BUYER):
         raise ValueError(f"first must be {SELLER!r} or {BUYER!r}, not {first!r}")
     started = perf_counter()
     max_rounds = scenario.max_rounds
     max_turns = 2 * max_rounds
-    rules = _rules(first, max_turns)
-    negotiation = Negotiation(rules)
-    apply = negotiation.apply
+    apply = Negotiation(_rules(first, max_turns)).apply
     times = _times(max_turns)
     currency = scenario.currency
     list_price = scenario.list_price_cents
+    floor, budget = scenario.seller_reservation_cents, scenario.buyer_reservation_cents
     extras = scenario.extras
     seller_extras = {e.name: e.cost_cents for e in extras}
     buyer_extras = {e.name: e.value_cents for e in extras}
-    seller_offers: list[Terms] = []
-    buyer_offers: list[Terms] = []
-    # (party, decider, reservation, extras, my offers, their offers), in turn order
-    seller_side = (SELLER, seller.decide, scenario.seller_reservation_cents, seller_extras, seller_offers, buyer_offers)
-    buyer_side = (BUYER, buyer.decide, scenario.buyer_reservation_cents, buyer_extras, buyer_offers, seller_offers)
-    sides = (seller_side, buyer_side) if first == SELLER else (buyer_side, seller_side)
+    seller_decide, buyer_decide = seller.decide, buyer.decide
+    seller_parity = 0 if first == SELLER else 1
+    seller_offers: tuple[Terms, ...] = ()
+    buyer_offers: tuple[Terms, ...] = ()
     outcome = None
     turn_index = 0
     for turn_index in range(max_turns):
-        party, decide, reservation, values, mine, theirs = sides[turn_index & 1]
-        view = DeciderView(party, reservation, list_price, turn_index >> 1, max_rounds,
-                           tuple(mine), tuple(theirs), values, currency)
-        decision = guard(decide(view), view)
-        action = decision.action
-        if action is _OFFER:
-            terms = decision.terms
-            outcome = apply(Turn(party, action, times[turn_index], terms))
-            mine.append(terms)
+        if (turn_index & 1) == seller_parity:
+            party = SELLER
+            view = _new(DeciderView, (SELLER, floor, list_price, turn_index >> 1, max_rounds, seller_offers,
+                                      buyer_offers, seller_extras, currency))
+            decision = seller_decide(view)
+            if not (decision.__class__ is Terms and not decision.extras and decision.currency == currency
+                    and decision.price_cents >= floor):
+                decision = guard(decision, view)
         else:
-            outcome = apply(Turn(party, action, times[turn_index]))
+            party = BUYER
+            view = _new(DeciderView, (BUYER, budget, list_price, turn_index >> 1, max_rounds, buyer_offers,
+                                      seller_offers, buyer_extras, currency))
+            decision = buyer_decide(view)
+            if not (decision.__class__ is Terms and not decision.extras and decision.currency == currency
+                    and decision.price_cents <= budget):
+                decision = guard(decision, view)
+        if decision is ACCEPT or decision is REJECT:
+            outcome = apply(_new(Turn, (party, decision, times[turn_index], None, None, False)))
+        else:
+            outcome = apply(_new(Turn, (party, _OFFER, times[turn_index], decision, None, False)))
+            if party is SELLER:
+                seller_offers += (decision,)
+            else:
+                buyer_offers += (decision,)
         if outcome is not None:
             break
     turns = turn_index + 1

@@ -28,8 +28,8 @@ from pathlib import Path
 from time import perf_counter
 from typing import Any, Iterable
 
-from haggler.agents.decider import Decider, DeciderView, Decision, guard
-from haggler.engine import Action, Terms
+from haggler.agents.decider import ACCEPT, Decider, DeciderView, Decision, guard
+from haggler.engine import Terms
 from haggler.lab.alternating import run_alternating
 from haggler.lab.metrics import NegotiationRecord, word_count
 from haggler.lab.scenario import BUYER, SELLER, Scenario
@@ -130,13 +130,12 @@ def offer_message(party: str, decision: Decision, *, request_id: str) -> dict[st
     """One alternating-offers turn as a JSON message (spec 003, message 7, without prose)."""
     base: dict[str, Any] = {"type": "offer", "version": _VERSION, "timestamp": _TIMESTAMP,
                             "requestId": request_id, "party": party}
-    if decision.action is Action.OFFER:
-        assert decision.terms is not None
-        base["offerPrice"] = to_decimal_number(decision.terms.price_cents)
-        if decision.terms.extras:
-            base["extras"] = list(decision.terms.extras)
+    if isinstance(decision, Terms):
+        base["offerPrice"] = to_decimal_number(decision.price_cents)
+        if decision.extras:
+            base["extras"] = list(decision.extras)
     else:
-        base["type"] = "accept" if decision.action is Action.ACCEPT else "reject"
+        base["type"] = "accept" if decision is ACCEPT else "reject"
     return base
 
 
