@@ -100,3 +100,99 @@ chat_starts = Table(
     Column("at", UTCDateTime, nullable=False),
 )
 Index("ix_chat_starts_ip_at", chat_starts.c.client_ip, chat_starts.c.at)
+
+# -- the agents.json surface ---------------------------------------------------------------------
+
+agent_sessions = Table(
+    "agent_sessions",
+    metadata,
+    # The public id (audit artifacts are fetched by it); the token itself is never stored.
+    Column("id", String(64), primary_key=True),
+    Column("token_hash", String(64), nullable=False, unique=True),  # SHA-256 hex of the token
+    Column("client", String(64), nullable=False),
+    Column("agent_name", String(200), nullable=True),
+    Column("agent_version", String(100), nullable=True),
+    Column("purpose", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    # A hard deadline: activity never extends it.
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("ended_at", UTCDateTime, nullable=True),
+    # deleted | expired | checkout
+    Column("end_reason", String(16), nullable=True),
+)
+Index("ix_agent_sessions_client_open", agent_sessions.c.client, agent_sessions.c.ended_at,
+      agent_sessions.c.expires_at)
+Index("ix_agent_sessions_open_expiry", agent_sessions.c.ended_at, agent_sessions.c.expires_at)
+
+# Requests per client per minute, kept in the database so that every worker counts the same.
+rate_windows = Table(
+    "rate_windows",
+    metadata,
+    Column("client", String(64), primary_key=True),
+    Column("window_start", UTCDateTime, primary_key=True),
+    Column("count", Integer, nullable=False),
+)
+Index("ix_rate_windows_start", rate_windows.c.window_start)
+
+cart_items = Table(
+    "cart_items",
+    metadata,
+    Column("session_id", String(64), ForeignKey("agent_sessions.id"), primary_key=True),
+    Column("product_id", String(100), primary_key=True),
+    Column("quantity", Integer, nullable=False),
+    Column("unit_price_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("extras", Text, nullable=False),  # JSON list of strings
+    # The negotiate.v1 deal whose price this line carries (one unit), if any.
+    Column("deal_id", String(64), ForeignKey("deals.id"), nullable=True, unique=True),
+    Column("added_at", UTCDateTime, nullable=False),
+)
+
+# A deal is redeemed once, by one session: the primary key makes that atomic on any worker.
+deal_redemptions = Table(
+    "deal_redemptions",
+    metadata,
+    Column("deal_id", String(64), ForeignKey("deals.id"), primary_key=True),
+    Column("session_id", String(64), ForeignKey("agent_sessions.id"), nullable=False),
+    Column("redeemed_at", UTCDateTime, nullable=False),
+)
+
+checkouts = Table(
+    "checkouts",
+    metadata,
+    Column("id", String(64), primary_key=True),  # the unguessable part of the checkout URL
+    Column("session_id", String(64), ForeignKey("agent_sessions.id"), nullable=False, unique=True),
+    Column("lines", Text, nullable=False),  # JSON: the cart as the human will see it
+    Column("total_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+orders = Table(
+    "orders",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    # One order per checkout: placing the same checkout twice finds this row.
+    Column("checkout_id", String(64), ForeignKey("checkouts.id"), nullable=False, unique=True),
+    Column("lines", Text, nullable=False),
+    Column("total_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("placed_at", UTCDateTime, nullable=False),
+)
+
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("session_id", String(64), ForeignKey("agent_sessions.id"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("event", Text, nullable=False),  # the event as published, JSON
+    Column("hash", String(64), nullable=False),
+)
+
+audit_artifacts = Table(
+    "audit_artifacts",
+    metadata,
+    Column("session_id", String(64), ForeignKey("agent_sessions.id"), primary_key=True),
+    Column("artifact", Text, nullable=False),  # the signed artifact, JSON
+    Column("created_at", UTCDateTime, nullable=False),
+)
