@@ -1,1 +1,1 @@
-"""agents.json 0.1.0: the machine-readable capability manifest a site serves at /.well-known/agents.json."""
+"""The agents.json surface: the manifest and its validator, sessions, cart and checkout, and the signed audit trail."""

@@ -1,0 +1,97 @@
+"""The audit signing key on disk: permissions, persistence, rotation, concurrent starts."""
+
+from __future__ import annotations
+
+import base64
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from haggler.agentsjson.audit import build_artifact, verify_artifact
+from haggler.agentsjson.keys import InsecureKeyFileError, SigningKeys, key_id
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _artifact(keys: SigningKeys) -> dict:
+    return build_artifact(
+        session_id="s", site="https://shop.example", created_at="t0", ended_at="t1", agent=None,
+        raw_events=[{"event_id": "e", "timestamp": "t", "capability": "search", "method": "GET",
+                     "params": {"q": "x"}, "policy_result": "allowed", "response_status": 200}],
+        signer=keys,
+    )
+
+
+def test_first_use_creates_an_owner_only_pkcs8_key(tmp_path: Path) -> None:
+    old_umask = os.umask(0o022)
+    try:
+        keys = SigningKeys(tmp_path)
+        assert not keys.key_path.exists()  # nothing happens until the key is needed
+        public = keys.public_key_b64
+    finally:
+        os.umask(old_umask)
+    assert _mode(keys.key_path) == 0o600
+    assert _mode(tmp_path / "audit") == 0o700
+    assert keys.key_path.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+    assert len(base64.b64decode(public)) == 32
+    assert [p.name for p in keys.directory.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_signature_is_real_ed25519(tmp_path: Path) -> None:
+    keys = SigningKeys(tmp_path)
+    signature = base64.b64decode(keys.sign(b"root"))
+    Ed25519PublicKey.from_public_bytes(base64.b64decode(keys.public_key_b64)).verify(signature, b"root")
+
+
+def test_key_survives_a_restart(tmp_path: Path) -> None:
+    first = SigningKeys(tmp_path).public_key_b64
+    restarted = SigningKeys(tmp_path)
+    assert restarted.public_key_b64 == first
+    assert restarted.known_public_keys() == [first]
+
+
+def test_rotate_keeps_old_artifacts_verifiable(tmp_path: Path) -> None:
+    keys = SigningKeys(tmp_path)
+    old_public = keys.public_key_b64
+    before = _artifact(keys)
+
+    new_public = keys.rotate()
+
+    assert new_public != old_public
+    assert SigningKeys(tmp_path).public_key_b64 == new_public  # the rotation is on disk
+    assert keys.known_public_keys() == [old_public, new_public]
+    retired = list(keys.retired_dir.iterdir())
+    assert len(retired) == 1 and retired[0].name.endswith(f"-{key_id(old_public)}.pem")
+    assert _mode(retired[0]) == 0o600 and _mode(keys.key_path) == 0o600
+    assert before["public_key"] == old_public
+    assert verify_artifact(before, trusted_keys=keys.known_public_keys()).ok
+    after = _artifact(keys)
+    assert after["public_key"] == new_public
+    assert verify_artifact(after, trusted_keys=[new_public]).ok
+    assert not verify_artifact(before, trusted_keys=[new_public]).ok
+
+
+def test_world_readable_key_is_refused(tmp_path: Path) -> None:
+    assert SigningKeys(tmp_path).public_key_b64  # creates the key
+    key_path = tmp_path / "audit" / "signing_key.pem"
+    key_path.chmod(0o644)
+    with pytest.raises(InsecureKeyFileError, match="mode 0644"):
+        SigningKeys(tmp_path).sign(b"x")
+
+
+def test_key_appearing_after_the_check_is_loaded_not_overwritten(tmp_path: Path) -> None:
+    # Two processes start at once: both saw no key file, the other one created it first.
+    winner = SigningKeys(tmp_path)
+    loser = SigningKeys(tmp_path)
+    winner_public = winner.public_key_b64
+    created = loser._create()  # what _private_key() does after finding no file
+    raw = created.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    assert base64.b64encode(raw).decode() == winner_public
+    assert SigningKeys(tmp_path).public_key_b64 == winner_public
+    assert loser.known_public_keys() == [winner_public]
