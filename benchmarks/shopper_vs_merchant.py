@@ -40,7 +40,7 @@ def budget_for(floor: int, list_price: int, point: float) -> int:
 async def run(seeds: int, structured: bool) -> list[tuple[int, int, NegotiationResult]]:
     catalog = load_catalog()
     with tempfile.TemporaryDirectory() as tmp:
-        app = create_app(StoreConfig(catalog=catalog, db_url=f"sqlite:///{Path(tmp) / 'bench.db'}",
+        app = create_app(StoreConfig(catalog=catalog, db_url=f"sqlite:///{Path(tmp) / 'bench.db'}", data_dir=Path(tmp) / "data",
                                      limits=StoreLimits(max_chat_starts_per_hour_per_ip=10**9),
                                      sweep_interval_seconds=None))
         transport = httpx.ASGITransport(app=app)

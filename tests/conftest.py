@@ -143,6 +143,7 @@ def make_store(tmp_path):
         clock = clock or FakeClock()
         catalog = catalog or parse_catalog(secret_catalog_data())
         config.setdefault("sweep_interval_seconds", None)
+        config.setdefault("data_dir", tmp_path / f"data-{id(clock)}")
         app = create_app(StoreConfig(catalog=catalog, db_url=db_url or f"sqlite:///{tmp_path}/store-{id(clock)}.db",
                                      clock=clock, **config))
         server = stack.enter_context(ThreadedServer(app))

@@ -38,11 +38,17 @@ def serve(
     idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
     max_message_length: Annotated[int, typer.Option(help="Longest shopper message, in characters.")] = 2000,
     seed: Annotated[Optional[int], typer.Option(help="Fixed seed: conversations become reproducible.")] = None,
+    data_dir: Annotated[Path, typer.Option(help="Directory for the audit signing key (created 0700).")] = Path("haggler-data"),
+    session_ttl: Annotated[int, typer.Option(help="agents.json session lifetime in seconds (hard deadline, >= 60).")] = 1800,
+    max_sessions: Annotated[int, typer.Option(help="Concurrent agents.json sessions per client.")] = 5,
+    requests_per_minute: Annotated[int, typer.Option(help="agents.json requests per client per minute.")] = 60,
+    audit: Annotated[bool, typer.Option(help="Produce signed audit trails of agents.json sessions.")] = True,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve a negotiable store (negotiate.v1) — by default the built-in demo store."""
+    """Serve a negotiable store (negotiate.v1 and agents.json) — by default the built-in demo store."""
     import uvicorn
 
+    from haggler.agentsjson.manifest import AgentsSettings
     from haggler.protocols.negotiate_v1.service import StoreLimits
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
@@ -52,16 +58,19 @@ def serve(
     try:
         store_catalog = load_catalog(catalog)
         limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
+        agents = AgentsSettings(session_ttl_seconds=session_ttl, max_sessions=max_sessions,
+                                requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
     except (CatalogError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
-                         limits=limits, seed=seed, sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
+                         limits=limits, agents=agents, data_dir=data_dir, seed=seed,
+                         sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
     try:
         application = create_app(config)
-    except DatabaseError as exc:
+    except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
     err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
               f"negotiate.v1 at http://{host}:{port}/negotiate.json")
@@ -217,6 +226,68 @@ def mcp(
 
 lab = typer.Typer(help="The negotiation lab: strategy tournaments and protocol comparisons.", no_args_is_help=True)
 app.add_typer(lab, name="lab")
+
+
+@app.command("validate-manifest")
+def validate_manifest(
+    source: Annotated[str, typer.Argument(help="A site (https://shop.example), a manifest URL, or a file.")],
+) -> None:
+    """Validate any site's agents.json: the JSON Schema (draft-07) plus the spec's five rules."""
+    from haggler.agentsjson.validate import ManifestLoadError, check_manifest, render_report
+
+    try:
+        report = check_manifest(source)
+    except ManifestLoadError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(render_report(report))
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+keys = typer.Typer(help="The store's audit signing key.", no_args_is_help=True)
+app.add_typer(keys, name="keys")
+
+
+@keys.command("rotate")
+def keys_rotate(
+    data_dir: Annotated[Path, typer.Option(help="The store's data directory.")] = Path("haggler-data"),
+) -> None:
+    """Replace the audit signing key; the old public key stays known, so past artifacts verify."""
+    from haggler.agentsjson.keys import SigningKeys
+
+    try:
+        signing = SigningKeys(data_dir)
+        old = signing.public_key_b64
+        new = signing.rotate()
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"retired {old}\nnew     {new}\nRestart the store to sign with the new key.")
+
+
+audit_app = typer.Typer(help="Signed audit trails of agents.json sessions.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+
+
+@audit_app.command("verify")
+def audit_verify(
+    source: Annotated[str, typer.Argument(help="An audit artifact: a file or an http(s) URL.")],
+    trusted_key: Annotated[Optional[list[str]], typer.Option(help="Only accept artifacts signed by this base64 key (repeatable), e.g. the manifest's audit.public_key.")] = None,
+) -> None:
+    """Verify an audit artifact offline: the hash chain, the root hash and the Ed25519 signature."""
+    from haggler.agentsjson.audit import ArtifactLoadError, load_artifact, verify_artifact
+
+    try:
+        artifact = load_artifact(source)
+    except ArtifactLoadError as exc:
+        raise _fail(str(exc)) from None
+    report = verify_artifact(artifact, trusted_keys=trusted_key or None)
+    for line in report.checked:
+        typer.echo(f"ok: {line}")
+    for line in report.problems:
+        typer.echo(f"FAIL: {line}")
+    typer.echo("VERIFIED" if report.ok else "NOT VERIFIED")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @lab.command()

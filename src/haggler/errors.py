@@ -31,3 +31,7 @@ class RateLimited(HagglerError):
     def __init__(self, message: str, retry_after_seconds: int) -> None:
         super().__init__(message)
         self.retry_after_seconds = max(1, retry_after_seconds)
+
+
+class Unauthorized(HagglerError):
+    """A missing, unknown or expired credential (agents.json: the session token)."""

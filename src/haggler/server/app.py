@@ -12,6 +12,9 @@ from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
+from haggler.agentsjson.keys import SigningKeys
+from haggler.agentsjson.routes import AgentsSurface
+from haggler.agentsjson.sessions import RateLimiter, SessionService
 from haggler.protocols.negotiate_v1.routes import build_router
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.server.clientip import client_address, is_trusted
@@ -75,6 +78,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
     app.include_router(build_router(service, base_of, client_of, write_slots=2 if db.is_sqlite else 20))
+    app.include_router(_agents_surface(config, db, base_of, client_of).router())
 
     @app.get("/healthz")
     def healthz() -> JSON:
@@ -82,6 +86,19 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     app.add_middleware(OpenCORSMiddleware)
     return app
+
+
+def _agents_surface(config: StoreConfig, db: Database, base_of: Callable[[Request], str],
+                    client_of: Callable[[Request], str]) -> AgentsSurface:
+    settings = config.agents
+    sessions = SessionService(db, config.clock, ttl_seconds=settings.session_ttl_seconds,
+                              max_sessions=settings.max_sessions)
+    limiter = RateLimiter(db, config.clock, settings.requests_per_minute)
+    # The signing key is created on first start (and checked for safe permissions) here, so a
+    # bad key file stops the store at startup rather than at the first session's end.
+    public_key = SigningKeys(config.data_dir).public_key_b64 if settings.audit_enabled else None
+    return AgentsSurface(config.catalog, sessions, limiter, settings, base_of=base_of, client_of=client_of,
+                         public_key=public_key)
 
 
 async def _every(interval: float, job: Callable[[], object], what: str) -> None:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Callable
+
+from haggler.agentsjson.manifest import AgentsSettings
 
 from haggler.catalog import Catalog
 from haggler.protocols.negotiate_v1.service import StoreLimits
 from haggler.server.clientip import Network
 
 DEFAULT_DB_URL = "sqlite:///haggler.db"
+#: Where the store keeps what is not in the database: the audit signing key.
+DEFAULT_DATA_DIR = Path("haggler-data")
 
 
 def utc_now() -> datetime:
@@ -26,6 +31,8 @@ class StoreConfig:
     public_url: str | None = None
     trusted_proxies: tuple[Network, ...] = ()
     limits: StoreLimits = field(default_factory=StoreLimits)
+    agents: AgentsSettings = field(default_factory=AgentsSettings)
+    data_dir: Path = DEFAULT_DATA_DIR
     #: A fixed seed makes every conversation reproducible (same turns, same replies).
     seed: int | None = None
     clock: Callable[[], datetime] = utc_now

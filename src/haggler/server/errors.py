@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from haggler.errors import Closed, HagglerError, InvalidInput, NotFound, RateLimited
+from haggler.errors import Closed, HagglerError, InvalidInput, NotFound, RateLimited, Unauthorized
 from haggler.server.responses import JSON, error
 
 log = logging.getLogger("haggler")
@@ -20,29 +20,41 @@ def status_for(exc: HagglerError) -> int:
         return 404
     if isinstance(exc, RateLimited):
         return 429
+    if isinstance(exc, Unauthorized):
+        return 401
     if isinstance(exc, (InvalidInput, Closed)):
         return 400
     return 500
 
 
+#: Paths under this prefix answer errors in the agents.json envelope, ``{"ok": false, "error"}``.
+ENVELOPE_PREFIX = "/.well-known/agents"
+
+
+def _error(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> JSON:
+    if request.url.path.startswith(ENVELOPE_PREFIX):
+        return JSON({"ok": False, "error": message}, status_code=status, headers=headers)
+    return error(status, message, headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HagglerError)
-    async def _domain(_: Request, exc: HagglerError) -> JSON:
+    async def _domain(request: Request, exc: HagglerError) -> JSON:
         headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, RateLimited) else None
-        return error(status_for(exc), exc.message, headers)
+        return _error(request, status_for(exc), exc.message, headers)
 
     @app.exception_handler(HTTPException)
-    async def _http(_: Request, exc: HTTPException) -> JSON:
+    async def _http(request: Request, exc: HTTPException) -> JSON:
         message = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
-        return error(exc.status_code, message, getattr(exc, "headers", None))
+        return _error(request, exc.status_code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSON:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSON:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path"))
-        return error(400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
+        return _error(request, 400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
 
     @app.exception_handler(Exception)
-    async def _unexpected(_: Request, exc: Exception) -> JSON:
+    async def _unexpected(request: Request, exc: Exception) -> JSON:
         log.exception("unhandled error", exc_info=exc)
-        return error(500, "internal server error")
+        return _error(request, 500, "internal server error")

@@ -1,0 +1,147 @@
+"""HTTP for the agents.json surface: the manifest, sessions, and one route per declared
+capability, each answering in the spec's envelope (``{"ok": true, "data": ...}``; errors are
+``{"ok": false, "error": "..."}``, made by the app's error edge).
+
+Every route goes through :meth:`AgentsSurface.call`: count the request against the client's
+per-minute limit, check the parameters against the capability's declaration, authenticate
+the session when one is required (or offered), run the capability.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from haggler.agentsjson import shelf
+from haggler.agentsjson.capabilities import SESSION_PATH, Capability, parse_params, store_capabilities
+from haggler.agentsjson.manifest import AgentsSettings, build_manifest
+from haggler.agentsjson.sessions import AgentSession, RateLimiter, SessionService
+from haggler.catalog import Catalog
+from haggler.errors import InvalidInput
+from haggler.server.responses import JSON
+
+__all__ = ["AgentsSurface", "Call", "SESSION_HEADER"]
+
+SESSION_HEADER = "X-Agent-Session"
+MANIFEST_PATH = "/.well-known/agents.json"
+_MAX_BODY = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Call:
+    """One capability call, as its implementation sees it."""
+
+    capability: Capability
+    params: dict[str, Any]
+    session: AgentSession | None
+    base: str
+
+
+#: A capability's implementation: the call → the ``data`` of the envelope.
+Handler = Callable[[Call], Any]
+
+
+class AgentsSurface:
+    def __init__(self, catalog: Catalog, sessions: SessionService, limiter: RateLimiter, settings: AgentsSettings,
+                 *, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
+                 public_key: str | None = None) -> None:
+        self.catalog = catalog
+        self.sessions = sessions
+        self.limiter = limiter
+        self.settings = settings
+        self.base_of = base_of
+        self.client_of = client_of
+        self.public_key = public_key
+        self.handlers: dict[str, Handler] = {
+            "search": lambda c: shelf.search(catalog, c.params["q"], c.params["page"], c.params["limit"], c.base),
+            "browse": lambda c: shelf.browse(catalog, c.params["category"], c.params["sort"], c.params["page"],
+                                             c.params["limit"], c.base),
+            "detail": lambda c: shelf.detail(catalog, c.params["id"], c.base),
+            "negotiate": lambda c: shelf.negotiation_pointer(catalog, c.params["id"], c.base),
+        }
+        self._declared = store_capabilities(shelf.categories(catalog))
+
+    @property
+    def capabilities(self) -> tuple[Capability, ...]:
+        """The declared capabilities that have an implementation: exactly what the manifest lists."""
+        return tuple(c for c in self._declared if c.name in self.handlers)
+
+    def manifest(self, base: str) -> dict[str, Any]:
+        store = self.catalog.store
+        return build_manifest(site_name=store.name, site_url=base, description=store.tagline,
+                              capabilities=self.capabilities, settings=self.settings, public_key=self.public_key)
+
+    # -- the call path ---------------------------------------------------------------------------
+
+    def call(self, capability: Capability, request: Request, raw: dict[str, Any], from_query: bool) -> JSON:
+        self.limiter.hit(self.client_of(request))
+        params = parse_params(capability, raw, from_query=from_query)
+        token = request.headers.get(SESSION_HEADER)
+        session = self.sessions.authenticate(token) if capability.requires_session or token else None
+        data = self.handlers[capability.name](Call(capability, params, session, self.base_of(request)))
+        return JSON({"ok": True, "data": data})
+
+    def router(self) -> APIRouter:
+        router = APIRouter()
+
+        @router.get(MANIFEST_PATH)
+        def manifest(request: Request) -> JSON:
+            self.limiter.hit(self.client_of(request))
+            return JSON(self.manifest(self.base_of(request)))
+
+        @router.post(SESSION_PATH, status_code=201)
+        async def create_session(request: Request) -> JSON:
+            body = await _json_body(request)
+            return await run_in_threadpool(self._create_session, request, body)
+
+        @router.delete(SESSION_PATH)
+        def end_session(request: Request) -> JSON:
+            self.limiter.hit(self.client_of(request))
+            session = self.sessions.authenticate(request.headers.get(SESSION_HEADER))
+            with self.sessions.db.write() as conn:
+                self.sessions.end(conn, session.id, "deleted", self.sessions.clock())
+            return JSON({"ok": True, "data": {"session_id": session.id, "ended": True}})
+
+        for capability in self.capabilities:
+            router.add_api_route(capability.endpoint, self._route(capability), methods=[capability.method],
+                                 name=capability.name)
+        return router
+
+    def _create_session(self, request: Request, body: object) -> JSON:
+        client = self.client_of(request)
+        self.limiter.hit(client)
+        created = self.sessions.create(client, body)
+        data = {"session_token": created.token, "session_id": created.session.id,
+                "expires_at": created.session.expires_at.isoformat().replace("+00:00", "Z"),
+                "capabilities": [c.name for c in self.capabilities]}
+        return JSON({"ok": True, "data": data}, status_code=201)
+
+    def _route(self, capability: Capability) -> Callable[..., Any]:
+        if capability.params_in_query:
+            def in_query(request: Request) -> JSON:
+                return self.call(capability, request, dict(request.query_params), from_query=True)
+            return in_query
+
+        async def in_body(request: Request) -> JSON:
+            body = await _json_body(request)
+            if body is not None and not isinstance(body, dict):
+                raise InvalidInput("the request body must be a JSON object of parameters")
+            return await run_in_threadpool(self.call, capability, request, body or {}, False)
+        return in_body
+
+
+async def _json_body(request: Request) -> object:
+    """The request's JSON body, or None when it has none."""
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    if len(raw) > _MAX_BODY:
+        raise InvalidInput(f"the request body is too large (at most {_MAX_BODY} bytes)")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"the request body is not valid JSON: {exc}") from None

@@ -1,0 +1,179 @@
+"""Agent sessions and the per-client request limit, both kept in the database so that every
+worker of a store sees the same sessions and counts the same requests.
+
+Tokens are 43 characters of ``secrets.token_urlsafe(32)`` (256 random bits) and are stored
+only as their SHA-256: a database leak does not hand out live sessions. A session's TTL is a
+hard deadline from its creation; activity never extends it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Callable
+
+from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from haggler.errors import InvalidInput, RateLimited, Unauthorized
+from haggler.storage.chats import lock_client
+from haggler.storage.database import Database
+from haggler.storage.schema import agent_sessions, rate_windows
+
+__all__ = ["AgentSession", "RateLimiter", "SessionService", "token_hash"]
+
+_AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSession:
+    id: str
+    client: str
+    agent_name: str | None
+    agent_version: str | None
+    purpose: str | None
+    created_at: datetime
+    expires_at: datetime
+    ended_at: datetime | None
+    end_reason: str | None
+
+    def active(self, now: datetime) -> bool:
+        return self.ended_at is None and now < self.expires_at
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedSession:
+    session: AgentSession
+    #: The bearer token: shown to the agent once, never stored.
+    token: str
+
+
+def _row_to_session(row) -> AgentSession:  # type: ignore[no-untyped-def]
+    return AgentSession(row.id, row.client, row.agent_name, row.agent_version, row.purpose, row.created_at,
+                        row.expires_at, row.ended_at, row.end_reason)
+
+
+class SessionService:
+    def __init__(self, db: Database, clock: Callable[[], datetime], *, ttl_seconds: int = 1800,
+                 max_sessions: int = 5) -> None:
+        if ttl_seconds < 60:
+            raise ValueError("session ttl_seconds must be at least 60 (agents.json)")
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.db = db
+        self.clock = clock
+        self.ttl = timedelta(seconds=ttl_seconds)
+        self.max_sessions = max_sessions
+
+    def create(self, client: str, body: object) -> CreatedSession:
+        """Open a session for ``client``; refuses (429) past ``max_sessions`` active ones."""
+        agent = _agent_fields(body)
+        token = secrets.token_urlsafe(32)
+        session_id = "ses_" + secrets.token_urlsafe(12)
+        now = self.clock()
+        with self.db.write() as conn:
+            lock_client(conn, f"agent-session:{client}")
+            active, soonest = conn.execute(
+                select(func.count(), func.min(agent_sessions.c.expires_at))
+                .where(agent_sessions.c.client == client, agent_sessions.c.ended_at.is_(None),
+                       agent_sessions.c.expires_at > now)).one()
+            if active >= self.max_sessions:
+                if isinstance(soonest, str):  # SQLite hands aggregates back untyped
+                    soonest = datetime.fromisoformat(soonest)
+                wait = math.ceil((soonest - now).total_seconds()) if soonest else 60
+                raise RateLimited(f"too many active sessions ({active} of {self.max_sessions}); end one with "
+                                  "DELETE or wait for one to expire", wait)
+            values = dict(id=session_id, token_hash=token_hash(token), client=client, created_at=now,
+                          expires_at=now + self.ttl, **agent)
+            conn.execute(insert(agent_sessions).values(**values))
+        return CreatedSession(AgentSession(session_id, client, agent["agent_name"], agent["agent_version"],
+                                           agent["purpose"], now, now + self.ttl, None, None), token)
+
+    def authenticate(self, token: str | None) -> AgentSession:
+        """The active session a token belongs to; Unauthorized otherwise."""
+        if not token:
+            raise Unauthorized("this capability needs a session: create one and send its token in the "
+                               "X-Agent-Session header")
+        with self.db.read() as conn:
+            row = conn.execute(select(agent_sessions).where(agent_sessions.c.token_hash == token_hash(token))).first()
+        if row is None:
+            raise Unauthorized("unknown session token")
+        session = _row_to_session(row)
+        if session.ended_at is not None:
+            raise Unauthorized("this session has ended")
+        if not session.active(self.clock()):
+            raise Unauthorized("this session has expired")
+        return session
+
+    def end(self, conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
+        """Mark a session ended inside the caller's transaction; False when it already was."""
+        result = conn.execute(update(agent_sessions)
+                              .where(agent_sessions.c.id == session_id, agent_sessions.c.ended_at.is_(None))
+                              .values(ended_at=at, end_reason=reason))
+        return result.rowcount == 1
+
+    def get(self, session_id: str) -> AgentSession | None:
+        with self.db.read() as conn:
+            row = conn.execute(select(agent_sessions).where(agent_sessions.c.id == session_id)).first()
+        return None if row is None else _row_to_session(row)
+
+
+def _agent_fields(body: object) -> dict[str, str | None]:
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise InvalidInput("the session body must be a JSON object (agent_name, agent_version, purpose)")
+    unknown = sorted(set(body) - set(_AGENT_FIELDS))
+    if unknown:
+        raise InvalidInput(f"unknown parameter {unknown[0]!r} (parameters: {', '.join(_AGENT_FIELDS)})")
+    out: dict[str, str | None] = {}
+    for name, limit in _AGENT_FIELDS.items():
+        value = body.get(name)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(f"parameter {name!r} must be a string")
+        if value is not None and len(value) > limit:
+            raise InvalidInput(f"parameter {name!r} is too long (at most {limit} characters)")
+        out[name] = value
+    return out
+
+
+class RateLimiter:
+    """At most ``requests_per_minute`` requests per client in each clock minute, counted in
+    the database with one atomic upsert per request (fixed windows: simple, and exact across
+    workers)."""
+
+    WINDOW = timedelta(minutes=1)
+
+    def __init__(self, db: Database, clock: Callable[[], datetime], requests_per_minute: int) -> None:
+        if requests_per_minute < 1:
+            raise ValueError("requests_per_minute must be at least 1")
+        self.db = db
+        self.clock = clock
+        self.limit = requests_per_minute
+        dialect = postgresql if db.dialect == "postgresql" else sqlite
+        stmt = dialect.insert(rate_windows)
+        self._upsert = stmt.on_conflict_do_update(
+            index_elements=[rate_windows.c.client, rate_windows.c.window_start],
+            set_={"count": rate_windows.c.count + 1}).returning(rate_windows.c.count)
+
+    def hit(self, client: str) -> None:
+        """Count one request; RateLimited (with the seconds until the window turns) past the limit."""
+        now = self.clock()
+        start = now.replace(second=0, microsecond=0)
+        with self.db.write() as conn:
+            count = conn.execute(self._upsert, {"client": client, "window_start": start, "count": 1}).scalar_one()
+        if count > self.limit:
+            wait = math.ceil((start + self.WINDOW - now).total_seconds())
+            raise RateLimited(f"rate limit: at most {self.limit} requests per minute", wait)
+
+    def prune(self, before: datetime) -> int:
+        with self.db.write() as conn:
+            return conn.execute(delete(rate_windows).where(rate_windows.c.window_start < before)).rowcount
+
