@@ -27,6 +27,10 @@ class Closed(HagglerError):
     """The negotiation is over and takes no more turns."""
 
 
+class TooEarly(HagglerError):
+    """The thing exists but is not ready yet (an audit artifact while its session is still active)."""
+
+
 class RateLimited(HagglerError):
     def __init__(self, message: str, retry_after_seconds: int) -> None:
         super().__init__(message)
