@@ -297,3 +297,53 @@ def test_validate_manifest_command_passes_our_store_and_fails_a_broken_file(stor
     bad = CliRunner().invoke(cli, ["validate-manifest", str(path)])
     assert bad.exit_code == 1
     assert "rule 1" in bad.output and "rule 4" in bad.output and "method" in bad.output
+
+
+# -- the audit trail over HTTP -----------------------------------------------------------------------
+
+def test_a_sessions_calls_become_a_signed_trail_that_verifies_offline(store, tmp_path):
+    from haggler.agentsjson.audit import verify_artifact
+
+    token = session(store, agent_name="auditee", purpose="find a vacuum")
+    headers = {"X-Agent-Session": token}
+    store.http.get(f"{API}/search", params={"q": "vacuum"}, headers=headers)
+    store.http.get(f"{API}/detail", params={"id": "no-such-thing"}, headers=headers)  # refused: still recorded
+    store.http.get(f"{API}/negotiate", params={"id": store.catalog.products[0].id}, headers=headers)
+    store.http.get(f"{API}/search", params={"q": "x"}, headers=headers)
+    session_id = next(iter(_session_ids(store)))
+    early = store.http.get(f"{API}/audit/{session_id}")
+    assert_error(early, 425)
+    store.http.delete(SESSION_PATH, headers=headers)
+    artifact = store.http.get(f"{API}/audit/{session_id}").json()
+    assert [e["capability"] for e in artifact["events"]] == ["search", "detail", "negotiate", "search"]
+    assert [e["response_status"] for e in artifact["events"]] == [200, 404, 200, 200]
+    assert artifact["public_key"] == manifest(store)["audit"]["public_key"]
+    assert verify_artifact(artifact, trusted_keys=[artifact["public_key"]]).ok
+    assert token not in json.dumps(artifact)
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(artifact), "utf-8")
+    assert CliRunner().invoke(cli, ["audit", "verify", f"{store.base}{API}/audit/{session_id}"]).exit_code == 0
+    assert_error(store.http.get(f"{API}/audit/ses_unknown"), 404)
+
+
+def test_an_expired_session_is_ended_and_signed_by_the_sweep(store):
+    token = session(store)
+    store.http.get(f"{API}/browse", headers={"X-Agent-Session": token})
+    session_id = next(iter(_session_ids(store)))
+    store.clock.advance(seconds=1800)
+    assert store.app.state.agents.sweep() == 1
+    artifact = store.http.get(f"{API}/audit/{session_id}").json()
+    assert [e["capability"] for e in artifact["events"]] == ["browse"]
+
+
+def test_audit_off_means_404(make_store, tmp_path):
+    store = make_store(agents=AgentsSettings(audit_enabled=False), data_dir=tmp_path / "off")
+    session(store)
+    session_id = next(iter(_session_ids(store)))
+    assert_error(store.http.get(f"{API}/audit/{session_id}"), 404, "not enabled")
+
+
+def _session_ids(store) -> list[str]:
+    engine = create_engine(store.app.state.service.db.url)
+    with engine.connect() as conn:
+        return [r.id for r in conn.execute(select(agent_sessions.c.id))]

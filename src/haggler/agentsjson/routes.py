@@ -17,11 +17,13 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from haggler.agentsjson import shelf
-from haggler.agentsjson.capabilities import SESSION_PATH, Capability, parse_params, store_capabilities
+from haggler.agentsjson.capabilities import AUDIT_PATH, SESSION_PATH, Capability, parse_params, store_capabilities
 from haggler.agentsjson.manifest import AgentsSettings, build_manifest
 from haggler.agentsjson.sessions import AgentSession, RateLimiter, SessionService
+from haggler.agentsjson.trail import AuditTrail
 from haggler.catalog import Catalog
-from haggler.errors import InvalidInput
+from haggler.errors import HagglerError, InvalidInput, NotFound
+from haggler.server.errors import status_for
 from haggler.server.responses import JSON
 
 __all__ = ["AgentsSurface", "Call", "SESSION_HEADER"]
@@ -48,7 +50,7 @@ Handler = Callable[[Call], Any]
 class AgentsSurface:
     def __init__(self, catalog: Catalog, sessions: SessionService, limiter: RateLimiter, settings: AgentsSettings,
                  *, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
-                 public_key: str | None = None) -> None:
+                 public_key: str | None = None, trail: AuditTrail | None = None) -> None:
         self.catalog = catalog
         self.sessions = sessions
         self.limiter = limiter
@@ -56,6 +58,8 @@ class AgentsSurface:
         self.base_of = base_of
         self.client_of = client_of
         self.public_key = public_key
+        #: With audit on, every capability call in a session is recorded here.
+        self.trail = trail
         self.handlers: dict[str, Handler] = {
             "search": lambda c: shelf.search(catalog, c.params["q"], c.params["page"], c.params["limit"], c.base),
             "browse": lambda c: shelf.browse(catalog, c.params["category"], c.params["sort"], c.params["page"],
@@ -75,6 +79,17 @@ class AgentsSurface:
         return build_manifest(site_name=store.name, site_url=base, description=store.tagline,
                               capabilities=self.capabilities, settings=self.settings, public_key=self.public_key)
 
+    def sweep(self) -> int:
+        """Background upkeep: end (and sign the trails of) expired sessions, forget old rate
+        windows and artifacts past their retention. Returns how many sessions it ended."""
+        now = self.sessions.clock()
+        self.limiter.prune(now - 2 * RateLimiter.WINDOW)
+        if self.trail is None:
+            return 0
+        ended = self.trail.finalize_expired(now)
+        self.trail.prune(now)
+        return ended
+
     # -- the call path ---------------------------------------------------------------------------
 
     def call(self, capability: Capability, request: Request, raw: dict[str, Any], from_query: bool) -> JSON:
@@ -82,8 +97,20 @@ class AgentsSurface:
         params = parse_params(capability, raw, from_query=from_query)
         token = request.headers.get(SESSION_HEADER)
         session = self.sessions.authenticate(token) if capability.requires_session or token else None
-        data = self.handlers[capability.name](Call(capability, params, session, self.base_of(request)))
+        try:
+            data = self.handlers[capability.name](Call(capability, params, session, self.base_of(request)))
+        except HagglerError as exc:
+            self._record(session, capability, params, status_for(exc), f"refused: {exc.message}")
+            raise
+        self._record(session, capability, params, 200, "allowed")
         return JSON({"ok": True, "data": data})
+
+    def _record(self, session: AgentSession | None, capability: Capability, params: dict[str, Any], status: int,
+                policy_result: str) -> None:
+        if self.trail is not None and session is not None:
+            self.trail.record_now(session.id, capability=capability.name, method=capability.method,
+                                  params={k: v for k, v in params.items() if v is not None},
+                                  policy_result=policy_result, response_status=status)
 
     def router(self) -> APIRouter:
         router = APIRouter()
@@ -103,8 +130,20 @@ class AgentsSurface:
             self.limiter.hit(self.client_of(request))
             session = self.sessions.authenticate(request.headers.get(SESSION_HEADER))
             with self.sessions.db.write() as conn:
-                self.sessions.end(conn, session.id, "deleted", self.sessions.clock())
+                now = self.sessions.clock()
+                if self.trail is not None:  # ends the session and signs its trail in one transaction
+                    self.trail.finalize(conn, session.id, ended_at=now, end_reason="deleted")
+                else:
+                    self.sessions.end(conn, session.id, "deleted", now)
             return JSON({"ok": True, "data": {"session_id": session.id, "ended": True}})
+
+        @router.get(AUDIT_PATH + "/{session_id}")
+        def audit_artifact(request: Request, session_id: str) -> JSON:
+            """The signed artifact itself (not wrapped), so that it can be saved and verified as is."""
+            self.limiter.hit(self.client_of(request))
+            if self.trail is None:
+                raise NotFound("audit trails are not enabled on this store")
+            return JSON(self.trail.artifact(session_id))
 
         for capability in self.capabilities:
             router.add_api_route(capability.endpoint, self._route(capability), methods=[capability.method],

@@ -14,6 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from haggler import __version__
 from haggler.agentsjson.keys import SigningKeys
 from haggler.agentsjson.routes import AgentsSurface
+from haggler.agentsjson.trail import AuditTrail
 from haggler.agentsjson.sessions import RateLimiter, SessionService
 from haggler.protocols.negotiate_v1.routes import build_router
 from haggler.protocols.negotiate_v1.service import ChatService
@@ -48,10 +49,15 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         peer = request.client.host if request.client else None
         return client_address(peer, request.headers.get("x-forwarded-for"), trusted)
 
+    surface = _agents_surface(config, db, base_of, client_of)
+
     def sweep() -> None:
         closed = service.sweep()
         if closed:
             log.info("closed %d idle chats", closed)
+        ended = surface.sweep()
+        if ended:
+            log.info("ended %d expired agent sessions", ended)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -74,11 +80,12 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url=None, redoc_url=None,
                   openapi_url=None, lifespan=lifespan)
     app.state.service = service
+    app.state.agents = surface
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
     app.include_router(build_router(service, base_of, client_of, write_slots=2 if db.is_sqlite else 20))
-    app.include_router(_agents_surface(config, db, base_of, client_of).router())
+    app.include_router(surface.router())
 
     @app.get("/healthz")
     def healthz() -> JSON:
@@ -96,9 +103,14 @@ def _agents_surface(config: StoreConfig, db: Database, base_of: Callable[[Reques
     limiter = RateLimiter(db, config.clock, settings.requests_per_minute)
     # The signing key is created on first start (and checked for safe permissions) here, so a
     # bad key file stops the store at startup rather than at the first session's end.
-    public_key = SigningKeys(config.data_dir).public_key_b64 if settings.audit_enabled else None
+    trail = None
+    if settings.audit_enabled:
+        keys = SigningKeys(config.data_dir)
+        site = {"name": config.catalog.store.name, "url": config.public_url} if config.public_url else \
+            config.catalog.store.name
+        trail = AuditTrail(db, keys, site, config.clock)
     return AgentsSurface(config.catalog, sessions, limiter, settings, base_of=base_of, client_of=client_of,
-                         public_key=public_key)
+                         public_key=trail.keys.public_key_b64 if trail else None, trail=trail)
 
 
 async def _every(interval: float, job: Callable[[], object], what: str) -> None:

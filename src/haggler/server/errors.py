@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from haggler.errors import Closed, HagglerError, InvalidInput, NotFound, RateLimited, Unauthorized
+from haggler.errors import Closed, HagglerError, InvalidInput, NotFound, RateLimited, TooEarly, Unauthorized
 from haggler.server.responses import JSON, error
 
 log = logging.getLogger("haggler")
@@ -22,6 +22,8 @@ def status_for(exc: HagglerError) -> int:
         return 429
     if isinstance(exc, Unauthorized):
         return 401
+    if isinstance(exc, TooEarly):
+        return 425
     if isinstance(exc, (InvalidInput, Closed)):
         return 400
     return 500
