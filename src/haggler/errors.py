@@ -31,3 +31,12 @@ class RateLimited(HagglerError):
     def __init__(self, message: str, retry_after_seconds: int) -> None:
         super().__init__(message)
         self.retry_after_seconds = max(1, retry_after_seconds)
+
+
+class Conflict(HagglerError):
+    """The request clashes with the current state (a deal already redeemed, an order already
+    placed): retrying the same request will not help until the state changes. HTTP 409."""
+
+
+class Gone(HagglerError):
+    """The thing named existed but is no longer usable (an expired deal). HTTP 410."""
