@@ -11,11 +11,18 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import func, insert, select
 
-from haggler.agentsjson.cart import CartService, CartView
+from haggler.agentsjson.cart import CartService, CartView, decimal_string
 from haggler.catalog import load_catalog, parse_catalog
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
+from haggler.money import format_money
 from haggler.storage.database import Database, open_database
-from haggler.storage.schema import agent_sessions, chats, deal_redemptions, deals, orders
+from haggler.storage.schema import (
+    agent_sessions,
+    chats,
+    deal_redemptions,
+    deals,
+    orders,
+)
 
 try:
     from tests.conftest import SECRET_MARKERS, secret_catalog_data
@@ -28,6 +35,8 @@ CATALOG = load_catalog()
 P1 = CATALOG.products[0]  # aerion-v12-cordless, $649.99
 P2 = CATALOG.products[1]
 BASE = "https://shop.example"
+PUBLIC_LINE_KEYS = {"item_id", "name", "quantity", "unit_price_cents", "unit_price", "line_total_cents", "line_total",
+                    "list_price_cents", "list_price", "currency", "extras", "deal_id", "negotiated"}
 
 
 @pytest.fixture
@@ -404,5 +413,8 @@ def test_hidden_fields_never_shown(db, clock):
             assert product.inventory_note not in text
             for lever in product.levers:
                 assert lever.text not in text
-        for key in ("floor", "levers", "inventory_note", "supplier"):
-            assert key not in text
+            assert format_money(product.floor_cents) not in text
+            assert decimal_string(product.floor_cents) not in text
+    for data in (svc.view(s).to_json(), co.to_json(), order.to_json()):
+        for item in data["lines"]:
+            assert set(item) == PUBLIC_LINE_KEYS

@@ -28,7 +28,13 @@ from haggler.money import format_money
 from haggler.protocols.negotiate_v1.pages import _header, _page
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
-from haggler.storage.schema import agent_sessions, cart_items, checkouts, deal_redemptions, orders
+from haggler.storage.schema import (
+    agent_sessions,
+    cart_items,
+    checkouts,
+    deal_redemptions,
+    orders,
+)
 
 
 def decimal_string(cents: int) -> str:
