@@ -19,6 +19,7 @@ from haggler.storage.database import Database, open_database
 from haggler.storage.schema import (
     agent_sessions,
     chats,
+    checkouts,
     deal_redemptions,
     deals,
     orders,
@@ -418,3 +419,37 @@ def test_hidden_fields_never_shown(db, clock):
     for data in (svc.view(s).to_json(), co.to_json(), order.to_json()):
         for item in data["lines"]:
             assert set(item) == PUBLIC_LINE_KEYS
+
+
+def test_refresh_racing_placement_never_orders_a_stale_snapshot(cart, db, clock):
+    """Whichever of refresh and placement goes first, the order equals the checkout row and a
+    refresh after placement is refused."""
+    s = make_session(db, clock, "s1")
+    cart.add(s, P1.id, 1)
+    co = cart.checkout(s, BASE)
+    cart.add(s, P2.id, 1)
+    barrier = threading.Barrier(2)
+    out: dict[str, object] = {}
+
+    def run(name: str, fn) -> None:
+        barrier.wait()
+        try:
+            out[name] = fn()
+        except Exception as exc:  # noqa: BLE001
+            out[name] = exc
+
+    threads = [threading.Thread(target=run, args=("refresh", lambda: cart.checkout(s, BASE))),
+               threading.Thread(target=run, args=("place", lambda: cart.place_order(co.id)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    order, created = out["place"]  # type: ignore[misc]
+    assert created
+    with db.read() as conn:
+        snapshot = conn.execute(select(checkouts.c.lines).where(checkouts.c.id == co.id)).scalar()
+    assert [x.to_json() for x in order.lines] == json.loads(snapshot)
+    if isinstance(out["refresh"], Conflict):
+        assert [x.item_id for x in order.lines] == [P1.id]
+    else:
+        assert [x.item_id for x in order.lines] == [P1.id, P2.id]
