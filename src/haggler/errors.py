@@ -39,3 +39,12 @@ class RateLimited(HagglerError):
 
 class Unauthorized(HagglerError):
     """A missing, unknown or expired credential (agents.json: the session token)."""
+
+
+class Conflict(HagglerError):
+    """The request clashes with the current state (a deal already redeemed, an order already
+    placed): retrying the same request will not help until the state changes. HTTP 409."""
+
+
+class Gone(HagglerError):
+    """The thing named existed but is no longer usable (an expired deal). HTTP 410."""

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from haggler.agentsjson import shelf
+from haggler.agentsjson.cart import CartService
 from haggler.agentsjson.capabilities import AUDIT_PATH, SESSION_PATH, Capability, parse_params, store_capabilities
 from haggler.agentsjson.manifest import AgentsSettings, build_manifest
 from haggler.agentsjson.sessions import AgentSession, RateLimiter, SessionService
@@ -30,6 +32,8 @@ __all__ = ["AgentsSurface", "Call", "SESSION_HEADER"]
 
 SESSION_HEADER = "X-Agent-Session"
 MANIFEST_PATH = "/.well-known/agents.json"
+#: Where the human completes a checkout (the page the checkout capability hands off to).
+CHECKOUT_PAGE_PATH = "/checkout/cart/{checkout_id}"
 _MAX_BODY = 64 * 1024
 
 
@@ -50,7 +54,8 @@ Handler = Callable[[Call], Any]
 class AgentsSurface:
     def __init__(self, catalog: Catalog, sessions: SessionService, limiter: RateLimiter, settings: AgentsSettings,
                  *, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
-                 public_key: str | None = None, trail: AuditTrail | None = None) -> None:
+                 public_key: str | None = None, trail: AuditTrail | None = None,
+                 cart: CartService | None = None) -> None:
         self.catalog = catalog
         self.sessions = sessions
         self.limiter = limiter
@@ -67,6 +72,16 @@ class AgentsSurface:
             "detail": lambda c: shelf.detail(catalog, c.params["id"], c.base),
             "negotiate": lambda c: shelf.negotiation_pointer(catalog, c.params["id"], c.base),
         }
+        if cart is not None:
+            self.cart = cart
+            self.handlers.update({
+                "cart.add": lambda c: cart.add(_sid(c), c.params["item_id"], c.params["quantity"],
+                                               c.params["deal_id"]).to_json(),
+                "cart.view": lambda c: cart.view(_sid(c)).to_json(),
+                "cart.update": lambda c: cart.update(_sid(c), c.params["item_id"], c.params["quantity"]).to_json(),
+                "cart.remove": lambda c: cart.remove(_sid(c), c.params["item_id"]).to_json(),
+                "checkout": lambda c: cart.checkout(_sid(c), c.base).to_json(),
+            })
         self._declared = store_capabilities(shelf.categories(catalog))
 
     @property
@@ -94,9 +109,9 @@ class AgentsSurface:
 
     def call(self, capability: Capability, request: Request, raw: dict[str, Any], from_query: bool) -> JSON:
         self.limiter.hit(self.client_of(request))
-        params = parse_params(capability, raw, from_query=from_query)
         token = request.headers.get(SESSION_HEADER)
         session = self.sessions.authenticate(token) if capability.requires_session or token else None
+        params = parse_params(capability, raw, from_query=from_query)
         try:
             data = self.handlers[capability.name](Call(capability, params, session, self.base_of(request)))
         except HagglerError as exc:
@@ -129,12 +144,7 @@ class AgentsSurface:
         def end_session(request: Request) -> JSON:
             self.limiter.hit(self.client_of(request))
             session = self.sessions.authenticate(request.headers.get(SESSION_HEADER))
-            with self.sessions.db.write() as conn:
-                now = self.sessions.clock()
-                if self.trail is not None:  # ends the session and signs its trail in one transaction
-                    self.trail.finalize(conn, session.id, ended_at=now, end_reason="deleted")
-                else:
-                    self.sessions.end(conn, session.id, "deleted", now)
+            self._end(session.id, "deleted")
             return JSON({"ok": True, "data": {"session_id": session.id, "ended": True}})
 
         @router.get(AUDIT_PATH + "/{session_id}")
@@ -145,10 +155,32 @@ class AgentsSurface:
                 raise NotFound("audit trails are not enabled on this store")
             return JSON(self.trail.artifact(session_id))
 
+        if self.handlers.get("checkout"):
+            @router.get(CHECKOUT_PAGE_PATH, response_class=HTMLResponse)
+            def checkout_page(checkout_id: str) -> HTMLResponse:
+                return HTMLResponse(self.cart.checkout_page(checkout_id))
+
+            @router.post(CHECKOUT_PAGE_PATH, response_class=HTMLResponse)
+            def place_order(checkout_id: str) -> HTMLResponse:
+                """The human's button: place the order once, and end the agent's session
+                (checkout completion), signing its audit trail."""
+                order, created = self.cart.place_order(checkout_id)
+                if created:
+                    self._end(order.session_id, "checkout")
+                return HTMLResponse(self.cart.checkout_page(checkout_id))
+
         for capability in self.capabilities:
             router.add_api_route(capability.endpoint, self._route(capability), methods=[capability.method],
                                  name=capability.name)
         return router
+
+    def _end(self, session_id: str, reason: str) -> None:
+        with self.sessions.db.write() as conn:
+            now = self.sessions.clock()
+            if self.trail is not None:  # ends the session and signs its trail in one transaction
+                self.trail.finalize(conn, session_id, ended_at=now, end_reason=reason)
+            else:
+                self.sessions.end(conn, session_id, reason, now)
 
     def _create_session(self, request: Request, body: object) -> JSON:
         client = self.client_of(request)
@@ -171,6 +203,11 @@ class AgentsSurface:
                 raise InvalidInput("the request body must be a JSON object of parameters")
             return await run_in_threadpool(self.call, capability, request, body or {}, False)
         return in_body
+
+
+def _sid(call: Call) -> str:
+    assert call.session is not None  # cart capabilities require a session: checked before the call
+    return call.session.id
 
 
 async def _json_body(request: Request) -> object:

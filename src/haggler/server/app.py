@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 import gc
 import logging
+from datetime import timedelta
 from typing import AsyncIterator, Callable
 
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
+from haggler.agentsjson.cart import CartService
 from haggler.agentsjson.keys import SigningKeys
 from haggler.agentsjson.routes import AgentsSurface
 from haggler.agentsjson.trail import AuditTrail
@@ -109,8 +111,9 @@ def _agents_surface(config: StoreConfig, db: Database, base_of: Callable[[Reques
         site = {"name": config.catalog.store.name, "url": config.public_url} if config.public_url else \
             config.catalog.store.name
         trail = AuditTrail(db, keys, site, config.clock)
+    cart = CartService(config.catalog, db, config.clock, deal_ttl=timedelta(seconds=settings.deal_ttl_seconds))
     return AgentsSurface(config.catalog, sessions, limiter, settings, base_of=base_of, client_of=client_of,
-                         public_key=trail.keys.public_key_b64 if trail else None, trail=trail)
+                         public_key=trail.keys.public_key_b64 if trail else None, trail=trail, cart=cart)
 
 
 async def _every(interval: float, job: Callable[[], object], what: str) -> None:

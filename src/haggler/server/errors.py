@@ -9,7 +9,17 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from haggler.errors import Closed, HagglerError, InvalidInput, NotFound, RateLimited, TooEarly, Unauthorized
+from haggler.errors import (
+    Closed,
+    Conflict,
+    Gone,
+    HagglerError,
+    InvalidInput,
+    NotFound,
+    RateLimited,
+    TooEarly,
+    Unauthorized,
+)
 from haggler.server.responses import JSON, error
 
 log = logging.getLogger("haggler")
@@ -24,6 +34,10 @@ def status_for(exc: HagglerError) -> int:
         return 401
     if isinstance(exc, TooEarly):
         return 425
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, Gone):
+        return 410
     if isinstance(exc, (InvalidInput, Closed)):
         return 400
     return 500

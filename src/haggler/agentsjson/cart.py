@@ -1,0 +1,410 @@
+"""The agents.json cart: list-price lines, redeemed negotiate.v1 deals, checkout and orders.
+
+Every method takes a session id the caller has already authenticated. Writes run in
+:meth:`Database.write` and first lock the session's row, so two requests of one session never
+interleave (SQLite's write transactions are exclusive anyway; on PostgreSQL the row lock does it).
+Rules that span sessions rest on unique keys instead of locks: a deal is redeemed by inserting
+its ``deal_redemptions`` row and an order by inserting its ``orders`` row, and the loser of a
+race gets an IntegrityError that becomes a clean :class:`Conflict`.
+
+Only public product facts (name, list price) ever reach a view or a page.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from html import escape
+from typing import Any, Callable
+
+from sqlalchemy import Connection, and_, delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from haggler.catalog import Catalog, Product
+from haggler.errors import Conflict, Gone, InvalidInput, NotFound
+from haggler.money import format_money
+from haggler.protocols.negotiate_v1.pages import _header, _page
+from haggler.storage.chats import get_deal
+from haggler.storage.database import Database
+from haggler.storage.schema import (
+    agent_sessions,
+    cart_items,
+    checkouts,
+    deal_redemptions,
+    orders,
+)
+
+
+def decimal_string(cents: int) -> str:
+    """Cents as an exact decimal string (``8900`` → ``"89.00"``): JSON numbers would invite floats."""
+    sign = "-" if cents < 0 else ""
+    whole, frac = divmod(abs(cents), 100)
+    return f"{sign}{whole}.{frac:02d}"
+
+
+@dataclass(frozen=True, slots=True)
+class CartLine:
+    """One product in a cart. A negotiated line carries a deal's price for exactly one unit."""
+
+    item_id: str
+    name: str
+    quantity: int
+    unit_price_cents: int
+    currency: str
+    extras: tuple[str, ...]
+    deal_id: str | None
+    list_price_cents: int | None  # None only if the product has left the catalog since
+
+    @property
+    def negotiated(self) -> bool:
+        return self.deal_id is not None
+
+    @property
+    def line_total_cents(self) -> int:
+        return self.unit_price_cents * self.quantity
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready: amounts in cents and as decimal strings."""
+        return {
+            "item_id": self.item_id, "name": self.name, "quantity": self.quantity,
+            "unit_price_cents": self.unit_price_cents, "unit_price": decimal_string(self.unit_price_cents),
+            "line_total_cents": self.line_total_cents, "line_total": decimal_string(self.line_total_cents),
+            "list_price_cents": self.list_price_cents,
+            "list_price": None if self.list_price_cents is None else decimal_string(self.list_price_cents),
+            "currency": self.currency, "extras": list(self.extras), "deal_id": self.deal_id,
+            "negotiated": self.negotiated,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CartLine:
+        """Read a line back from a checkout or order snapshot (see :meth:`to_json`)."""
+        return cls(data["item_id"], data["name"], data["quantity"], data["unit_price_cents"], data["currency"],
+                   tuple(data["extras"]), data["deal_id"], data["list_price_cents"])
+
+
+def _total(lines: tuple[CartLine, ...]) -> int:
+    return sum(line.line_total_cents for line in lines)
+
+
+def _lines_json(lines: tuple[CartLine, ...]) -> str:
+    return json.dumps([line.to_json() for line in lines], ensure_ascii=False)
+
+
+def _lines_from_json(text: str) -> tuple[CartLine, ...]:
+    return tuple(CartLine.from_json(d) for d in json.loads(text))
+
+
+@dataclass(frozen=True, slots=True)
+class CartView:
+    session_id: str
+    lines: tuple[CartLine, ...]
+    currency: str
+
+    @property
+    def total_cents(self) -> int:
+        return _total(self.lines)
+
+    @property
+    def item_count(self) -> int:
+        return sum(line.quantity for line in self.lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lines": [line.to_json() for line in self.lines], "item_count": self.item_count,
+                "total_cents": self.total_cents, "total": decimal_string(self.total_cents),
+                "currency": self.currency}
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """The snapshot a human confirms; ``id`` is the unguessable part of ``url``."""
+
+    id: str
+    url: str
+    session_id: str
+    lines: tuple[CartLine, ...]
+    total_cents: int
+    currency: str
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {"checkout_id": self.id, "url": self.url, "lines": [line.to_json() for line in self.lines],
+                "total_cents": self.total_cents, "total": decimal_string(self.total_cents),
+                "currency": self.currency, "created_at": self.created_at.isoformat()}
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """A placed order. ``session_id`` lets the caller end the agent's session (checkout completion)."""
+
+    id: str
+    checkout_id: str
+    session_id: str
+    lines: tuple[CartLine, ...]
+    total_cents: int
+    currency: str
+    placed_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {"order_id": self.id, "checkout_id": self.checkout_id, "lines": [line.to_json() for line in self.lines],
+                "total_cents": self.total_cents, "total": decimal_string(self.total_cents),
+                "currency": self.currency, "placed_at": self.placed_at.isoformat()}
+
+
+class CartService:
+    def __init__(self, catalog: Catalog, db: Database, clock: Callable[[], datetime], *,
+                 deal_ttl: timedelta = timedelta(hours=24), max_quantity: int = 99) -> None:
+        self.catalog = catalog
+        self.db = db
+        self.clock = clock
+        self.deal_ttl = deal_ttl
+        self.max_quantity = max_quantity
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _product(self, item_id: str) -> Product:
+        product = self.catalog.product(item_id)
+        if product is None:
+            raise NotFound(f"unknown product: {item_id}")
+        return product
+
+    def _check_quantity(self, quantity: int, *, lowest: int) -> None:
+        if isinstance(quantity, bool) or not isinstance(quantity, int) or not lowest <= quantity <= self.max_quantity:
+            raise InvalidInput(f"quantity must be a whole number from {lowest} to {self.max_quantity}, got {quantity!r}")
+
+    @staticmethod
+    def _lock_session(conn: Connection, session_id: str) -> None:
+        """Serialize this session's writes (a no-op FOR UPDATE on SQLite, whose writes are exclusive)."""
+        found = conn.execute(select(agent_sessions.c.id).where(agent_sessions.c.id == session_id)
+                             .with_for_update()).first()
+        if found is None:
+            raise NotFound(f"unknown session: {session_id}")
+
+    def _lines(self, conn: Connection, session_id: str) -> tuple[CartLine, ...]:
+        rows = conn.execute(select(cart_items).where(cart_items.c.session_id == session_id)
+                            .order_by(cart_items.c.added_at, cart_items.c.product_id))
+        lines = []
+        for r in rows:
+            product = self.catalog.product(r.product_id)
+            facts = product.facts if product else None  # public fields only, by construction
+            lines.append(CartLine(r.product_id, facts.name if facts else r.product_id, r.quantity,
+                                  r.unit_price_cents, r.currency, tuple(json.loads(r.extras)), r.deal_id,
+                                  facts.list_price_cents if facts else None))
+        return tuple(lines)
+
+    def _view(self, conn: Connection, session_id: str) -> CartView:
+        lines = self._lines(conn, session_id)
+        return CartView(session_id, lines, lines[0].currency if lines else self.catalog.store.currency)
+
+    @staticmethod
+    def _line_row(conn: Connection, session_id: str, item_id: str) -> Any:
+        return conn.execute(select(cart_items).where(and_(cart_items.c.session_id == session_id,
+                                                          cart_items.c.product_id == item_id))).first()
+
+    @staticmethod
+    def _check_currency(conn: Connection, session_id: str, currency: str) -> None:
+        """A cart holds one currency: totals across currencies mean nothing."""
+        held = conn.execute(select(cart_items.c.currency).where(and_(cart_items.c.session_id == session_id,
+                                                                     cart_items.c.currency != currency))).first()
+        if held is not None:
+            raise Conflict(f"the cart holds {held.currency} items; it cannot also hold {currency} items")
+
+    # -- the cart ------------------------------------------------------------------------------
+
+    def view(self, session_id: str) -> CartView:
+        with self.db.read() as conn:
+            return self._view(conn, session_id)
+
+    def add(self, session_id: str, item_id: str, quantity: int, deal_id: str | None = None) -> CartView:
+        """Add ``quantity`` of a product at list price, or redeem a negotiate.v1 deal for one unit."""
+        product = self._product(item_id)
+        self._check_quantity(quantity, lowest=1)
+        if deal_id is None:
+            return self._add_at_list_price(session_id, product, quantity)
+        try:
+            return self._redeem(session_id, product, quantity, deal_id)
+        except IntegrityError as exc:
+            # Another session inserted this deal's redemption between our check and our insert.
+            raise Conflict(f"deal {deal_id} has already been redeemed") from exc
+
+    def _add_at_list_price(self, session_id: str, product: Product, quantity: int) -> CartView:
+        facts = product.facts
+        with self.db.write() as conn:
+            self._lock_session(conn, session_id)
+            now = self.clock()
+            line = self._line_row(conn, session_id, facts.id)
+            if line is not None and line.deal_id is not None:
+                raise Conflict(f"{facts.id} is in the cart at the negotiated price of deal {line.deal_id}; "
+                               "remove that line first to buy it at list price")
+            self._check_currency(conn, session_id, facts.currency)
+            if line is None:
+                conn.execute(insert(cart_items).values(
+                    session_id=session_id, product_id=facts.id, quantity=quantity,
+                    unit_price_cents=facts.list_price_cents, currency=facts.currency, extras="[]",
+                    deal_id=None, added_at=now))
+            else:
+                total = line.quantity + quantity
+                if total > self.max_quantity:
+                    raise InvalidInput(f"quantity: the cart already holds {line.quantity} of {facts.id}; "
+                                       f"at most {self.max_quantity} fit in one line")
+                conn.execute(update(cart_items).where(and_(cart_items.c.session_id == session_id,
+                                                           cart_items.c.product_id == facts.id))
+                             .values(quantity=total, unit_price_cents=facts.list_price_cents))
+            return self._view(conn, session_id)
+
+    def _redeem(self, session_id: str, product: Product, quantity: int, deal_id: str) -> CartView:
+        with self.db.write() as conn:
+            self._lock_session(conn, session_id)
+            now = self.clock()
+            deal = get_deal(conn, deal_id)
+            if deal is None:
+                raise NotFound(f"unknown deal: {deal_id}")
+            if deal.product_id != product.id:
+                raise InvalidInput(f"deal {deal_id} is for product {deal.product_id}, not {product.id}")
+            if quantity != 1:
+                raise InvalidInput(f"quantity must be 1 with a deal: deal {deal_id} prices exactly one unit; "
+                                   "add further units without the deal, at list price")
+            expires_at = deal.created_at + self.deal_ttl
+            if expires_at <= now:
+                raise Gone(f"deal {deal_id} expired at {expires_at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+            redeemed_by = conn.execute(select(deal_redemptions.c.session_id)
+                                       .where(deal_redemptions.c.deal_id == deal_id)).scalar()
+            if redeemed_by is not None and redeemed_by != session_id:
+                raise Conflict(f"deal {deal_id} has already been redeemed")
+            line = self._line_row(conn, session_id, product.id)
+            if line is not None:
+                held = f"with deal {line.deal_id}" if line.deal_id else "at list price"
+                raise Conflict(f"{product.id} is already in the cart {held}; remove it first to redeem deal {deal_id}")
+            self._check_currency(conn, session_id, deal.currency)
+            if redeemed_by is None:  # re-adding a deal this session redeemed earlier reuses its redemption
+                conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=now))
+            conn.execute(insert(cart_items).values(
+                session_id=session_id, product_id=product.id, quantity=1, unit_price_cents=deal.price_cents,
+                currency=deal.currency, extras=json.dumps(list(deal.extras), ensure_ascii=False),
+                deal_id=deal_id, added_at=now))
+            return self._view(conn, session_id)
+
+    def update(self, session_id: str, item_id: str, quantity: int) -> CartView:
+        """Set a line's quantity; 0 removes it. A deal line holds exactly one unit, so only 0 or 1."""
+        self._check_quantity(quantity, lowest=0)
+        with self.db.write() as conn:
+            self._lock_session(conn, session_id)
+            line = self._line_row(conn, session_id, item_id)
+            if line is None:
+                raise NotFound(f"{item_id} is not in the cart")
+            if line.deal_id is not None and quantity > 1:
+                raise InvalidInput(f"quantity must be 0 or 1 for {item_id}: its negotiated price (deal "
+                                   f"{line.deal_id}) covers one unit; add more at list price after checkout")
+            where = and_(cart_items.c.session_id == session_id, cart_items.c.product_id == item_id)
+            if quantity == 0:
+                conn.execute(delete(cart_items).where(where))
+            else:
+                conn.execute(update(cart_items).where(where).values(quantity=quantity))
+            return self._view(conn, session_id)
+
+    def remove(self, session_id: str, item_id: str) -> CartView:
+        """Drop a line. A removed deal stays redeemed by this session, which may add it again."""
+        return self.update(session_id, item_id, 0)
+
+    # -- checkout and orders -------------------------------------------------------------------
+
+    def checkout(self, session_id: str, base_url: str) -> Checkout:
+        """Snapshot the cart into the session's one checkout; later calls refresh it until the order is placed."""
+        with self.db.write() as conn:
+            self._lock_session(conn, session_id)
+            view = self._view(conn, session_id)
+            if not view.lines:
+                raise InvalidInput("the cart is empty: add items before checking out")
+            now = self.clock()
+            existing = conn.execute(select(checkouts.c.id).where(checkouts.c.session_id == session_id)
+                                    .with_for_update()).scalar()
+            values = {"lines": _lines_json(view.lines), "total_cents": view.total_cents,
+                      "currency": view.currency, "created_at": now}
+            if existing is None:
+                checkout_id = secrets.token_urlsafe(24)
+                conn.execute(insert(checkouts).values(id=checkout_id, session_id=session_id, **values))
+            else:
+                checkout_id = existing
+                placed = conn.execute(select(orders.c.id).where(orders.c.checkout_id == checkout_id)).scalar()
+                if placed is not None:
+                    raise Conflict(f"this session's order {placed} has already been placed; the checkout cannot change")
+                conn.execute(update(checkouts).where(checkouts.c.id == checkout_id).values(**values))
+        return Checkout(checkout_id, f"{base_url.rstrip('/')}/checkout/cart/{checkout_id}", session_id,
+                        view.lines, view.total_cents, view.currency, now)
+
+    def place_order(self, checkout_id: str) -> tuple[Order, bool]:
+        """Place the order for a checkout, once: a repeat (or a racing twin) gets the same order, created=False."""
+        try:
+            with self.db.write() as conn:
+                # The row lock orders a placement after (or before) any refresh of the same checkout.
+                row = conn.execute(select(checkouts).where(checkouts.c.id == checkout_id).with_for_update()).first()
+                if row is None:
+                    raise NotFound("unknown checkout")
+                found = self._order(conn, checkout_id, row.session_id)
+                if found is not None:
+                    return found, False
+                order = Order("ord_" + secrets.token_urlsafe(12), checkout_id, row.session_id,
+                              _lines_from_json(row.lines), row.total_cents, row.currency, self.clock())
+                conn.execute(insert(orders).values(id=order.id, checkout_id=checkout_id, lines=row.lines,
+                                                   total_cents=order.total_cents, currency=order.currency,
+                                                   placed_at=order.placed_at))
+                return order, True
+        except IntegrityError:
+            with self.db.read() as conn:
+                session_id = conn.execute(select(checkouts.c.session_id).where(checkouts.c.id == checkout_id)).scalar()
+                found = self._order(conn, checkout_id, session_id)
+            if found is None:  # pragma: no cover - the unique key is the only way to get here
+                raise
+            return found, False
+
+    @staticmethod
+    def _order(conn: Connection, checkout_id: str, session_id: str) -> Order | None:
+        r = conn.execute(select(orders).where(orders.c.checkout_id == checkout_id)).first()
+        if r is None:
+            return None
+        return Order(r.id, checkout_id, session_id, _lines_from_json(r.lines), r.total_cents, r.currency, r.placed_at)
+
+    def checkout_page(self, checkout_id: str) -> str:
+        """The human's page: the cart as snapshotted, then either a button to place the order or its confirmation."""
+        with self.db.read() as conn:
+            row = conn.execute(select(checkouts).where(checkouts.c.id == checkout_id)).first()
+            if row is None:
+                raise NotFound("unknown checkout")
+            order = self._order(conn, checkout_id, row.session_id)
+        lines = order.lines if order else _lines_from_json(row.lines)
+        total, currency = (order.total_cents, order.currency) if order else (row.total_cents, row.currency)
+        store = self.catalog.store
+        body = [_header(self.catalog)]
+        if order:
+            body.append(f"<h2>Order placed</h2><p>Thank you. Your order number is <strong id=order-id>"
+                        f"{escape(order.id)}</strong>, placed {escape(order.placed_at.strftime('%Y-%m-%d %H:%M UTC'))}.</p>")
+        else:
+            body.append("<h2>Review your cart</h2><p>Your shopping agent put these items together. "
+                        "Check them, then place the order.</p>")
+        body.append(_lines_table(lines, total, currency))
+        if not order:
+            action = f"/checkout/cart/{checkout_id}"
+            body.append(f"<form method=post action='{escape(action)}'><button type=submit>"
+                        f"Place order · {escape(format_money(total, currency))}</button></form>")
+        body.append(f"<p class=tag>{escape(store.policy)}</p>")
+        return _page(f"{'Order' if order else 'Checkout'} — {store.name}", "".join(body))
+
+
+def _lines_table(lines: tuple[CartLine, ...], total: int, currency: str) -> str:
+    head = "<tr><th>Product</th><th>Qty</th><th>Price</th><th>List price</th><th>Extras</th><th>Line total</th></tr>"
+    rows = []
+    for line in lines:
+        price = escape(format_money(line.unit_price_cents, line.currency))
+        if line.negotiated:
+            price += f" <span class=tag>negotiated (deal {escape(line.deal_id or '')})</span>"
+        listed = "" if line.list_price_cents is None else format_money(line.list_price_cents, line.currency)
+        extras = ", ".join(line.extras) if line.extras else "—"
+        rows.append(f"<tr><td>{escape(line.name)}</td><td>{line.quantity}</td><td>{price}</td>"
+                    f"<td>{escape(listed)}</td><td>{escape(extras)}</td>"
+                    f"<td>{escape(format_money(line.line_total_cents, line.currency))}</td></tr>")
+    rows.append(f"<tr><th colspan=5>Total</th><th id=total>{escape(format_money(total, currency))}</th></tr>")
+    return f"<table id=cart>{head}{''.join(rows)}</table>"
+
+
+__all__ = ["CartLine", "CartService", "CartView", "Checkout", "Order", "decimal_string"]
