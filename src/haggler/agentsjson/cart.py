@@ -25,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
-from haggler.protocols.negotiate_v1.pages import _header, _page
+from haggler.protocols.negotiate_v1.pages import header, page
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
 from haggler.storage.schema import (
@@ -375,7 +375,7 @@ class CartService:
         lines = order.lines if order else _lines_from_json(row.lines)
         total, currency = (order.total_cents, order.currency) if order else (row.total_cents, row.currency)
         store = self.catalog.store
-        body = [_header(self.catalog)]
+        body = [header(self.catalog)]
         if order:
             body.append(f"<h2>Order placed</h2><p>Thank you. Your order number is <strong id=order-id>"
                         f"{escape(order.id)}</strong>, placed {escape(order.placed_at.strftime('%Y-%m-%d %H:%M UTC'))}.</p>")
@@ -388,7 +388,7 @@ class CartService:
             body.append(f"<form method=post action='{escape(action)}'><button type=submit>"
                         f"Place order · {escape(format_money(total, currency))}</button></form>")
         body.append(f"<p class=tag>{escape(store.policy)}</p>")
-        return _page(f"{'Order' if order else 'Checkout'} — {store.name}", "".join(body))
+        return page(f"{'Order' if order else 'Checkout'} — {store.name}", "".join(body))
 
 
 def _lines_table(lines: tuple[CartLine, ...], total: int, currency: str) -> str:
