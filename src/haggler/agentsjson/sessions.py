@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from haggler.errors import InvalidInput, RateLimited, Unauthorized
@@ -23,7 +23,7 @@ from haggler.storage.chats import lock_client
 from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, rate_windows
 
-__all__ = ["AgentSession", "RateLimiter", "SessionService", "token_hash"]
+__all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "token_hash"]
 
 _AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
 
@@ -53,6 +53,21 @@ class CreatedSession:
     session: AgentSession
     #: The bearer token: shown to the agent once, never stored.
     token: str
+
+
+# Only a session nobody has ended yet: with two sweepers (or a sweep racing a DELETE)
+# exactly one UPDATE matches, and only its transaction goes on to sign the trail.
+_END_SESSION = (
+    update(agent_sessions)
+    .where(agent_sessions.c.id == bindparam("session_id"), agent_sessions.c.ended_at.is_(None))
+    .values(ended_at=bindparam("ended_at"), end_reason=bindparam("end_reason"))
+)
+
+
+def end_session(conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
+    """Mark a session ended inside the caller's transaction; False when it already was."""
+    result = conn.execute(_END_SESSION, {"session_id": session_id, "ended_at": at, "end_reason": reason})
+    return result.rowcount == 1
 
 
 def _row_to_session(row) -> AgentSession:  # type: ignore[no-untyped-def]
@@ -111,13 +126,6 @@ class SessionService:
         if not session.active(self.clock()):
             raise Unauthorized("this session has expired")
         return session
-
-    def end(self, conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
-        """Mark a session ended inside the caller's transaction; False when it already was."""
-        result = conn.execute(update(agent_sessions)
-                              .where(agent_sessions.c.id == session_id, agent_sessions.c.ended_at.is_(None))
-                              .values(ended_at=at, end_reason=reason))
-        return result.rowcount == 1
 
     def get(self, session_id: str) -> AgentSession | None:
         with self.db.read() as conn:
