@@ -127,11 +127,6 @@ class SessionService:
             raise Unauthorized("this session has expired")
         return session
 
-    def get(self, session_id: str) -> AgentSession | None:
-        with self.db.read() as conn:
-            row = conn.execute(select(agent_sessions).where(agent_sessions.c.id == session_id)).first()
-        return None if row is None else _row_to_session(row)
-
 
 def _agent_fields(body: object) -> dict[str, str | None]:
     if body is None:
