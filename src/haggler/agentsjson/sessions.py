@@ -76,12 +76,10 @@ def _row_to_session(row) -> AgentSession:  # type: ignore[no-untyped-def]
 
 
 class SessionService:
-    def __init__(self, db: Database, clock: Callable[[], datetime], *, ttl_seconds: int = 1800,
-                 max_sessions: int = 5) -> None:
-        if ttl_seconds < 60:
-            raise ValueError("session ttl_seconds must be at least 60 (agents.json)")
-        if max_sessions < 1:
-            raise ValueError("max_sessions must be at least 1")
+    """Creates and authenticates sessions. The limits come from :class:`AgentsSettings`,
+    which validates them (ttl of at least 60 seconds, at least one session)."""
+
+    def __init__(self, db: Database, clock: Callable[[], datetime], *, ttl_seconds: int, max_sessions: int) -> None:
         self.db = db
         self.clock = clock
         self.ttl = timedelta(seconds=ttl_seconds)
@@ -150,13 +148,11 @@ def _agent_fields(body: object) -> dict[str, str | None]:
 class RateLimiter:
     """At most ``requests_per_minute`` requests per client in each clock minute, counted in
     the database with one atomic upsert per request (fixed windows: simple, and exact across
-    workers)."""
+    workers). ``requests_per_minute`` comes from :class:`AgentsSettings`, which validates it."""
 
     WINDOW = timedelta(minutes=1)
 
     def __init__(self, db: Database, clock: Callable[[], datetime], requests_per_minute: int) -> None:
-        if requests_per_minute < 1:
-            raise ValueError("requests_per_minute must be at least 1")
         self.db = db
         self.clock = clock
         self.limit = requests_per_minute
