@@ -23,9 +23,14 @@ from haggler.storage.chats import lock_client
 from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, rate_windows
 
-__all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "token_hash"]
+__all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "is_active", "token_hash"]
 
 _AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
+
+
+def is_active(ended_at: datetime | None, expires_at: datetime, now: datetime) -> bool:
+    """The one rule for a live session: nobody ended it and its hard deadline has not come."""
+    return ended_at is None and now < expires_at
 
 
 def token_hash(token: str) -> str:
@@ -45,7 +50,7 @@ class AgentSession:
     end_reason: str | None
 
     def active(self, now: datetime) -> bool:
-        return self.ended_at is None and now < self.expires_at
+        return is_active(self.ended_at, self.expires_at, now)
 
 
 @dataclass(frozen=True, slots=True)

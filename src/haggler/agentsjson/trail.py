@@ -28,7 +28,7 @@ from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events
 
 from .audit import build_artifact, event_hash, hash_token, make_event, utc_timestamp
 from .keys import SigningKeys
-from .sessions import end_session
+from .sessions import end_session, is_active
 
 #: The issue's retention promise: artifacts are kept at least this long after signing.
 MIN_RETENTION = timedelta(days=30)
@@ -87,7 +87,7 @@ class AuditTrail:
         """
         now = self.clock()
         session = self._lock_session(conn, session_id)
-        if session.ended_at is not None or session.expires_at <= now:
+        if not is_active(session.ended_at, session.expires_at, now):
             raise Closed(f"session {session_id} has ended; its audit trail takes no more events")
         last = conn.execute(_SELECT_LAST_EVENT, {"session_id": session_id}).first()
         event = {
@@ -193,7 +193,7 @@ class AuditTrail:
             # finalize ends and signs in one transaction, so an ended session without
             # an artifact has had it pruned (or ended while audit was off).
             raise NotFound(f"no audit artifact is kept for session {session_id}")
-        if session.expires_at > self.clock():
+        if is_active(session.ended_at, session.expires_at, self.clock()):
             raise TooEarly(f"session {session_id} is still active; its audit artifact exists once it ends")
         with self.db.write() as conn:
             return self.finalize(conn, session_id, ended_at=session.expires_at, end_reason="expired")
