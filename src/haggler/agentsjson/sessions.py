@@ -103,8 +103,6 @@ class SessionService:
                 .where(agent_sessions.c.client == client, agent_sessions.c.ended_at.is_(None),
                        agent_sessions.c.expires_at > now)).one()
             if active >= self.max_sessions:
-                if isinstance(soonest, str):  # SQLite hands aggregates back untyped
-                    soonest = datetime.fromisoformat(soonest)
                 wait = math.ceil((soonest - now).total_seconds()) if soonest else 60
                 raise RateLimited(f"too many active sessions ({active} of {self.max_sessions}); end one with "
                                   "DELETE or wait for one to expire", wait)
