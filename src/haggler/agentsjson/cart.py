@@ -96,6 +96,12 @@ def _lines_from_json(text: str) -> tuple[CartLine, ...]:
     return tuple(CartLine.from_json(d) for d in json.loads(text))
 
 
+def _snapshot_json(lines: tuple[CartLine, ...], total_cents: int, currency: str) -> dict[str, Any]:
+    """The priced lines of a checkout or an order, JSON-ready."""
+    return {"lines": [line.to_json() for line in lines], "total_cents": total_cents,
+            "total": decimal_string(total_cents), "currency": currency}
+
+
 @dataclass(frozen=True, slots=True)
 class CartView:
     session_id: str
@@ -129,9 +135,8 @@ class Checkout:
     created_at: datetime
 
     def to_json(self) -> dict[str, Any]:
-        return {"checkout_id": self.id, "url": self.url, "lines": [line.to_json() for line in self.lines],
-                "total_cents": self.total_cents, "total": decimal_string(self.total_cents),
-                "currency": self.currency, "created_at": self.created_at.isoformat()}
+        return {"checkout_id": self.id, "url": self.url, **_snapshot_json(self.lines, self.total_cents, self.currency),
+                "created_at": self.created_at.isoformat()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +152,9 @@ class Order:
     placed_at: datetime
 
     def to_json(self) -> dict[str, Any]:
-        return {"order_id": self.id, "checkout_id": self.checkout_id, "lines": [line.to_json() for line in self.lines],
-                "total_cents": self.total_cents, "total": decimal_string(self.total_cents),
-                "currency": self.currency, "placed_at": self.placed_at.isoformat()}
+        return {"order_id": self.id, "checkout_id": self.checkout_id,
+                **_snapshot_json(self.lines, self.total_cents, self.currency),
+                "placed_at": self.placed_at.isoformat()}
 
 
 class CartService:
