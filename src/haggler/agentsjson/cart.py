@@ -22,6 +22,7 @@ from typing import Any, Callable
 from sqlalchemy import Connection, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from haggler.agentsjson.capabilities import MAX_QUANTITY
 from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
@@ -159,7 +160,7 @@ class Order:
 
 class CartService:
     def __init__(self, catalog: Catalog, db: Database, clock: Callable[[], datetime], *,
-                 deal_ttl: timedelta = timedelta(hours=24), max_quantity: int = 99) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), max_quantity: int = MAX_QUANTITY) -> None:
         self.catalog = catalog
         self.db = db
         self.clock = clock
