@@ -13,7 +13,7 @@ from rich.table import Table
 
 from haggler.catalog import CatalogError, load_catalog
 from haggler.money import format_money, to_decimal_number
-from haggler.server.config import DEFAULT_DB_URL
+from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
                   add_completion=False)
@@ -38,7 +38,7 @@ def serve(
     idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
     max_message_length: Annotated[int, typer.Option(help="Longest shopper message, in characters.")] = 2000,
     seed: Annotated[Optional[int], typer.Option(help="Fixed seed: conversations become reproducible.")] = None,
-    data_dir: Annotated[Path, typer.Option(help="Directory for the audit signing key (created 0700).")] = Path("haggler-data"),
+    data_dir: Annotated[Path, typer.Option(help="Directory for the audit signing key (created 0700).")] = DEFAULT_DATA_DIR,
     session_ttl: Annotated[int, typer.Option(help="agents.json session lifetime in seconds (hard deadline, >= 60).")] = 1800,
     max_sessions: Annotated[int, typer.Option(help="Concurrent agents.json sessions per client.")] = 5,
     requests_per_minute: Annotated[int, typer.Option(help="agents.json requests per client per minute.")] = 60,
@@ -250,7 +250,7 @@ app.add_typer(keys, name="keys")
 
 @keys.command("rotate")
 def keys_rotate(
-    data_dir: Annotated[Path, typer.Option(help="The store's data directory.")] = Path("haggler-data"),
+    data_dir: Annotated[Path, typer.Option(help="The store's data directory.")] = DEFAULT_DATA_DIR,
 ) -> None:
     """Replace the audit signing key; the old public key stays known, so past artifacts verify."""
     from haggler.agentsjson.keys import SigningKeys

@@ -16,7 +16,8 @@ from typing import Any
 from haggler.errors import InvalidInput
 
 __all__ = [
-    "API", "MAX_LIMIT", "SESSION_PATH", "AUDIT_PATH", "Capability", "Param", "parse_params", "store_capabilities",
+    "API", "MAX_LIMIT", "MAX_QUANTITY", "SESSION_PATH", "AUDIT_PATH", "Capability", "Param", "parse_params",
+    "store_capabilities",
 ]
 
 #: Where the agents.json API lives (the spec's example layout).
@@ -25,6 +26,8 @@ SESSION_PATH = f"{API}/session"
 AUDIT_PATH = f"{API}/audit"
 #: The most results one page may hold.
 MAX_LIMIT = 100
+#: The most units one cart line may hold (the cart enforces it too: CartService.max_quantity).
+MAX_QUANTITY = 99
 SORTS = ("price_asc", "price_desc", "newest")
 
 _INTEGER = re.compile(r"[+-]?\d{1,18}")
@@ -122,7 +125,7 @@ def store_capabilities(categories: tuple[str, ...]) -> tuple[Capability, ...]:
                    "negotiated for it", f"{API}/cart", "POST",
                    {"item_id": item,
                     "quantity": Param("integer", "Quantity to add (1 with a deal_id)", required=True,
-                                      minimum=1, maximum=99),
+                                      minimum=1, maximum=MAX_QUANTITY),
                     "deal_id": Param("string", "A negotiate.v1 deal for this product: one unit at the agreed "
                                      "price and extras; redeemable once, before it expires", max_length=64)},
                    requires_session=True),
@@ -130,7 +133,7 @@ def store_capabilities(categories: tuple[str, ...]) -> tuple[Capability, ...]:
         Capability("cart.update", "Update quantity of a cart item", f"{API}/cart", "PATCH",
                    {"item_id": item,
                     "quantity": Param("integer", "New quantity (0 to remove)", required=True, minimum=0,
-                                      maximum=99)},
+                                      maximum=MAX_QUANTITY)},
                    requires_session=True),
         Capability("cart.remove", "Remove an item from the cart", f"{API}/cart", "DELETE",
                    {"item_id": Param("string", "Product ID to remove", required=True, max_length=100)},

@@ -22,10 +22,11 @@ from typing import Any, Callable
 from sqlalchemy import Connection, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from haggler.agentsjson.capabilities import MAX_QUANTITY
 from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
-from haggler.protocols.negotiate_v1.pages import _header, _page
+from haggler.protocols.negotiate_v1.pages import header, page
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
 from haggler.storage.schema import (
@@ -96,6 +97,12 @@ def _lines_from_json(text: str) -> tuple[CartLine, ...]:
     return tuple(CartLine.from_json(d) for d in json.loads(text))
 
 
+def _snapshot_json(lines: tuple[CartLine, ...], total_cents: int, currency: str) -> dict[str, Any]:
+    """The priced lines of a checkout or an order, JSON-ready."""
+    return {"lines": [line.to_json() for line in lines], "total_cents": total_cents,
+            "total": decimal_string(total_cents), "currency": currency}
+
+
 @dataclass(frozen=True, slots=True)
 class CartView:
     session_id: str
@@ -129,9 +136,8 @@ class Checkout:
     created_at: datetime
 
     def to_json(self) -> dict[str, Any]:
-        return {"checkout_id": self.id, "url": self.url, "lines": [line.to_json() for line in self.lines],
-                "total_cents": self.total_cents, "total": decimal_string(self.total_cents),
-                "currency": self.currency, "created_at": self.created_at.isoformat()}
+        return {"checkout_id": self.id, "url": self.url, **_snapshot_json(self.lines, self.total_cents, self.currency),
+                "created_at": self.created_at.isoformat()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +153,14 @@ class Order:
     placed_at: datetime
 
     def to_json(self) -> dict[str, Any]:
-        return {"order_id": self.id, "checkout_id": self.checkout_id, "lines": [line.to_json() for line in self.lines],
-                "total_cents": self.total_cents, "total": decimal_string(self.total_cents),
-                "currency": self.currency, "placed_at": self.placed_at.isoformat()}
+        return {"order_id": self.id, "checkout_id": self.checkout_id,
+                **_snapshot_json(self.lines, self.total_cents, self.currency),
+                "placed_at": self.placed_at.isoformat()}
 
 
 class CartService:
     def __init__(self, catalog: Catalog, db: Database, clock: Callable[[], datetime], *,
-                 deal_ttl: timedelta = timedelta(hours=24), max_quantity: int = 99) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), max_quantity: int = MAX_QUANTITY) -> None:
         self.catalog = catalog
         self.db = db
         self.clock = clock
@@ -375,7 +381,7 @@ class CartService:
         lines = order.lines if order else _lines_from_json(row.lines)
         total, currency = (order.total_cents, order.currency) if order else (row.total_cents, row.currency)
         store = self.catalog.store
-        body = [_header(self.catalog)]
+        body = [header(self.catalog)]
         if order:
             body.append(f"<h2>Order placed</h2><p>Thank you. Your order number is <strong id=order-id>"
                         f"{escape(order.id)}</strong>, placed {escape(order.placed_at.strftime('%Y-%m-%d %H:%M UTC'))}.</p>")
@@ -388,7 +394,7 @@ class CartService:
             body.append(f"<form method=post action='{escape(action)}'><button type=submit>"
                         f"Place order · {escape(format_money(total, currency))}</button></form>")
         body.append(f"<p class=tag>{escape(store.policy)}</p>")
-        return _page(f"{'Order' if order else 'Checkout'} — {store.name}", "".join(body))
+        return page(f"{'Order' if order else 'Checkout'} — {store.name}", "".join(body))
 
 
 def _lines_table(lines: tuple[CartLine, ...], total: int, currency: str) -> str:

@@ -21,7 +21,7 @@ from haggler.agentsjson import shelf
 from haggler.agentsjson.cart import CartService
 from haggler.agentsjson.capabilities import AUDIT_PATH, SESSION_PATH, Capability, parse_params, store_capabilities
 from haggler.agentsjson.manifest import AgentsSettings, build_manifest
-from haggler.agentsjson.sessions import AgentSession, RateLimiter, SessionService
+from haggler.agentsjson.sessions import AgentSession, RateLimiter, SessionService, end_session
 from haggler.agentsjson.trail import AuditTrail
 from haggler.catalog import Catalog
 from haggler.errors import HagglerError, InvalidInput, NotFound
@@ -180,7 +180,7 @@ class AgentsSurface:
             if self.trail is not None:  # ends the session and signs its trail in one transaction
                 self.trail.finalize(conn, session_id, ended_at=now, end_reason=reason)
             else:
-                self.sessions.end(conn, session_id, reason, now)
+                end_session(conn, session_id, reason, now)
 
     def _create_session(self, request: Request, body: object) -> JSON:
         client = self.client_of(request)

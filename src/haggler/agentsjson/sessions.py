@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from haggler.errors import InvalidInput, RateLimited, Unauthorized
@@ -23,9 +23,14 @@ from haggler.storage.chats import lock_client
 from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, rate_windows
 
-__all__ = ["AgentSession", "RateLimiter", "SessionService", "token_hash"]
+__all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "is_active", "token_hash"]
 
 _AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
+
+
+def is_active(ended_at: datetime | None, expires_at: datetime, now: datetime) -> bool:
+    """The one rule for a live session: nobody ended it and its hard deadline has not come."""
+    return ended_at is None and now < expires_at
 
 
 def token_hash(token: str) -> str:
@@ -45,7 +50,7 @@ class AgentSession:
     end_reason: str | None
 
     def active(self, now: datetime) -> bool:
-        return self.ended_at is None and now < self.expires_at
+        return is_active(self.ended_at, self.expires_at, now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,18 +60,31 @@ class CreatedSession:
     token: str
 
 
+# Only a session nobody has ended yet: with two sweepers (or a sweep racing a DELETE)
+# exactly one UPDATE matches, and only its transaction goes on to sign the trail.
+_END_SESSION = (
+    update(agent_sessions)
+    .where(agent_sessions.c.id == bindparam("session_id"), agent_sessions.c.ended_at.is_(None))
+    .values(ended_at=bindparam("ended_at"), end_reason=bindparam("end_reason"))
+)
+
+
+def end_session(conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
+    """Mark a session ended inside the caller's transaction; False when it already was."""
+    result = conn.execute(_END_SESSION, {"session_id": session_id, "ended_at": at, "end_reason": reason})
+    return result.rowcount == 1
+
+
 def _row_to_session(row) -> AgentSession:  # type: ignore[no-untyped-def]
     return AgentSession(row.id, row.client, row.agent_name, row.agent_version, row.purpose, row.created_at,
                         row.expires_at, row.ended_at, row.end_reason)
 
 
 class SessionService:
-    def __init__(self, db: Database, clock: Callable[[], datetime], *, ttl_seconds: int = 1800,
-                 max_sessions: int = 5) -> None:
-        if ttl_seconds < 60:
-            raise ValueError("session ttl_seconds must be at least 60 (agents.json)")
-        if max_sessions < 1:
-            raise ValueError("max_sessions must be at least 1")
+    """Creates and authenticates sessions. The limits come from :class:`AgentsSettings`,
+    which validates them (ttl of at least 60 seconds, at least one session)."""
+
+    def __init__(self, db: Database, clock: Callable[[], datetime], *, ttl_seconds: int, max_sessions: int) -> None:
         self.db = db
         self.clock = clock
         self.ttl = timedelta(seconds=ttl_seconds)
@@ -85,8 +103,6 @@ class SessionService:
                 .where(agent_sessions.c.client == client, agent_sessions.c.ended_at.is_(None),
                        agent_sessions.c.expires_at > now)).one()
             if active >= self.max_sessions:
-                if isinstance(soonest, str):  # SQLite hands aggregates back untyped
-                    soonest = datetime.fromisoformat(soonest)
                 wait = math.ceil((soonest - now).total_seconds()) if soonest else 60
                 raise RateLimited(f"too many active sessions ({active} of {self.max_sessions}); end one with "
                                   "DELETE or wait for one to expire", wait)
@@ -112,18 +128,6 @@ class SessionService:
             raise Unauthorized("this session has expired")
         return session
 
-    def end(self, conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
-        """Mark a session ended inside the caller's transaction; False when it already was."""
-        result = conn.execute(update(agent_sessions)
-                              .where(agent_sessions.c.id == session_id, agent_sessions.c.ended_at.is_(None))
-                              .values(ended_at=at, end_reason=reason))
-        return result.rowcount == 1
-
-    def get(self, session_id: str) -> AgentSession | None:
-        with self.db.read() as conn:
-            row = conn.execute(select(agent_sessions).where(agent_sessions.c.id == session_id)).first()
-        return None if row is None else _row_to_session(row)
-
 
 def _agent_fields(body: object) -> dict[str, str | None]:
     if body is None:
@@ -147,13 +151,11 @@ def _agent_fields(body: object) -> dict[str, str | None]:
 class RateLimiter:
     """At most ``requests_per_minute`` requests per client in each clock minute, counted in
     the database with one atomic upsert per request (fixed windows: simple, and exact across
-    workers)."""
+    workers). ``requests_per_minute`` comes from :class:`AgentsSettings`, which validates it."""
 
     WINDOW = timedelta(minutes=1)
 
     def __init__(self, db: Database, clock: Callable[[], datetime], requests_per_minute: int) -> None:
-        if requests_per_minute < 1:
-            raise ValueError("requests_per_minute must be at least 1")
         self.db = db
         self.clock = clock
         self.limit = requests_per_minute

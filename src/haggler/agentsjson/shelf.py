@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from haggler.catalog import Catalog, ProductFacts
+from haggler.catalog import Catalog, Product, ProductFacts
 from haggler.errors import InvalidInput, NotFound
+from haggler.money import to_decimal_number
 from haggler.protocols.negotiate_v1 import views
 
 __all__ = ["browse", "categories", "detail", "negotiation_pointer", "search"]
@@ -73,11 +74,15 @@ def browse(catalog: Catalog, category: str | None, sort: str, page: int, limit: 
     return result
 
 
-def detail(catalog: Catalog, product_id: str, base: str) -> dict[str, Any]:
+def _product(catalog: Catalog, product_id: str) -> Product:
     product = catalog.product(product_id)
     if product is None:
         raise NotFound(f"unknown product: {product_id}")
-    view = views.product_view(product.facts, base, detailed=True)
+    return product
+
+
+def detail(catalog: Catalog, product_id: str, base: str) -> dict[str, Any]:
+    view = views.product_view(_product(catalog, product_id).facts, base, detailed=True)
     view["negotiable"] = True
     return view
 
@@ -85,15 +90,13 @@ def detail(catalog: Catalog, product_id: str, base: str) -> dict[str, Any]:
 def negotiation_pointer(catalog: Catalog, product_id: str, base: str) -> dict[str, Any]:
     """Where to haggle over a product: the negotiate.v1 discovery document and the chat to
     start, with the steps from a deal to the cart."""
-    product = catalog.product(product_id)
-    if product is None:
-        raise NotFound(f"unknown product: {product_id}")
+    product = _product(catalog, product_id)
     return {
         "protocol": views.PROTOCOL,
         "product_id": product.id,
         "discovery_url": f"{base}/.well-known/negotiate.json",
         "start_chat": {"method": "GET", "url": views.start_chat_url(base, product.id)},
-        "list_price": views.product_view(product.facts, base)["list_price"],
+        "list_price": to_decimal_number(product.facts.list_price_cents),
         "currency": product.currency,
         "redeem": "when the chat closes with a deal, call cart.add with item_id and the deal's id as deal_id",
     }

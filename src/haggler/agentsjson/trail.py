@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, Row, and_, bindparam, delete, insert, select
 
 from haggler.errors import Closed, NotFound, TooEarly
 from haggler.storage.database import Database
@@ -28,6 +28,7 @@ from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events
 
 from .audit import build_artifact, event_hash, hash_token, make_event, utc_timestamp
 from .keys import SigningKeys
+from .sessions import end_session, is_active
 
 #: The issue's retention promise: artifacts are kept at least this long after signing.
 MIN_RETENTION = timedelta(days=30)
@@ -52,13 +53,6 @@ _SELECT_EVENTS = (
     .where(audit_events.c.session_id == bindparam("session_id")).order_by(audit_events.c.seq)
 )
 _SELECT_ARTIFACT = select(audit_artifacts.c.artifact).where(audit_artifacts.c.session_id == bindparam("session_id"))
-# Only a session nobody has ended yet: with two sweepers (or a sweep racing a
-# DELETE) exactly one UPDATE matches, and only its transaction finalizes.
-_END_SESSION = (
-    update(agent_sessions)
-    .where(and_(agent_sessions.c.id == bindparam("session_id"), agent_sessions.c.ended_at.is_(None)))
-    .values(ended_at=bindparam("ended_at"), end_reason=bindparam("end_reason"))
-)
 
 
 class AuditTrail:
@@ -93,7 +87,7 @@ class AuditTrail:
         """
         now = self.clock()
         session = self._lock_session(conn, session_id)
-        if session.ended_at is not None or session.expires_at <= now:
+        if not is_active(session.ended_at, session.expires_at, now):
             raise Closed(f"session {session_id} has ended; its audit trail takes no more events")
         last = conn.execute(_SELECT_LAST_EVENT, {"session_id": session_id}).first()
         event = {
@@ -151,7 +145,7 @@ class AuditTrail:
         if session_token is not None and hash_token(session_token) != _token_hash(session):
             raise ValueError(f"the token given is not session {session_id}'s token")
         if session.ended_at is None:
-            conn.execute(_END_SESSION, {"session_id": session_id, "ended_at": ended_at, "end_reason": end_reason})
+            end_session(conn, session_id, end_reason, ended_at)
         else:
             ended_at = session.ended_at
         events = [json.loads(text) for text in conn.execute(_SELECT_EVENTS, {"session_id": session_id}).scalars()]
@@ -199,7 +193,7 @@ class AuditTrail:
             # finalize ends and signs in one transaction, so an ended session without
             # an artifact has had it pruned (or ended while audit was off).
             raise NotFound(f"no audit artifact is kept for session {session_id}")
-        if session.expires_at > self.clock():
+        if is_active(session.ended_at, session.expires_at, self.clock()):
             raise TooEarly(f"session {session_id} is still active; its audit artifact exists once it ends")
         with self.db.write() as conn:
             return self.finalize(conn, session_id, ended_at=session.expires_at, end_reason="expired")
@@ -224,10 +218,7 @@ class AuditTrail:
             with self.db.write() as conn:
                 batch = conn.execute(expired).all()
                 for session_id, expires_at in batch:
-                    ended = conn.execute(
-                        _END_SESSION, {"session_id": session_id, "ended_at": expires_at, "end_reason": "expired"}
-                    )
-                    if ended.rowcount == 1:
+                    if end_session(conn, session_id, "expired", expires_at):
                         self.finalize(conn, session_id, ended_at=expires_at, end_reason="expired")
                         count += 1
             # Every candidate is now ended by us or by a committed rival, so a batch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Sequence
 
 from sqlalchemy import Connection, Row, and_, bindparam, func, insert, select, update
@@ -95,11 +95,8 @@ def lock_client(conn: Connection, client_ip: str) -> None:
 
 def recent_starts(conn: Connection, client_ip: str, since: datetime) -> tuple[int, datetime | None]:
     """How many chats ``client_ip`` started after ``since``, and when the oldest of them was."""
+    # MIN() keeps the column's UTCDateTime type, so ``oldest`` comes back aware on every database.
     count, oldest = conn.execute(_COUNT_RECENT_STARTS, {"client_ip": client_ip, "since": since}).one()
-    if isinstance(oldest, str):  # SQLite hands aggregates back untyped
-        oldest = datetime.fromisoformat(oldest)
-    if oldest is not None and oldest.tzinfo is None:
-        oldest = oldest.replace(tzinfo=timezone.utc)
     return count, oldest
 
 

@@ -23,13 +23,15 @@ code{background:#f3f5f8;padding:.1rem .3rem;border-radius:.3rem}
 """
 
 
-def _page(title: str, body: str) -> str:
+def page(title: str, body: str) -> str:
+    """A complete HTML document in the store's style; ``body`` is trusted, already-escaped HTML."""
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'>"
             f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>{body}</body></html>")
 
 
-def _header(catalog: Catalog) -> str:
+def header(catalog: Catalog) -> str:
+    """The store's name and tagline, linking home: the top of every human page."""
     store = catalog.store
     city = f" · {escape(store.city)}" if store.city else ""
     return (f"<header><h1><a href='/' style='color:inherit;text-decoration:none'>{escape(store.name)}</a></h1>"
@@ -46,8 +48,8 @@ def store_front(catalog: Catalog) -> str:
     store = catalog.store
     about = f"<p>{escape(store.about)}</p>" if store.about else ""
     cards = "".join(_card(p.facts) for p in catalog.products)
-    return _page(store.name, (
-        f"{_header(catalog)}{about}"
+    return page(store.name, (
+        f"{header(catalog)}{about}"
         f"<p>Every price here is negotiable with {escape(store.rep_name)}, our sales agent. Shopper agents: "
         f"start at <a href='/negotiate.json'><code>/negotiate.json</code></a> (negotiate.v1).</p>"
         f"<div class=grid>{cards}</div><p class=tag>{escape(store.policy)}</p>"))
@@ -57,8 +59,8 @@ def product_page(catalog: Catalog, facts: ProductFacts, start_chat_url: str) -> 
     rows = [("Condition", facts.condition), ("Made", str(facts.year_made) if facts.year_made else None),
             ("List price", format_money(facts.list_price_cents, facts.currency))]
     table = "".join(f"<tr><th>{k}</th><td>{escape(v)}</td></tr>" for k, v in rows if v)
-    return _page(f"{facts.name} — {catalog.store.name}", (
-        f"{_header(catalog)}<div class=kind>{escape(facts.kind or '')}</div><h2>{escape(facts.name)}</h2>"
+    return page(f"{facts.name} — {catalog.store.name}", (
+        f"{header(catalog)}<div class=kind>{escape(facts.kind or '')}</div><h2>{escape(facts.name)}</h2>"
         f"<p><em>{escape(facts.subtitle)}</em></p><p>{escape(facts.description)}</p><table>{table}</table>"
         f"<p>Haggle with {escape(catalog.store.rep_name)}: "
         f"<a href='{escape(start_chat_url)}'><code>{escape(start_chat_url)}</code></a></p>"))
@@ -73,6 +75,6 @@ def checkout_page(catalog: Catalog, deal: DealRow, facts: ProductFacts | None) -
         rows.insert(1, ("Condition", facts.condition or ""))
         rows.append(("List price", format_money(facts.list_price_cents, facts.currency)))
     table = "".join(f"<tr><th>{k}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-    return _page(f"Checkout — {catalog.store.name}", (
-        f"{_header(catalog)}<h2>Your negotiated deal</h2><table id=deal>{table}</table>"
+    return page(f"Checkout — {catalog.store.name}", (
+        f"{header(catalog)}<h2>Your negotiated deal</h2><table id=deal>{table}</table>"
         f"<p class=tag>{escape(catalog.store.policy)}</p>"))
