@@ -129,25 +129,11 @@ def pareto_frontier(scenario: Scenario) -> tuple[_Segment, ...]:
     room = scenario.buyer_reservation_cents - scenario.seller_reservation_cents
     if total <= 0 or room < 0:
         return ()
-    # Non-dominated feasible bundles of value-creating extras, as (cost, gain).
-    states: dict[int, int] = {0: 0}
-    for extra in scenario.extras:
-        if extra.value_cents <= extra.cost_cents:
-            continue
-        grown = dict(states)
-        for cost, gain in states.items():
-            c, g = cost + extra.cost_cents, gain + extra.value_cents - extra.cost_cents
-            if c <= room and grown.get(c, -1) < g:
-                grown[c] = g
-        states, best = {}, -1
-        for cost in sorted(grown):
-            if grown[cost] > best:
-                states[cost] = best = grown[cost]
     # Cheaper bundles reach further right (the seller keeps more of the price) but lower.
-    bundles = sorted(states.items(), reverse=True)  # most costly (highest level) first
+    bundles = sorted(scenario.bundles().items(), reverse=True)  # most costly (highest level) first
     segments = []
     x0 = 0.0
-    for cost, gain in bundles:
+    for cost, (gain, _) in bundles:
         x1 = (room - cost) / total
         if x1 < x0:
             continue
