@@ -155,8 +155,12 @@ def _pareto_distance(frontier: tuple[_Segment, ...], x: float, y: float) -> floa
 def nash_point(scenario: Scenario) -> tuple[float, float] | None:
     """The Nash bargaining solution in utility space: the frontier point maximising
     u_s · u_b. None when there is no surplus to split."""
+    return _nash_on(pareto_frontier(scenario))
+
+
+def _nash_on(frontier: tuple[_Segment, ...]) -> tuple[float, float] | None:
     best: tuple[float, float, float] | None = None
-    for seg in pareto_frontier(scenario):
+    for seg in frontier:
         x = min(max(seg.level / 2, seg.x0), seg.x1)
         product = x * (seg.level - x)
         if best is None or product > best[0] + 1e-15:
@@ -193,7 +197,7 @@ def measure(record: NegotiationRecord) -> Metrics:
     pareto = nash = None
     if frontier:
         pareto = _pareto_distance(frontier, u_s, u_b)
-        point = nash_point(scenario)
+        point = _nash_on(frontier)
         assert point is not None
         nash = math.hypot(u_s - point[0], u_b - point[1])
     return Metrics(
