@@ -156,11 +156,25 @@ class TimeDependent(_PriceStrategy):
         return f"TimeDependent(e={self.e!r})"
 
 
-def _my_last_net(view: DeciderView) -> int:
-    return net_cents(view, view.my_offers[-1]) if view.my_offers else best_price(view)
+class _TitForTat(_PriceStrategy):
+    """Opens at its best price and holds until the counterpart has moved; then :meth:`mirror`
+    turns the counterpart's last move (its net before and after) into this side's next price."""
+
+    def next_price(self, view: DeciderView) -> int:
+        mine = view.my_offers
+        if not mine:
+            return best_price(view)
+        last = net_cents(view, mine[-1])
+        theirs = view.their_offers
+        if len(theirs) < 2:
+            return last
+        return self.mirror(view, last, net_cents(view, theirs[-2]), net_cents(view, theirs[-1]))
+
+    def mirror(self, view: DeciderView, mine: int, before: int, after: int) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
 
 
-class RelativeTitForTat(_PriceStrategy):
+class RelativeTitForTat(_TitForTat):
     """Mirrors the counterpart's last concession as a ratio: when its price moved from ``a``
     to ``b``, this side moves from its own last price ``x`` to ``x * a / b`` (Faratin's relative
     tit-for-tat with a window of one). Opens at its best price and holds until the counterpart
@@ -168,12 +182,7 @@ class RelativeTitForTat(_PriceStrategy):
 
     name = "tit-for-tat-relative"
 
-    def next_price(self, view: DeciderView) -> int:
-        mine = _my_last_net(view)
-        theirs = view.their_offers
-        if len(theirs) < 2 or not view.my_offers:
-            return mine
-        before, after = net_cents(view, theirs[-2]), net_cents(view, theirs[-1])
+    def mirror(self, view: DeciderView, mine: int, before: int, after: int) -> int:
         if before <= 0 or after <= 0:
             return mine
         price = mine * before / after
@@ -181,20 +190,16 @@ class RelativeTitForTat(_PriceStrategy):
         return int(price) + (1 if view.role == SELLER and price != int(price) else 0)
 
 
-class AbsoluteTitForTat(_PriceStrategy):
+class AbsoluteTitForTat(_TitForTat):
     """Mirrors the counterpart's last concession in cents: when it gave ``d`` cents (or took
     them back), this side gives (or takes back) the same ``d``."""
 
     name = "tit-for-tat-absolute"
 
-    def next_price(self, view: DeciderView) -> int:
-        mine = _my_last_net(view)
-        theirs = view.their_offers
-        if len(theirs) < 2 or not view.my_offers:
-            return mine
+    def mirror(self, view: DeciderView, mine: int, before: int, after: int) -> int:
         # A seller lowers its price by what the buyer raised its own; a buyer raises its price
         # by what the seller lowered its own: the same formula for both sides.
-        return mine - (net_cents(view, theirs[-1]) - net_cents(view, theirs[-2]))
+        return mine - (after - before)
 
 
 class Hardliner(_PriceStrategy):
