@@ -65,14 +65,14 @@ def best_price(view: DeciderView) -> int:
     return max(1, min(anchor, reservation))
 
 
-def _at_least_as_good(view: DeciderView, terms: Terms, price_cents: int) -> bool:
+def _at_least_as_good(view: DeciderView, terms: Terms, net: int) -> bool:
     """Whether the counterpart's ``terms`` are at least as good for this side as offering
-    ``price_cents`` (with no extras) — and acceptable at all."""
+    terms of net ``net`` (a bare price is its own net) — and acceptable at all."""
     if not acceptable(view, terms):
         return False
     if view.role == SELLER:
-        return net_cents(view, terms) >= price_cents
-    return net_cents(view, terms) <= price_cents
+        return net_cents(view, terms) >= net
+    return net_cents(view, terms) <= net
 
 
 class _PriceStrategy:
@@ -240,7 +240,9 @@ class StoreMerchant:
     def __init__(self) -> None:
         self._key: tuple | None = None
         self._agent = None
+        #: Lever offer text → extra name, and back.
         self._names: dict[str, str] = {}
+        self._offer_texts: dict[str, str] = {}
 
     def _agent_for(self, view: DeciderView):
         from haggler.agents.merchant import MerchantAgent
@@ -255,6 +257,7 @@ class StoreMerchant:
                               inventory_note="")
             self._agent = MerchantAgent(product)
             self._names = {lever.offer_text: lever.text for lever in levers}
+            self._offer_texts = {v: k for k, v in self._names.items()}
             self._key = key
         return self._agent
 
@@ -263,6 +266,11 @@ class StoreMerchant:
         if not terms.extras:
             return terms
         return Terms(terms.price_cents, terms.currency, tuple(self._names.get(e, e) for e in terms.extras))
+
+    def _merchant_terms(self, terms: Terms) -> Terms:
+        """Lab terms (extra names) → merchant terms (lever offer texts)."""
+        to_merchant = self._offer_texts
+        return Terms(terms.price_cents, terms.currency, tuple(to_merchant.get(e, e) for e in terms.extras))
 
     def decide(self, view: DeciderView) -> Decision:
         from haggler.agents.merchant import MERCHANT, SHOPPER
@@ -276,11 +284,7 @@ class StoreMerchant:
         if not theirs:
             return self._terms(mine[-1]) if mine else agent.greet().terms
         negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
-        to_merchant = {v: k for k, v in self._names.items()}
-
-        def merchant_terms(terms: Terms) -> Terms:
-            return Terms(terms.price_cents, terms.currency, tuple(to_merchant.get(e, e) for e in terms.extras))
-
+        merchant_terms = self._merchant_terms
         merchant_first = len(mine) == len(theirs)
         for i in range(len(theirs)):
             if merchant_first:
@@ -296,7 +300,7 @@ class StoreMerchant:
         if move.action is Action.REJECT:
             return REJECT
         proposed = self._terms(move.terms) if move.action is Action.OFFER else standing
-        if acceptable(view, last) and net_cents(view, last) >= net_cents(view, proposed):
+        if _at_least_as_good(view, last, net_cents(view, proposed)):
             return ACCEPT
         # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
         return guard(proposed, view)
@@ -344,7 +348,7 @@ class DefaultShopper:
         else:  # asked a question: alternating offers have no talk, so it stands on its last offer
             price = view.my_offers[-1].price_cents if view.my_offers else best_price(view)
         terms = Terms(price, view.currency, last.extras if last else ())
-        if last is not None and acceptable(view, last) and net_cents(view, last) <= net_cents(view, terms):
+        if last is not None and _at_least_as_good(view, last, net_cents(view, terms)):
             return ACCEPT
         return guard(terms, view)
 
