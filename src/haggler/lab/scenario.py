@@ -81,7 +81,9 @@ class Scenario:
         return self.seller_surplus(terms) >= 0
 
     def acceptable_to_buyer(self, terms: Terms) -> bool:
-        return self.buyer_surplus(terms) >= 0 and terms.price_cents <= self.buyer_reservation_cents
+        # The buyer's reservation is a cash ceiling; extras are never worth less than nothing,
+        # so a price within it always leaves a surplus (no need to value the extras).
+        return terms.price_cents <= self.buyer_reservation_cents
 
     # -- the zone of possible agreement -----------------------------------------------------------
 
