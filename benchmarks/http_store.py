@@ -53,7 +53,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator
+from typing import Any, AsyncIterator
 
 import httpx
 
@@ -257,19 +257,28 @@ async def hammer_healthz(base: str, clients: int, seconds: float, max_requests: 
 
     async def one_client(client: httpx.AsyncClient, stop_at: float) -> None:
         while time.perf_counter() < stop_at and next(budget) < max_requests:
-            t0 = time.perf_counter()
-            response = await client.get("/healthz")
-            elapsed = time.perf_counter() - t0
-            if response.status_code != 200:
-                stats.errors.append(_error(response, "/healthz"))
+            if await timed_get(client, stats, "/healthz", 200, "/healthz") is None:
                 return
-            stats.add(elapsed)
 
     async with open_clients(base, clients) as pool:
         before = cpu_sample(server_pid)
         await asyncio.gather(*(one_client(client, before.wall + seconds) for client in pool))
         after = cpu_sample(server_pid)
     return stats, after.wall - before.wall, cpu_delta(before, after)
+
+
+async def timed_get(client: httpx.AsyncClient, stats: Stats, url: str, status: int, what: str,
+                    **kwargs: Any) -> httpx.Response | None:
+    """GET ``url``, adding its latency to ``stats``; None (and an error in ``stats``) when the
+    response status is not ``status``."""
+    t0 = time.perf_counter()
+    response = await client.get(url, **kwargs)
+    elapsed = time.perf_counter() - t0
+    if response.status_code != status:
+        stats.errors.append(_error(response, what))
+        return None
+    stats.add(elapsed)
+    return response
 
 
 def say_url(next_url: str, message: str) -> str:
@@ -284,13 +293,10 @@ async def negotiate(client: httpx.AsyncClient, product_id: str, list_price: floa
                     max_requests: int, think: float = 0.0) -> None:
     """One full negotiation with the scripted haggler, pausing ``think`` seconds between each
     reply and the next turn (outside the timed request)."""
-    t0 = time.perf_counter()
-    response = await client.get("/api/store/chat/start", params={"product_id": product_id})
-    elapsed = time.perf_counter() - t0
-    if response.status_code != 201:
-        result.starts.errors.append(_error(response, f"start {product_id}"))
+    response = await timed_get(client, result.starts, "/api/store/chat/start", 201, f"start {product_id}",
+                               params={"product_id": product_id})
+    if response is None:
         return
-    result.starts.add(elapsed)
     body = response.json()
     next_url: str | None = body["next"]
     my_offer = round(OPENING_FRACTION * list_price, 2)
@@ -300,13 +306,9 @@ async def negotiate(client: httpx.AsyncClient, product_id: str, list_price: floa
         assert next_url is not None
         if think:
             await asyncio.sleep(think)
-        t0 = time.perf_counter()
-        response = await client.get(say_url(next_url, message))
-        elapsed = time.perf_counter() - t0
-        if response.status_code != 200:
-            result.turns.errors.append(_error(response, f"say {product_id}"))
+        response = await timed_get(client, result.turns, say_url(next_url, message), 200, f"say {product_id}")
+        if response is None:
             return
-        result.turns.add(elapsed)
         body = response.json()
         if body["closed"]:
             result.negotiations += 1

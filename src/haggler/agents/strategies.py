@@ -65,14 +65,14 @@ def best_price(view: DeciderView) -> int:
     return max(1, min(anchor, reservation))
 
 
-def _at_least_as_good(view: DeciderView, terms: Terms, price_cents: int) -> bool:
+def _at_least_as_good(view: DeciderView, terms: Terms, net: int) -> bool:
     """Whether the counterpart's ``terms`` are at least as good for this side as offering
-    ``price_cents`` (with no extras) — and acceptable at all."""
+    terms of net ``net`` (a bare price is its own net) — and acceptable at all."""
     if not acceptable(view, terms):
         return False
     if view.role == SELLER:
-        return net_cents(view, terms) >= price_cents
-    return net_cents(view, terms) <= price_cents
+        return net_cents(view, terms) >= net
+    return net_cents(view, terms) <= net
 
 
 class _PriceStrategy:
@@ -156,11 +156,25 @@ class TimeDependent(_PriceStrategy):
         return f"TimeDependent(e={self.e!r})"
 
 
-def _my_last_net(view: DeciderView) -> int:
-    return net_cents(view, view.my_offers[-1]) if view.my_offers else best_price(view)
+class _TitForTat(_PriceStrategy):
+    """Opens at its best price and holds until the counterpart has moved; then :meth:`mirror`
+    turns the counterpart's last move (its net before and after) into this side's next price."""
+
+    def next_price(self, view: DeciderView) -> int:
+        mine = view.my_offers
+        if not mine:
+            return best_price(view)
+        last = net_cents(view, mine[-1])
+        theirs = view.their_offers
+        if len(theirs) < 2:
+            return last
+        return self.mirror(view, last, net_cents(view, theirs[-2]), net_cents(view, theirs[-1]))
+
+    def mirror(self, view: DeciderView, mine: int, before: int, after: int) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
 
 
-class RelativeTitForTat(_PriceStrategy):
+class RelativeTitForTat(_TitForTat):
     """Mirrors the counterpart's last concession as a ratio: when its price moved from ``a``
     to ``b``, this side moves from its own last price ``x`` to ``x * a / b`` (Faratin's relative
     tit-for-tat with a window of one). Opens at its best price and holds until the counterpart
@@ -168,12 +182,7 @@ class RelativeTitForTat(_PriceStrategy):
 
     name = "tit-for-tat-relative"
 
-    def next_price(self, view: DeciderView) -> int:
-        mine = _my_last_net(view)
-        theirs = view.their_offers
-        if len(theirs) < 2 or not view.my_offers:
-            return mine
-        before, after = net_cents(view, theirs[-2]), net_cents(view, theirs[-1])
+    def mirror(self, view: DeciderView, mine: int, before: int, after: int) -> int:
         if before <= 0 or after <= 0:
             return mine
         price = mine * before / after
@@ -181,20 +190,16 @@ class RelativeTitForTat(_PriceStrategy):
         return int(price) + (1 if view.role == SELLER and price != int(price) else 0)
 
 
-class AbsoluteTitForTat(_PriceStrategy):
+class AbsoluteTitForTat(_TitForTat):
     """Mirrors the counterpart's last concession in cents: when it gave ``d`` cents (or took
     them back), this side gives (or takes back) the same ``d``."""
 
     name = "tit-for-tat-absolute"
 
-    def next_price(self, view: DeciderView) -> int:
-        mine = _my_last_net(view)
-        theirs = view.their_offers
-        if len(theirs) < 2 or not view.my_offers:
-            return mine
+    def mirror(self, view: DeciderView, mine: int, before: int, after: int) -> int:
         # A seller lowers its price by what the buyer raised its own; a buyer raises its price
         # by what the seller lowered its own: the same formula for both sides.
-        return mine - (net_cents(view, theirs[-1]) - net_cents(view, theirs[-2]))
+        return mine - (after - before)
 
 
 class Hardliner(_PriceStrategy):
@@ -235,7 +240,9 @@ class StoreMerchant:
     def __init__(self) -> None:
         self._key: tuple | None = None
         self._agent = None
+        #: Lever offer text → extra name, and back.
         self._names: dict[str, str] = {}
+        self._offer_texts: dict[str, str] = {}
 
     def _agent_for(self, view: DeciderView):
         from haggler.agents.merchant import MerchantAgent
@@ -250,6 +257,7 @@ class StoreMerchant:
                               inventory_note="")
             self._agent = MerchantAgent(product)
             self._names = {lever.offer_text: lever.text for lever in levers}
+            self._offer_texts = {v: k for k, v in self._names.items()}
             self._key = key
         return self._agent
 
@@ -258,6 +266,11 @@ class StoreMerchant:
         if not terms.extras:
             return terms
         return Terms(terms.price_cents, terms.currency, tuple(self._names.get(e, e) for e in terms.extras))
+
+    def _merchant_terms(self, terms: Terms) -> Terms:
+        """Lab terms (extra names) → merchant terms (lever offer texts)."""
+        to_merchant = self._offer_texts
+        return Terms(terms.price_cents, terms.currency, tuple(to_merchant.get(e, e) for e in terms.extras))
 
     def decide(self, view: DeciderView) -> Decision:
         from haggler.agents.merchant import MERCHANT, SHOPPER
@@ -271,11 +284,7 @@ class StoreMerchant:
         if not theirs:
             return self._terms(mine[-1]) if mine else agent.greet().terms
         negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
-        to_merchant = {v: k for k, v in self._names.items()}
-
-        def merchant_terms(terms: Terms) -> Terms:
-            return Terms(terms.price_cents, terms.currency, tuple(to_merchant.get(e, e) for e in terms.extras))
-
+        merchant_terms = self._merchant_terms
         merchant_first = len(mine) == len(theirs)
         for i in range(len(theirs)):
             if merchant_first:
@@ -291,7 +300,7 @@ class StoreMerchant:
         if move.action is Action.REJECT:
             return REJECT
         proposed = self._terms(move.terms) if move.action is Action.OFFER else standing
-        if acceptable(view, last) and net_cents(view, last) >= net_cents(view, proposed):
+        if _at_least_as_good(view, last, net_cents(view, proposed)):
             return ACCEPT
         # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
         return guard(proposed, view)
@@ -339,7 +348,7 @@ class DefaultShopper:
         else:  # asked a question: alternating offers have no talk, so it stands on its last offer
             price = view.my_offers[-1].price_cents if view.my_offers else best_price(view)
         terms = Terms(price, view.currency, last.extras if last else ())
-        if last is not None and acceptable(view, last) and net_cents(view, last) <= net_cents(view, terms):
+        if last is not None and _at_least_as_good(view, last, net_cents(view, terms)):
             return ACCEPT
         return guard(terms, view)
 

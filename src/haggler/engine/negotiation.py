@@ -207,18 +207,16 @@ class Negotiation:
         action = turn.action
         if action is _OFFER:
             self.standing[turn.party] = turn.terms  # type: ignore[assignment]  # checked above
-            max_turns = self.rules.max_turns
-            if max_turns is not None and len(turns) >= max_turns:
-                self.outcome = Outcome(OutcomeKind.TURN_CAP, at=turn.at)
-                return self.outcome
-            return None
-        if action is _ACCEPT:
+        elif action is _ACCEPT:
             self.outcome = Outcome(OutcomeKind.AGREED, at=turn.at, terms=self.standing[counterpart], by=turn.party)
+            return self.outcome
         elif action is _REJECT:
             self.outcome = Outcome(OutcomeKind.REJECTED, at=turn.at, by=turn.party)
-        else:
-            max_turns = self.rules.max_turns
-            if max_turns is not None and len(turns) >= max_turns:
-                self.outcome = Outcome(OutcomeKind.TURN_CAP, at=turn.at)
-        return self.outcome
+            return self.outcome
+        # An offer or a message: the turn cap may end it.
+        max_turns = self.rules.max_turns
+        if max_turns is not None and len(turns) >= max_turns:
+            self.outcome = Outcome(OutcomeKind.TURN_CAP, at=turn.at)
+            return self.outcome
+        return None
 

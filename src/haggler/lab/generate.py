@@ -61,12 +61,7 @@ def single_issue(
 ) -> tuple[Scenario, ...]:
     """``n`` price-only scenarios. ``zopa=True``: every one has a zone of agreement;
     ``False``: none has; ``None``: a mix (about three in four have one)."""
-    _check(n, max_rounds)
-    return tuple(
-        _scenario(random.Random(f"haggler.single:{seed}:{i}"), f"{prefix}-{i:04d}",
-                  zopa=zopa, extras=False, max_rounds=max_rounds, currency=currency)
-        for i in range(n)
-    )
+    return _batch("single", n, seed, prefix, zopa=zopa, extras=False, max_rounds=max_rounds, currency=currency)
 
 
 def multi_issue(
@@ -81,12 +76,7 @@ def multi_issue(
     """``n`` scenarios with a price and one to four extras (same ``zopa`` rule as
     :func:`single_issue`; extras never create a zone of agreement: the buyer's budget is a
     cash ceiling)."""
-    _check(n, max_rounds)
-    return tuple(
-        _scenario(random.Random(f"haggler.multi:{seed}:{i}"), f"{prefix}-{i:04d}",
-                  zopa=zopa, extras=True, max_rounds=max_rounds, currency=currency)
-        for i in range(n)
-    )
+    return _batch("multi", n, seed, prefix, zopa=zopa, extras=True, max_rounds=max_rounds, currency=currency)
 
 
 def mixed_set(n: int, seed: int | str, *, max_rounds: int = 20, prefix: str = "x1") -> tuple[Scenario, ...]:
@@ -109,6 +99,17 @@ def _check(n: int, max_rounds: int) -> None:
         raise ValueError(f"n must be a non-negative integer, got {n!r}")
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be at least 1, got {max_rounds!r}")
+
+
+def _batch(kind: str, n: int, seed: int | str, prefix: str, *, zopa: bool | None, extras: bool, max_rounds: int,
+           currency: str) -> tuple[Scenario, ...]:
+    """``n`` scenarios of one kind, scenario ``i`` from its own generator seeded by kind, seed and ``i``."""
+    _check(n, max_rounds)
+    return tuple(
+        _scenario(random.Random(f"haggler.{kind}:{seed}:{i}"), f"{prefix}-{i:04d}",
+                  zopa=zopa, extras=extras, max_rounds=max_rounds, currency=currency)
+        for i in range(n)
+    )
 
 
 def _list_price(rng: random.Random) -> int:

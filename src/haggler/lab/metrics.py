@@ -129,25 +129,11 @@ def pareto_frontier(scenario: Scenario) -> tuple[_Segment, ...]:
     room = scenario.buyer_reservation_cents - scenario.seller_reservation_cents
     if total <= 0 or room < 0:
         return ()
-    # Non-dominated feasible bundles of value-creating extras, as (cost, gain).
-    states: dict[int, int] = {0: 0}
-    for extra in scenario.extras:
-        if extra.value_cents <= extra.cost_cents:
-            continue
-        grown = dict(states)
-        for cost, gain in states.items():
-            c, g = cost + extra.cost_cents, gain + extra.value_cents - extra.cost_cents
-            if c <= room and grown.get(c, -1) < g:
-                grown[c] = g
-        states, best = {}, -1
-        for cost in sorted(grown):
-            if grown[cost] > best:
-                states[cost] = best = grown[cost]
     # Cheaper bundles reach further right (the seller keeps more of the price) but lower.
-    bundles = sorted(states.items(), reverse=True)  # most costly (highest level) first
+    bundles = sorted(scenario.bundles().items(), reverse=True)  # most costly (highest level) first
     segments = []
     x0 = 0.0
-    for cost, gain in bundles:
+    for cost, (gain, _) in bundles:
         x1 = (room - cost) / total
         if x1 < x0:
             continue
@@ -169,8 +155,12 @@ def _pareto_distance(frontier: tuple[_Segment, ...], x: float, y: float) -> floa
 def nash_point(scenario: Scenario) -> tuple[float, float] | None:
     """The Nash bargaining solution in utility space: the frontier point maximising
     u_s · u_b. None when there is no surplus to split."""
+    return _nash_on(pareto_frontier(scenario))
+
+
+def _nash_on(frontier: tuple[_Segment, ...]) -> tuple[float, float] | None:
     best: tuple[float, float, float] | None = None
-    for seg in pareto_frontier(scenario):
+    for seg in frontier:
         x = min(max(seg.level / 2, seg.x0), seg.x1)
         product = x * (seg.level - x)
         if best is None or product > best[0] + 1e-15:
@@ -207,7 +197,7 @@ def measure(record: NegotiationRecord) -> Metrics:
     pareto = nash = None
     if frontier:
         pareto = _pareto_distance(frontier, u_s, u_b)
-        point = nash_point(scenario)
+        point = _nash_on(frontier)
         assert point is not None
         nash = math.hypot(u_s - point[0], u_b - point[1])
     return Metrics(

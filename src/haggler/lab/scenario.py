@@ -81,28 +81,26 @@ class Scenario:
         return self.seller_surplus(terms) >= 0
 
     def acceptable_to_buyer(self, terms: Terms) -> bool:
-        return self.buyer_surplus(terms) >= 0 and terms.price_cents <= self.buyer_reservation_cents
+        # The buyer's reservation is a cash ceiling; extras are never worth less than nothing,
+        # so a price within it always leaves a surplus (no need to value the extras).
+        return terms.price_cents <= self.buyer_reservation_cents
 
     # -- the zone of possible agreement -----------------------------------------------------------
 
-    def _best_bundle(self) -> tuple[Extra, ...]:
-        """The extras that create the most value in an agreement both sides can accept.
-
-        Only extras worth more than they cost can add value. The buyer's cash ceiling binds:
-        an agreement's price is at most the buyer's reservation and at least the seller's
-        reservation plus the extras' cost, so the extras' total cost must fit in the price
-        zone. When all value-creating extras fit, that is all of them; otherwise the best
-        bundle that fits (ties: the cheaper bundle, then the earlier extras).
-        """
+    def bundles(self) -> dict[int, tuple[int, tuple[Extra, ...]]]:
+        """The non-dominated bundles of value-creating extras whose cost fits between the two
+        reservations (an agreement's price is at most the buyer's reservation and at least the
+        seller's reservation plus the extras' cost), as cost → (value created, extras), cheapest
+        first; a costlier bundle is kept only when it creates strictly more value. Empty when
+        there is no zone of agreement."""
         room = self.buyer_reservation_cents - self.seller_reservation_cents
-        gainful = [e for e in self.extras if e.value_cents > e.cost_cents]
         if room < 0:
-            return ()
-        if sum(e.cost_cents for e in gainful) <= room:
-            return tuple(gainful)
+            return {}
         # Exact search over bundles, keeping only non-dominated (cost, gain) states.
         states: dict[int, tuple[int, tuple[Extra, ...]]] = {0: (0, ())}
-        for extra in gainful:
+        for extra in self.extras:
+            if extra.value_cents <= extra.cost_cents:
+                continue
             grown = dict(states)
             for cost, (gain, chosen) in states.items():
                 new_cost = cost + extra.cost_cents
@@ -119,7 +117,22 @@ class Scenario:
                     pruned[cost] = (gain, chosen)
                     best_gain = gain
             states = pruned
-        _, best = max(states.values(), key=lambda state: state[0])  # cheapest among ties
+        return states
+
+    def _best_bundle(self) -> tuple[Extra, ...]:
+        """The extras that create the most value in an agreement both sides can accept.
+
+        Only extras worth more than they cost can add value. When all of them fit between the
+        reservations (see :meth:`bundles`), that is all of them; otherwise the best bundle that
+        fits (ties: the cheaper bundle, then the earlier extras).
+        """
+        room = self.buyer_reservation_cents - self.seller_reservation_cents
+        gainful = [e for e in self.extras if e.value_cents > e.cost_cents]
+        if room < 0:
+            return ()
+        if sum(e.cost_cents for e in gainful) <= room:
+            return tuple(gainful)
+        _, best = max(self.bundles().values(), key=lambda state: state[0])  # cheapest among ties
         order = {e.name: i for i, e in enumerate(self.extras)}
         return tuple(sorted(best, key=lambda e: order[e.name]))
 
