@@ -435,7 +435,7 @@ _ACCEPT = re.compile(
 )
 _WALK_AWAY_WORDS = frozenset(
     "no thanks thank ty rich pass passing interested bye goodbye ya cya farewell forget out elsewhere"
-    " mind nevermind nvm deal walk walking not done up nope nah".split()
+    " mind nevermind nvm deal walk walking not done up".split()
 )
 _WALK_AWAY = re.compile(
     r"""\bno,?\s+(?:thanks?|thank\s+you|ty)\b | \bthanks?,?\s+but\s+no\b
