@@ -434,19 +434,11 @@ def read_merchant_reply(message: str, *, closed: bool, offer: Mapping[str, Any] 
     if not closed and not is_deal and "?" not in message and _CLOSING.search(lowered):
         closed = True
 
-    if isinstance(offer, Mapping):
-        cents = _structured_cents(offer.get("price"))
-        if cents is not None:
-            price = cents
-            extras = _structured_extras(offer.get("extras"))
-            discount = None
+    for terms in (offer, deal):  # the deal, when there is one, has the last word
+        if isinstance(terms, Mapping) and (cents := _structured_cents(terms.get("price"))) is not None:
+            price, extras, discount = cents, _structured_extras(terms.get("extras")), None
     if isinstance(deal, Mapping):
         is_deal = True
-        cents = _structured_cents(deal.get("price"))
-        if cents is not None:
-            price = cents
-            extras = _structured_extras(deal.get("extras"))
-            discount = None
         url = deal.get("checkout_url")
         checkout = url if isinstance(url, str) else checkout
     return MerchantReading(
