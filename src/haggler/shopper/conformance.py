@@ -149,6 +149,11 @@ class _Exchange:
     def label(self) -> str:
         return f"{self.method} {_short(self.url)}"
 
+    @property
+    def object(self) -> dict[str, Any] | None:
+        """The body when it is a JSON object (``json`` is None unless the body parsed)."""
+        return self.json if isinstance(self.json, dict) else None
+
     def snippet(self, limit: int = 120) -> str:
         text = self.content.decode("utf-8", "replace").strip().replace("\n", " ")
         return text if len(text) <= limit else text[:limit] + "…"
@@ -287,8 +292,8 @@ class _Ctx:
     def descriptor(self) -> dict[str, Any]:
         """The discovery document, as a shopper finds it (/negotiate.json, else the well-known one)."""
         for exchange in self.discovery_responses():
-            if exchange.is_json and isinstance(exchange.json, dict):
-                return exchange.json
+            if exchange.object is not None:
+                return exchange.object
         raise _Skip("no usable discovery document (see discovery.negotiate_json)")
 
     @_memo
@@ -375,7 +380,7 @@ class _Ctx:
         url = self.start_url(product_id)
         self.use_start("starting the chat")
         chat = _Chat(start=self.get(url, "start"), product_id=product_id)
-        body = chat.start.json if chat.start.is_json and isinstance(chat.start.json, dict) else {}
+        body = chat.start.object or {}
         if chat.start.status == 201 and isinstance(body.get("session_id"), str) and body["session_id"]:
             chat.session_id = body["session_id"]
             self._take_next(chat, "start", chat.start, body.get("next", _MISSING))
@@ -418,7 +423,7 @@ class _Ctx:
         before = chat.next_url
         exchange = self.get(before.replace(PLACEHOLDER, quote(message, safe="")), "say")
         chat.says.append((message, exchange))
-        body = exchange.json if exchange.is_json and isinstance(exchange.json, dict) else {}
+        body = exchange.object or {}
         if exchange.status == 200:
             chat.accepted.append(message)
             if body.get("closed") is True:
@@ -552,8 +557,9 @@ def _identical(ctx: _Ctx) -> Outcome:
     first, second = served
     if first.content != second.content:
         differing = ""
-        if first.is_json and second.is_json and isinstance(first.json, dict) and isinstance(second.json, dict):
-            keys = sorted(k for k in set(first.json) | set(second.json) if first.json.get(k) != second.json.get(k))
+        a, b = first.object, second.object
+        if a is not None and b is not None:
+            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
             differing = f" (differing keys: {', '.join(keys)})" if keys else " (same JSON, different bytes)"
         return f"/negotiate.json and /.well-known/negotiate.json differ{differing}"
     return None
@@ -728,9 +734,9 @@ def _start(ctx: _Ctx) -> Outcome:
     exchange = chat.start
     if exchange.status != 201:
         return f"{exchange.label} answered {exchange.status} (expected 201): {exchange.snippet()}"
-    if not exchange.is_json or not isinstance(exchange.json, dict):
+    body = exchange.object
+    if body is None:
         return f"{exchange.label} is not a JSON object: {exchange.snippet()}"
-    body = exchange.json
     problems = [f"{key} is missing or not a string" for key in ("session_id", "greeting", "next")
                 if not isinstance(body.get(key), str) or not body[key]]
     return "; ".join(problems) or None
@@ -758,9 +764,9 @@ def _say(ctx: _Ctx) -> Outcome:
     exchange = ctx.turn()
     if exchange.status != 200:
         return f"{exchange.label} answered {exchange.status} (expected 200): {exchange.snippet()}"
-    if not exchange.is_json or not isinstance(exchange.json, dict):
+    body = exchange.object
+    if body is None:
         return f"{exchange.label} is not a JSON object: {exchange.snippet()}"
-    body = exchange.json
     problems = []
     if not isinstance(body.get("message"), str):
         problems.append("message is missing or not a string")
@@ -800,9 +806,9 @@ def _closed_rejects(ctx: _Ctx) -> Outcome:
     exchange = ctx.after_close()
     if exchange.status != 400:
         return f"{exchange.label} on a closed chat answered {exchange.status} (expected 400): {exchange.snippet()}"
-    if exchange.is_json and isinstance(exchange.json, dict) and "error" in exchange.json \
-            and exchange.json["error"] != CLOSED_ERROR:
-        return f"error is {exchange.json['error']!r}, not {CLOSED_ERROR!r}"
+    body = exchange.object
+    if body is not None and "error" in body and body["error"] != CLOSED_ERROR:
+        return f"error is {body['error']!r}, not {CLOSED_ERROR!r}"
     return None  # a body that is not JSON at all is errors.json_bodies' to report
 
 
@@ -812,8 +818,8 @@ def _history(ctx: _Ctx) -> Outcome:
     expected, exchange = ctx.history()
     if exchange.status != 200:
         return f"{exchange.label} answered {exchange.status} (expected 200): {exchange.snippet()}"
-    body = exchange.json if exchange.is_json else None
-    if not isinstance(body, dict):
+    body = exchange.object
+    if body is None:
         return f"{exchange.label} is not a JSON object: {exchange.snippet()}"
     problems = []
     if body.get("session_id") != chat.session_id:
@@ -855,8 +861,8 @@ def _unknown_session_history(ctx: _Ctx) -> Outcome:
     template = ctx.endpoint("read_history", "url_template")
     exchange = ctx.get(fill_template(template, session_id=ctx.unknown_session_id()), "history")
     if exchange.status == 200:
-        body = exchange.json if exchange.is_json else None
-        if isinstance(body, dict) and body.get("history") == []:
+        body = exchange.object
+        if body is not None and body.get("history") == []:
             return f"200 with an empty history for an unknown session (a known defect): {exchange.snippet()}"
     return _expect_404(exchange, "session")
 
@@ -911,8 +917,8 @@ def _json_bodies(ctx: _Ctx) -> Outcome:
         raise _Skip("no error response was received")
     bad = []
     for exchange in errors:
-        body = exchange.json if exchange.is_json else None
-        if not (isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"]):
+        body = exchange.object
+        if not (body is not None and isinstance(body.get("error"), str) and body["error"]):
             bad.append(f"{exchange.label} → {exchange.status}: {exchange.snippet(80)}")
     if bad:
         return f"{len(bad)} of {len(errors)} error responses are not {{\"error\": \"...\"}}: " + "; ".join(bad[:3])
