@@ -351,17 +351,15 @@ class _Ctx:
     def chat_product(self) -> str:
         if self.product_id:
             return self.product_id
-        products = self.v1().get("products")
-        for source in (products, None):
-            if source is None:
-                try:
-                    source = self.catalog_products()
-                except (_Skip, _Fail, _Halted):
-                    source = None
-            for product in source if isinstance(source, list) else ():
-                if isinstance(product, dict) and isinstance(product.get("id"), str) and product["id"]:
-                    return product["id"]
-        raise _Skip("no product to chat about (products is empty); pass a product id")
+        product_id = _first_product_id(self.v1().get("products"))
+        if product_id is None:  # the descriptor lists none: ask the catalog
+            try:
+                product_id = _first_product_id(self.catalog_products())
+            except (_Skip, _Fail, _Halted):
+                pass
+        if product_id is None:
+            raise _Skip("no product to chat about (products is empty); pass a product id")
+        return product_id
 
     def start_url(self, product_id: str) -> str:
         template = self.endpoint("start_chat", "url_template")
@@ -999,6 +997,13 @@ def _is_int(value: Any) -> bool:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+
+
+def _first_product_id(products: Any) -> str | None:
+    for product in products if isinstance(products, list) else ():
+        if isinstance(product, dict) and isinstance(product.get("id"), str) and product["id"]:
+            return product["id"]
+    return None
 
 
 def _is_absolute(url: str) -> bool:
