@@ -148,6 +148,10 @@ def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def parse_descriptor(doc: Any, discovery_url: str) -> StoreInfo:
     """Parse and check a descriptor. Refuses protocols other than negotiate.v1 (§8)."""
     if not isinstance(doc, dict):
@@ -159,8 +163,7 @@ def parse_descriptor(doc: Any, discovery_url: str) -> StoreInfo:
 
     def endpoint(key: str, field: str) -> str | None:
         entry = endpoints.get(key)
-        value = entry.get(field) if isinstance(entry, dict) else None
-        return value if isinstance(value, str) else None
+        return _str_or_none(entry.get(field)) if isinstance(entry, dict) else None
 
     start, send, history = (endpoint("start_chat", "url_template"), endpoint("send_message", "url_template"),
                             endpoint("read_history", "url_template"))
@@ -172,14 +175,14 @@ def parse_descriptor(doc: Any, discovery_url: str) -> StoreInfo:
         max_messages_per_chat=_int_or_none(limits_raw.get("max_messages_per_chat")),
         session_idle_ttl_seconds=_int_or_none(limits_raw.get("session_idle_ttl_seconds")),
         max_message_length_chars=_int_or_none(limits_raw.get("max_message_length_chars")),
-        currency=limits_raw.get("currency") if isinstance(limits_raw.get("currency"), str) else None,
+        currency=_str_or_none(limits_raw.get("currency")),
     )
     currency = limits.currency or "USD"
     return StoreInfo(
         discovery_url=discovery_url,
         name=str(store.get("name", "")),
-        rep_name=store.get("rep_name") if isinstance(store.get("rep_name"), str) else None,
-        policy=store.get("policy") if isinstance(store.get("policy"), str) else None,
+        rep_name=_str_or_none(store.get("rep_name")),
+        policy=_str_or_none(store.get("policy")),
         endpoints=Endpoints(start, send, history, endpoint("catalog", "url")),
         products=parse_listings(doc.get("products"), currency),
         limits=limits,
@@ -197,10 +200,10 @@ def parse_listings(raw: Any, currency: str) -> tuple[Listing, ...]:
             list_price_cents=cents_or_none(item.get("list_price")),
             currency=str(item.get("currency") or currency),
             subtitle=str(item.get("subtitle") or ""),
-            kind=item.get("kind") if isinstance(item.get("kind"), str) else None,
-            page_url=item.get("page_url") if isinstance(item.get("page_url"), str) else None,
-            start_chat_url=item.get("start_chat_url") if isinstance(item.get("start_chat_url"), str) else None,
-            description=item.get("description") if isinstance(item.get("description"), str) else None,
+            kind=_str_or_none(item.get("kind")),
+            page_url=_str_or_none(item.get("page_url")),
+            start_chat_url=_str_or_none(item.get("start_chat_url")),
+            description=_str_or_none(item.get("description")),
         ))
     return tuple(listings)
 
