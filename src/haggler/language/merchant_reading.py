@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from haggler.money import cents_or_none, to_cents
@@ -193,7 +193,7 @@ def _scan(text: str, list_price_cents: int | None) -> list[_Amount]:
     for m in _AMOUNT.finditer(text):
         try:
             cents = to_cents(Decimal(m["num"].replace(",", "")) * (1000 if m["k"] else 1))
-        except (InvalidOperation, ValueError):  # an absurd number is not a price
+        except ValueError:  # an absurd number is not a price
             continue
         money = bool(m["cur"] or m["post"] or m["k"])
         start, end = m.start("num") if not m["cur"] else m.start(), m.end()
