@@ -298,10 +298,9 @@ def tournament(
     out: Annotated[Path, typer.Option(help="Where results.csv, scenarios.json and the plots go.")] = Path("lab-out/tournament"),
 ) -> None:
     """Every strategy against every other, in both roles, over a seeded scenario set."""
-    from haggler.agents.strategies import STRATEGIES
     from haggler.lab.tournament import main_tournament
 
-    names = [n.strip() for n in strategies.split(",") if n.strip()] if strategies else list(STRATEGIES)
+    names = [n.strip() for n in strategies.split(",") if n.strip()] if strategies else None  # None: all
     if scenarios < 1:
         raise _fail("--scenarios must be at least 1")
     try:

@@ -19,8 +19,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, upda
 from sqlalchemy.dialects import postgresql, sqlite
 
 from haggler.errors import InvalidInput, RateLimited, Unauthorized
-from haggler.storage.chats import lock_client
-from haggler.storage.database import Database
+from haggler.storage.database import Database, lock_key
 from haggler.storage.schema import agent_sessions, rate_windows
 
 __all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "is_active", "token_hash"]
@@ -97,7 +96,7 @@ class SessionService:
         session_id = "ses_" + secrets.token_urlsafe(12)
         now = self.clock()
         with self.db.write() as conn:
-            lock_client(conn, f"agent-session:{client}")
+            lock_key(conn, f"agent-session:{client}")
             active, soonest = conn.execute(
                 select(func.count(), func.min(agent_sessions.c.expires_at))
                 .where(agent_sessions.c.client == client, agent_sessions.c.ended_at.is_(None),

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 from sqlalchemy import Connection, Row, and_, bindparam, func, insert, select, update
 
 from haggler.engine import Action, Terms, Turn
+from haggler.storage.database import lock_key
 from haggler.storage.schema import chat_starts, chats, deals, messages
 
 
@@ -87,10 +88,8 @@ _TOUCH_AND_CLOSE_CHAT = _TOUCH_CHAT.values(status="closed", outcome=bindparam("o
 
 
 def lock_client(conn: Connection, client_ip: str) -> None:
-    """Serialize chat starts of one client across workers (PostgreSQL; SQLite's write
-    transactions are already exclusive)."""
-    if conn.dialect.name == "postgresql":
-        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"chat-start:{client_ip}",))
+    """Serialize chat starts of one client across workers."""
+    lock_key(conn, f"chat-start:{client_ip}")
 
 
 def recent_starts(conn: Connection, client_ip: str, since: datetime) -> tuple[int, datetime | None]:

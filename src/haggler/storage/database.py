@@ -138,6 +138,13 @@ class Database:
         self._read_engine.dispose()
 
 
+def lock_key(conn: Connection, key: str) -> None:
+    """Serialize, across workers, the transactions that take the same ``key`` until they end
+    (a PostgreSQL advisory lock; SQLite's write transactions are already exclusive)."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(hashtext(%s))", (key,))
+
+
 def alembic_config() -> Config:
     config = Config()
     location = resources.files("haggler.storage").joinpath("migrations")
