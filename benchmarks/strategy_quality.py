@@ -5,12 +5,18 @@ strategies; buyer seat: ``default-shopper`` against a panel of our seller strate
 set is seeded single-issue scenarios (``haggler.lab.generate.single_issue``), ``--n`` with a zone of
 agreement (ZOPA) and ``--n-nozopa`` without, all run through ``run_alternating`` (seller first).
 
-Per opponent it prints the agreement rate where a ZOPA exists, our side's mean share of the zone
-over deals (seller: (price - floor) / (budget - floor); buyer: 1 minus that) and violations (deals
-below the floor or above the budget: must be 0). Goals: violations 0; agreement >= 95% on ZOPA
-scenarios, hardliner opponents excluded; and our share higher than each NegMAS negotiator
-(BoulwareTB, ConcederTB, NaiveTitForTat, Aspiration) achieves in the same seat against the same
-panel.
+Per opponent it prints the agreement rate where a ZOPA exists, two shares of the zone for our
+side, and violations (deals below the floor or above the budget: must be 0):
+
+* ``share`` — the mean share over deals (seller: (price - floor) / (budget - floor); buyer: 1 minus
+  that). It says how well a side does *when it closes*, so it flatters a negotiator that closes
+  only the easy deals: one that walks away from nine scenarios in ten and wins the tenth scores 1.0.
+* ``exp`` (expected share) — the mean over every ZOPA scenario, a no-deal counting as 0: the share
+  of the available surplus a side actually takes home. It rewards closing and winning together.
+
+Goals: violations 0; agreement >= 95% on ZOPA scenarios, hardliner opponents excluded; and our
+share higher than each NegMAS negotiator (BoulwareTB, ConcederTB, NaiveTitForTat, Aspiration)
+achieves in the same seat against the same panel — reported for both share definitions.
 
 NegMAS is optional and benchmark-only (AGPL: ``src/`` never imports it, it is not a project
 dependency). When ``import negmas`` works — ``HAGGLER_NEGMAS_PATH`` is prepended to ``sys.path`` if
@@ -26,8 +32,12 @@ Last line::
     buyer_agreement_zopa=.. buyer_share=.. negmas=yes|na seller_share_vs_negmas_min=..|na
     buyer_share_vs_negmas_min=..|na
 
+    seller_expected_share=.. buyer_expected_share=.. seller_expected_share_vs_negmas_min=..|na
+    buyer_expected_share_vs_negmas_min=..|na
+
 (one line; ``*_share_vs_negmas_min`` is our mean share minus the best NegMAS negotiator's mean share
-in that seat, both over all deals against the panel: > 0 means the goal is met).
+in that seat, both over all deals against the panel; ``*_expected_share_vs_negmas_min`` the same
+for the expected share, over all ZOPA scenarios against the panel: > 0 means the goal is met).
 
     .venv/bin/python benchmarks/strategy_quality.py [--n 100] [--n-nozopa 40] [--seed 1] [--negmas-n N]
 """
@@ -74,11 +84,15 @@ class Tally:
     deals: int = 0
     violations: int = 0
     shares: list[float] = field(default_factory=list)
+    #: One entry per ZOPA scenario: the share of the zone taken, 0 for no deal.
+    expected: list[float] = field(default_factory=list)
 
     def add(self, scenario: Scenario, price_cents: int | None, seat: str) -> None:
         has_zopa = scenario.has_zopa
         self.zopa += has_zopa
         if price_cents is None:
+            if has_zopa:
+                self.expected.append(0.0)
             return
         self.deals += 1
         self.zopa_deals += has_zopa
@@ -87,7 +101,10 @@ class Tally:
             self.violations += 1
         if budget > floor:
             share = (price_cents - floor) / (budget - floor)
-            self.shares.append(share if seat == SELLER else 1.0 - share)
+            mine = share if seat == SELLER else 1.0 - share
+            self.shares.append(mine)
+            if has_zopa:
+                self.expected.append(mine)
 
     @property
     def agreement(self) -> float | None:
@@ -97,18 +114,43 @@ class Tally:
     def share(self) -> float | None:
         return statistics.fmean(self.shares) if self.shares else None
 
+    @property
+    def expected_share(self) -> float | None:
+        return statistics.fmean(self.expected) if self.expected else None
+
 
 def _fmt(x: float | None, spec: str = ".4f") -> str:
     return "na" if x is None else format(x, spec)
 
 
-def _summary(cells: dict[str, Tally]) -> tuple[int, float | None, float | None]:
-    """(violations, agreement on ZOPA excluding hardliners, mean share over all deals)."""
+@dataclass(frozen=True)
+class Summary:
+    """One player in one seat against the whole panel."""
+
+    violations: int
+    #: Agreement on ZOPA scenarios, hardliners excluded.
+    agreement: float | None
+    #: Mean share over all deals.
+    share: float | None
+    #: Mean share over all ZOPA scenarios, a no-deal counting as 0.
+    expected_share: float | None
+
+
+def _mean(xs: list[float]) -> float | None:
+    return statistics.fmean(xs) if xs else None
+
+
+def _summary(cells: dict[str, Tally]) -> Summary:
     violations = sum(c.violations for c in cells.values())
     zopa = sum(c.zopa for o, c in cells.items() if o not in HARDLINERS)
     zdeals = sum(c.zopa_deals for o, c in cells.items() if o not in HARDLINERS)
-    shares = [s for c in cells.values() for s in c.shares]
-    return violations, (zdeals / zopa if zopa else None), (statistics.fmean(shares) if shares else None)
+    return Summary(violations, zdeals / zopa if zopa else None, _mean([s for c in cells.values() for s in c.shares]),
+                   _mean([s for c in cells.values() for s in c.expected]))
+
+
+def _margin(ours: float | None, best: float | None) -> float | None:
+    """Ours minus the best NegMAS figure (> 0: the goal is met), or None when either is missing."""
+    return None if ours is None or best is None else ours - best
 
 
 def run_ours(scenarios: list[Scenario], seat: str) -> dict[str, Tally]:
@@ -126,10 +168,11 @@ def run_ours(scenarios: list[Scenario], seat: str) -> dict[str, Tally]:
 
 def print_table(title: str, cells: dict[str, Tally]) -> None:
     print(title)
-    print(f"  {'opponent':<22} {'zopa':>5} {'agree%':>7} {'deals':>6} {'share':>7} {'viol':>5}")
+    print(f"  {'opponent':<22} {'zopa':>5} {'agree%':>7} {'deals':>6} {'share':>7} {'exp':>7} {'viol':>5}")
     for opponent, c in cells.items():
         agreement = _fmt(None if c.agreement is None else 100 * c.agreement, ".1f")
-        print(f"  {opponent:<22} {c.zopa:>5} {agreement:>7} {c.deals:>6} {_fmt(c.share):>7} {c.violations:>5}")
+        print(f"  {opponent:<22} {c.zopa:>5} {agreement:>7} {c.deals:>6} {_fmt(c.share):>7} "
+              f"{_fmt(c.expected_share):>7} {c.violations:>5}")
 
 
 # -- NegMAS (optional) ---------------------------------------------------------------------------------
@@ -250,22 +293,22 @@ def main() -> None:
     buyer_cells = run_ours(scenarios, BUYER)
     print_table(f"seller seat: {OUR_SELLER} vs buyer panel", seller_cells)
     print_table(f"buyer seat: {OUR_BUYER} vs seller panel", buyer_cells)
-    s_viol, s_agree, s_share = _summary(seller_cells)
-    b_viol, b_agree, b_share = _summary(buyer_cells)
+    ours = {SELLER: _summary(seller_cells), BUYER: _summary(buyer_cells)}
     print(f"ours: {time.perf_counter() - started:.1f} s")
 
     def met(ok: bool | None) -> str:
         return "na" if ok is None else ("met" if ok else "NOT met")
 
-    print(f"goal seller violations == 0: {s_viol} ({met(s_viol == 0)})")
-    print(f"goal buyer violations == 0: {b_viol} ({met(b_viol == 0)})")
-    print(f"goal seller agreement on ZOPA (excl. hardliner) >= 95%: {_fmt(s_agree)} "
-          f"({met(None if s_agree is None else s_agree >= AGREEMENT_GOAL)})")
-    print(f"goal buyer agreement on ZOPA (excl. hardliner) >= 95%: {_fmt(b_agree)} "
-          f"({met(None if b_agree is None else b_agree >= AGREEMENT_GOAL)})")
+    for seat in (SELLER, BUYER):
+        print(f"goal {seat} violations == 0: {ours[seat].violations} ({met(ours[seat].violations == 0)})")
+    for seat in (SELLER, BUYER):
+        agree = ours[seat].agreement
+        print(f"goal {seat} agreement on ZOPA (excl. hardliner) >= 95%: {_fmt(agree)} "
+              f"({met(None if agree is None else agree >= AGREEMENT_GOAL)})")
 
     nm = load_negmas()
-    s_vs = b_vs = None
+    vs: dict[tuple[str, str], float | None] = {(seat, kind): None for seat in (SELLER, BUYER)
+                                               for kind in ("share", "expected_share")}
     if nm is None:
         print("negmas: not importable (optional, benchmark-only; set HAGGLER_NEGMAS_PATH): comparison na")
     else:
@@ -273,34 +316,40 @@ def main() -> None:
             k = args.negmas_n
             sub = zopa[:k] + nozopa[: (k * len(nozopa)) // max(1, len(zopa))]
             # Compare like with like: our side on the same subset.
-            ours_s = _summary(run_ours(sub, SELLER))[2]
-            ours_b = _summary(run_ours(sub, BUYER))[2]
+            ours_sub = {seat: _summary(run_ours(sub, seat)) for seat in (SELLER, BUYER)}
         else:
-            sub, ours_s, ours_b = scenarios, s_share, b_share
+            sub, ours_sub = scenarios, ours
         started = time.perf_counter()
-        best = {SELLER: None, BUYER: None}
+        best: dict[tuple[str, str], float | None] = dict(vs)
         for seat in (SELLER, BUYER):
-            print(f"negmas, {seat} seat vs our panel ({len(sub)} scenarios): share / agreement on ZOPA excl. "
-                  f"hardliner / violations")
+            print(f"negmas, {seat} seat vs our panel ({len(sub)} scenarios): share over deals / expected share "
+                  f"over ZOPA / agreement on ZOPA excl. hardliner / violations")
             for name in NEGMAS_NEGOTIATORS:
                 cells = run_negmas_seat(nm, name, sub, seat)
-                viol, agree, share = _summary(cells)
-                per = " ".join(f"{o}={_fmt(c.share, '.2f')}" for o, c in cells.items())
-                print(f"  {name:<26} share={_fmt(share)} agree={_fmt(agree)} viol={viol}  [{per}]")
-                if share is not None and (best[seat] is None or share > best[seat]):
-                    best[seat] = share
+                summary = _summary(cells)
+                per = " ".join(f"{o}={_fmt(c.share, '.2f')}/{_fmt(c.expected_share, '.2f')}"
+                               for o, c in cells.items())
+                print(f"  {name:<26} share={_fmt(summary.share)} exp={_fmt(summary.expected_share)} "
+                      f"agree={_fmt(summary.agreement)} viol={summary.violations}  [share/exp: {per}]")
+                for kind in ("share", "expected_share"):
+                    value = getattr(summary, kind)
+                    if value is not None and (best[seat, kind] is None or value > best[seat, kind]):
+                        best[seat, kind] = value
         print(f"negmas: {time.perf_counter() - started:.1f} s")
-        s_vs = None if ours_s is None or best[SELLER] is None else ours_s - best[SELLER]
-        b_vs = None if ours_b is None or best[BUYER] is None else ours_b - best[BUYER]
-        print(f"goal seller share > every NegMAS negotiator's: ours {_fmt(ours_s)} vs best NegMAS "
-              f"{_fmt(best[SELLER])} ({met(None if s_vs is None else s_vs > 0)})")
-        print(f"goal buyer share > every NegMAS negotiator's: ours {_fmt(ours_b)} vs best NegMAS "
-              f"{_fmt(best[BUYER])} ({met(None if b_vs is None else b_vs > 0)})")
-    print(f"RESULT seller_violations={s_viol} seller_agreement_zopa={_fmt(s_agree)} seller_share={_fmt(s_share)} "
-          f"buyer_violations={b_viol} buyer_agreement_zopa={_fmt(b_agree)} buyer_share={_fmt(b_share)} "
-          f"negmas={'na' if nm is None else 'yes'} seller_share_vs_negmas_min={_fmt(s_vs)} "
-          f"buyer_share_vs_negmas_min={_fmt(b_vs)}")
-
+        for seat in (SELLER, BUYER):
+            for kind, label in (("share", "share over deals"), ("expected_share", "expected share")):
+                mine = getattr(ours_sub[seat], kind)
+                vs[seat, kind] = _margin(mine, best[seat, kind])
+                print(f"goal {seat} {label} > every NegMAS negotiator's: ours {_fmt(mine)} vs best NegMAS "
+                      f"{_fmt(best[seat, kind])} ({met(None if vs[seat, kind] is None else vs[seat, kind] > 0)})")
+    s, b = ours[SELLER], ours[BUYER]
+    print(f"RESULT seller_violations={s.violations} seller_agreement_zopa={_fmt(s.agreement)} "
+          f"seller_share={_fmt(s.share)} buyer_violations={b.violations} buyer_agreement_zopa={_fmt(b.agreement)} "
+          f"buyer_share={_fmt(b.share)} negmas={'na' if nm is None else 'yes'} "
+          f"seller_share_vs_negmas_min={_fmt(vs[SELLER, 'share'])} buyer_share_vs_negmas_min={_fmt(vs[BUYER, 'share'])} "
+          f"seller_expected_share={_fmt(s.expected_share)} buyer_expected_share={_fmt(b.expected_share)} "
+          f"seller_expected_share_vs_negmas_min={_fmt(vs[SELLER, 'expected_share'])} "
+          f"buyer_expected_share_vs_negmas_min={_fmt(vs[BUYER, 'expected_share'])}")
 
 if __name__ == "__main__":
     main()

@@ -1062,3 +1062,16 @@ def test_deal_reply_restates_the_full_terms_and_checkout_link():
     for extra in move.terms.extras:
         assert extra[1:].lower() in text.lower()
     assert "https://shop.example/c/deal_1" in text
+
+
+def test_repeated_offer_at_or_above_the_floor_is_taken():
+    """A shopper who keeps repeating an acceptable offer gets a deal at that offer, not a HOLD
+    until the message cap: standing still above the floor must not cost the store the sale."""
+    product = SYNTHETIC["no_levers"]  # $1000 list, $800 floor
+    amount = product.floor_cents + 1_000
+    chat = Chat(product, max_messages=100)
+    moves = [chat.offer(amount) for _ in range(MerchantAgent.STALLS_TO_TAKE + 1)]
+    assert moves[-1].kind is MoveKind.ACCEPT_OFFER
+    assert not any(m.is_deal for m in moves[:-1])
+    assert chat.negotiation.outcome.agreed
+    assert chat.negotiation.outcome.terms.price_cents == amount

@@ -8,8 +8,9 @@ floor and the inventory note cannot leak through wording.
 How it sells: anchor at list price; never discount unprompted; trade levers cheapest first
 (by the retail value written in each lever) before cutting price; cut price in shrinking
 steps that answer the shopper's own movement; take a shopper offer that beats its own next
-counter; never go below the floor; when the shopper stays below the floor, make one last
-offer and then close gracefully.
+counter; take a shopper offer at or above the floor that the shopper keeps repeating; never
+go below the floor; when the shopper stays below the floor, make one last offer and then close
+gracefully.
 """
 
 from __future__ import annotations
@@ -121,6 +122,9 @@ class MerchantAgent:
     LOWBALL = 0.5
     #: Close when the shopper is this close (fraction of list) to the merchant's next counter.
     CLOSE_ENOUGH = 0.03
+    #: Take a shopper's offer at or above the floor once it has stood still this many times in a
+    #: row: holding out against a shopper who will not move only loses a sale it can make.
+    STALLS_TO_TAKE = 2
 
     def __init__(self, product: Product) -> None:
         self.product = product
@@ -222,7 +226,8 @@ class MerchantAgent:
                                 shopper_price_cents=price, topics=topics)
         counter = self._counter(state, price)
         close_enough = counter is not None and counter.price_cents - price <= self.product.list_price_cents * self.CLOSE_ENOUGH
-        if price >= floor and (counter is None or price >= counter.price_cents or close_enough):
+        if price >= floor and (counter is None or price >= counter.price_cents or close_enough
+                               or state.shopper_stalls >= self.STALLS_TO_TAKE):
             assert shopper is not None
             return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, shopper, shopper_price_cents=price, topics=topics)
         if counter is None or (price < floor and state.shopper_stalls >= 2):

@@ -229,9 +229,11 @@ class StoreMerchant:
     """The store's :class:`~haggler.agents.merchant.MerchantAgent` as a seller decider.
 
     Each turn it builds a catalog product from the view (floor = reservation, list price, one
-    lever per extra valued at its cost), replays the offers so far into a negotiation, reads the
-    buyer's last offer as an OFFER intent and maps the merchant's move back: a counter or last
-    offer is an OFFER, a hold re-offers the standing terms, a graceful close is a REJECT.
+    lever per extra valued at its cost), replays the offers so far into a negotiation (the offers
+    the merchant said were final as final, so that it closes after its last offer as the store
+    does), reads the buyer's last offer as an OFFER intent and maps the merchant's move back: a
+    counter or last offer is an OFFER, a hold re-offers the standing terms, a graceful close is a
+    REJECT.
     """
 
     name = "store-merchant"
@@ -243,6 +245,8 @@ class StoreMerchant:
         #: Lever offer text → extra name, and back.
         self._names: dict[str, str] = {}
         self._offer_texts: dict[str, str] = {}
+        #: Indices of this negotiation's own offers the merchant said were final.
+        self._finals: set[int] = set()
 
     def _agent_for(self, view: DeciderView):
         from haggler.agents.merchant import MerchantAgent
@@ -281,6 +285,8 @@ class StoreMerchant:
             raise ValueError("the store merchant only sells")
         agent = self._agent_for(view)
         mine, theirs = view.my_offers, view.their_offers
+        if not mine:
+            self._finals.clear()  # a new negotiation: no offer of ours is final yet
         if not theirs:
             return self._terms(mine[-1]) if mine else agent.greet().terms
         negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
@@ -288,10 +294,12 @@ class StoreMerchant:
         merchant_first = len(mine) == len(theirs)
         for i in range(len(theirs)):
             if merchant_first:
-                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i])))
+                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]),
+                                       final=i in self._finals))
             negotiation.apply(Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i])))
             if not merchant_first and i < len(mine):
-                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i])))
+                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]),
+                                       final=i in self._finals))
         last = theirs[-1]
         move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents))
         standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
@@ -302,6 +310,8 @@ class StoreMerchant:
         proposed = self._terms(move.terms) if move.action is Action.OFFER else standing
         if _at_least_as_good(view, last, net_cents(view, proposed)):
             return ACCEPT
+        if move.final:
+            self._finals.add(len(mine))
         # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
         return guard(proposed, view)
 
