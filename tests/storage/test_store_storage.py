@@ -132,3 +132,26 @@ def test_postgresql_without_its_driver_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if psycopg were not installed
     with pytest.raises(DatabaseError, match=r"haggler\[postgres\]"):
         Database("postgresql://someone@127.0.0.1/somewhere")
+
+
+def test_a_nested_write_joins_the_open_transaction_and_rolls_back_with_it(db_url):
+    """A write() inside a write() of the same context is the same transaction, so a service's
+    own write and its caller's audit record commit together or not at all; other threads still
+    get transactions of their own."""
+    from sqlalchemy import text
+
+    db = open_database(db_url)
+    with db.write() as conn:
+        conn.execute(text("CREATE TABLE probe (v INTEGER)"))
+    with pytest.raises(RuntimeError), db.write() as outer:
+        with db.write() as inner:
+            assert inner is outer
+            inner.execute(text("INSERT INTO probe VALUES (1)"))
+        raise RuntimeError("the caller fails after the service's write")
+    with db.write() as outer:
+        outer.execute(text("INSERT INTO probe VALUES (2)"))
+        with ThreadPoolExecutor(1) as pool:  # another thread: not joined, waits its turn
+            other = pool.submit(lambda: db._open_write.get())
+            assert other.result() is None
+    with db.read() as conn:
+        assert [r[0] for r in conn.execute(text("SELECT v FROM probe"))] == [2]

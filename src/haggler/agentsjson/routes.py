@@ -112,20 +112,23 @@ class AgentsSurface:
         token = request.headers.get(SESSION_HEADER)
         session = self.sessions.authenticate(token) if capability.requires_session or token else None
         params = parse_params(capability, raw, from_query=from_query)
+        call = Call(capability, params, session, self.base_of(request))
+        handler = self.handlers[capability.name]
+        trail = self.trail
+        if trail is None or session is None:
+            return JSON({"ok": True, "data": handler(call)})
         try:
-            data = self.handlers[capability.name](Call(capability, params, session, self.base_of(request)))
+            # The call's effect (a cart change, a redeemed deal) and its audit event commit in
+            # one transaction: a crash between them can never leave an unaudited change.
+            with trail.db.write() as conn:
+                data = handler(call)
+                trail.record(conn, session.id, **_event(call), policy_result="allowed", response_status=200)
         except HagglerError as exc:
-            self._record(session, capability, params, status_for(exc), f"refused: {exc.message}")
+            # The effect rolled back; the refusal is still part of what the agent did.
+            trail.record_now(session.id, **_event(call), policy_result=f"refused: {exc.message}",
+                             response_status=status_for(exc))
             raise
-        self._record(session, capability, params, 200, "allowed")
         return JSON({"ok": True, "data": data})
-
-    def _record(self, session: AgentSession | None, capability: Capability, params: dict[str, Any], status: int,
-                policy_result: str) -> None:
-        if self.trail is not None and session is not None:
-            self.trail.record_now(session.id, capability=capability.name, method=capability.method,
-                                  params={k: v for k, v in params.items() if v is not None},
-                                  policy_result=policy_result, response_status=status)
 
     def router(self) -> APIRouter:
         router = APIRouter()
@@ -203,6 +206,13 @@ class AgentsSurface:
                 raise InvalidInput("the request body must be a JSON object of parameters")
             return await run_in_threadpool(self.call, capability, request, body or {}, False)
         return in_body
+
+
+def _event(call: Call) -> dict[str, Any]:
+    """The audit event fields that describe a capability call (unset optional params left out)."""
+    capability = call.capability
+    return {"capability": capability.name, "method": capability.method,
+            "params": {k: v for k, v in call.params.items() if v is not None}}
 
 
 def _sid(call: Call) -> str:

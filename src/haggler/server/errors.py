@@ -8,6 +8,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from haggler.errors import (
     Closed,
@@ -70,7 +71,35 @@ def install_error_handlers(app: FastAPI) -> None:
         where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path"))
         return _error(request, 400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSON:
-        log.exception("unhandled error", exc_info=exc)
-        return _error(request, 500, "internal server error")
+    app.add_middleware(_ContainUnexpected)
+
+
+class _ContainUnexpected:
+    """Turns an unexpected exception into a plain 500 in the usual error shape, and stops it there.
+
+    Starlette's own catch-all handler re-raises after answering, and uvicorn then closes the
+    connection, so clients saw a reset instead of the 500. This ASGI middleware answers and
+    logs instead; if the response had already started, the exception goes on up (no second
+    response can be sent)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_tracking(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_tracking)
+        except Exception as exc:
+            if started:
+                raise
+            log.exception("unhandled error", exc_info=exc)
+            await _error(Request(scope), 500, "internal server error")(scope, receive, send)

@@ -10,7 +10,8 @@ they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client coun
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
 from typing import Iterator
@@ -87,6 +88,8 @@ class Database:
         else:
             raise DatabaseError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
         self._write_lock = threading.Lock() if self.dialect == "sqlite" else None
+        #: The write transaction open in the current context, joined by nested ``write()`` calls.
+        self._open_write: ContextVar[Connection | None] = ContextVar(f"haggler_write_{id(self)}", default=None)
 
     @property
     def is_sqlite(self) -> bool:
@@ -94,13 +97,22 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """A transaction for changes that must be serialized; commits on success."""
-        if self._write_lock is not None:
-            with self._write_lock, self._write_engine.begin() as conn:
+        """A transaction for changes that must be serialized; commits on success.
+
+        A ``write()`` opened while this context (thread or task) already holds one joins it
+        instead of starting a second transaction: a caller can wrap a service call and its
+        audit record in one outer ``write()`` so that both commit or neither does, without
+        threading a connection through every service method."""
+        joined = self._open_write.get()
+        if joined is not None:
+            yield joined
+            return
+        with (self._write_lock or nullcontext()), self._write_engine.begin() as conn:
+            token = self._open_write.set(conn)
+            try:
                 yield conn
-        else:
-            with self._write_engine.begin() as conn:
-                yield conn
+            finally:
+                self._open_write.reset(token)
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
