@@ -43,12 +43,16 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="Concurrent agents.json sessions per client.")] = 5,
     requests_per_minute: Annotated[int, typer.Option(help="agents.json requests per client per minute.")] = 60,
     audit: Annotated[bool, typer.Option(help="Produce signed audit trails of agents.json sessions.")] = True,
+    deposits: Annotated[bool, typer.Option(help="Let exchange agents fund their wallets with POST /v1/wallets/me/deposit "
+                                                "(a sandbox feature: switch it off in production).")] = True,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
-    """Serve a negotiable store (negotiate.v1 and agents.json) — by default the built-in demo store."""
+    """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
+    built-in demo store."""
     import uvicorn
 
     from haggler.agentsjson.manifest import AgentsSettings
+    from haggler.exchange.settings import ExchangeSettings
     from haggler.protocols.negotiate_v1.service import StoreLimits
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
@@ -66,8 +70,8 @@ def serve(
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
-                         limits=limits, agents=agents, data_dir=data_dir, seed=seed,
-                         sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
+                         limits=limits, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
+                         data_dir=data_dir, seed=seed, sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
     try:
         application = create_app(config)
     except (DatabaseError, PermissionError) as exc:

@@ -48,3 +48,24 @@ class Conflict(HagglerError):
 
 class Gone(HagglerError):
     """The thing named existed but is no longer usable (an expired deal). HTTP 410."""
+
+
+class Forbidden(HagglerError):
+    """The caller is authenticated but not allowed to touch this thing (not a party to the
+    transaction). HTTP 403."""
+
+
+class InsufficientFunds(HagglerError):
+    """A wallet cannot cover a hold; nothing was changed. HTTP 402."""
+
+
+class Unprocessable(HagglerError):
+    """Well-formed but unusable: an Idempotency-Key reused with a different request. HTTP 422."""
+
+
+class InFlight(Conflict):
+    """The first request with this Idempotency-Key is still being processed: retry after a moment."""
+
+    def __init__(self, message: str, retry_after_seconds: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = max(1, retry_after_seconds)

@@ -18,6 +18,7 @@ from haggler.agentsjson.keys import SigningKeys
 from haggler.agentsjson.routes import AgentsSurface
 from haggler.agentsjson.trail import AuditTrail
 from haggler.agentsjson.sessions import RateLimiter, SessionService
+from haggler.exchange.routes import Exchange
 from haggler.protocols.negotiate_v1.routes import build_router
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.server.clientip import client_address, is_trusted
@@ -52,6 +53,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         return client_address(peer, request.headers.get("x-forwarded-for"), trusted)
 
     surface = _agents_surface(config, db, base_of, client_of)
+    exchange = Exchange(db, config.clock, config.exchange)
 
     def sweep() -> None:
         closed = service.sweep()
@@ -60,6 +62,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         ended = surface.sweep()
         if ended:
             log.info("ended %d expired agent sessions", ended)
+        expired = exchange.sweep()
+        if expired:
+            log.info("cancelled %d transactions whose offer expired", expired)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -83,11 +88,13 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                   openapi_url=None, lifespan=lifespan)
     app.state.service = service
     app.state.agents = surface
+    app.state.exchange = exchange
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
     app.include_router(build_router(service, base_of, client_of, write_slots=2 if db.is_sqlite else 20))
     app.include_router(surface.router())
+    app.include_router(exchange.router())
 
     @app.get("/healthz")
     def healthz() -> JSON:

@@ -10,6 +10,7 @@ from typing import Callable
 from haggler.agentsjson.manifest import AgentsSettings
 
 from haggler.catalog import Catalog
+from haggler.exchange.settings import ExchangeSettings
 from haggler.protocols.negotiate_v1.service import StoreLimits
 from haggler.server.clientip import Network
 
@@ -32,6 +33,7 @@ class StoreConfig:
     trusted_proxies: tuple[Network, ...] = ()
     limits: StoreLimits = field(default_factory=StoreLimits)
     agents: AgentsSettings = field(default_factory=AgentsSettings)
+    exchange: ExchangeSettings = field(default_factory=ExchangeSettings)
     data_dir: Path = DEFAULT_DATA_DIR
     #: A fixed seed makes every conversation reproducible (same turns, same replies).
     seed: int | None = None

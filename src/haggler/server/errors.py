@@ -13,6 +13,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from haggler.errors import (
     Closed,
     Conflict,
+    Forbidden,
+    InFlight,
+    InsufficientFunds,
     Gone,
     HagglerError,
     InvalidInput,
@@ -20,6 +23,7 @@ from haggler.errors import (
     RateLimited,
     TooEarly,
     Unauthorized,
+    Unprocessable,
 )
 from haggler.server.responses import JSON, error
 
@@ -37,6 +41,12 @@ def status_for(exc: HagglerError) -> int:
         return 425
     if isinstance(exc, Conflict):
         return 409
+    if isinstance(exc, Forbidden):
+        return 403
+    if isinstance(exc, InsufficientFunds):
+        return 402
+    if isinstance(exc, Unprocessable):
+        return 422
     if isinstance(exc, Gone):
         return 410
     if isinstance(exc, (InvalidInput, Closed)):
@@ -57,7 +67,7 @@ def _error(request: Request, status: int, message: str, headers: dict[str, str] 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HagglerError)
     async def _domain(request: Request, exc: HagglerError) -> JSON:
-        headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, RateLimited) else None
+        headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, (RateLimited, InFlight)) else None
         return _error(request, status_for(exc), exc.message, headers)
 
     @app.exception_handler(HTTPException)

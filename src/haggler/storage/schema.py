@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 
 from sqlalchemy import (
     BigInteger,
+    CheckConstraint,
     Boolean,
     Column,
     DateTime,
@@ -194,5 +195,113 @@ audit_artifacts = Table(
     metadata,
     Column("session_id", String(64), ForeignKey("agent_sessions.id"), primary_key=True),
     Column("artifact", Text, nullable=False),  # the signed artifact, JSON
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# -- the transactions exchange (/v1) ---------------------------------------------------------------
+
+exchange_agents = Table(
+    "exchange_agents",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("name", String(200), nullable=False),
+    # SHA-256 hex of the API key; the key itself is shown once and never stored.
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# Integer cents. available + held over all wallets always equals the total deposited.
+wallets = Table(
+    "wallets",
+    metadata,
+    Column("agent_id", String(40), ForeignKey("exchange_agents.id"), primary_key=True),
+    Column("available_cents", BigInteger, nullable=False),
+    Column("held_cents", BigInteger, nullable=False),
+    CheckConstraint("available_cents >= 0 AND held_cents >= 0", name="ck_wallets_not_negative"),
+)
+
+# Every movement of money, one row per wallet it touches, with the balances it left behind.
+ledger_entries = Table(
+    "ledger_entries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("agent_id", String(40), ForeignKey("exchange_agents.id"), nullable=False),
+    # deposit | fund_hold | release | capture
+    Column("kind", String(16), nullable=False),
+    Column("available_delta_cents", BigInteger, nullable=False),
+    Column("held_delta_cents", BigInteger, nullable=False),
+    Column("available_after_cents", BigInteger, nullable=False),
+    Column("held_after_cents", BigInteger, nullable=False),
+    Column("transaction_id", String(40), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_ledger_entries_agent", ledger_entries.c.agent_id, ledger_entries.c.id)
+
+services = Table(
+    "services",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("provider_id", String(40), ForeignKey("exchange_agents.id"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("base_price_cents", BigInteger, nullable=False),
+    Column("price_model", String(16), nullable=False),  # fixed | negotiable
+    Column("sla", Text, nullable=False),  # JSON: latencyMs, timeoutMs, retries
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+exchange_transactions = Table(
+    "exchange_transactions",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("service_id", String(40), ForeignKey("services.id"), nullable=False),
+    Column("consumer_id", String(40), ForeignKey("exchange_agents.id"), nullable=False),
+    Column("provider_id", String(40), ForeignKey("exchange_agents.id"), nullable=False),
+    # negotiating | matched | completed | cancelled
+    Column("status", String(16), nullable=False),
+    Column("max_price_cents", BigInteger, nullable=False),
+    Column("input", Text, nullable=False),  # JSON
+    # The agreed terms, once matched.
+    Column("price_cents", BigInteger, nullable=True),
+    Column("sla", Text, nullable=True),
+    Column("scope_modifications", Text, nullable=True),
+    # What the consumer's wallet holds for this transaction right now.
+    Column("held_cents", BigInteger, nullable=False),
+    Column("output", Text, nullable=True),  # JSON, from the provider on completion
+    # Why it ended: rejected | withdrawn | round_cap | offer_expired | cancelled | completed
+    Column("end_reason", String(16), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    # When the offer on the table expires, while negotiating.
+    Column("offer_expires_at", UTCDateTime, nullable=True),
+)
+Index("ix_exchange_transactions_open_expiry", exchange_transactions.c.status,
+      exchange_transactions.c.offer_expires_at)
+
+negotiation_messages = Table(
+    "negotiation_messages",
+    metadata,
+    Column("transaction_id", String(40), ForeignKey("exchange_transactions.id"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("round", Integer, nullable=False),  # 0 for the consumer's initial offer
+    Column("sender", String(16), nullable=False),  # consumer | provider
+    Column("type", String(16), nullable=False),
+    Column("price_cents", BigInteger, nullable=True),
+    Column("sla", Text, nullable=True),
+    Column("scope_modifications", Text, nullable=True),
+    Column("message", Text, nullable=True),
+    Column("expires_at", UTCDateTime, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+# Idempotency-Key records, per agent: the request's fingerprint and, once done, its response.
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("agent_id", String(40), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("request_hash", String(64), nullable=False),
+    Column("status_code", Integer, nullable=True),  # None while the first request is in flight
+    Column("body", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
 )

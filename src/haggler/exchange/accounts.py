@@ -1,0 +1,115 @@
+"""Exchange agents and their API keys, and the services providers list.
+
+An API key is shown once, at registration, and stored only as its SHA-256: a database leak
+does not hand out credentials. Each agent gets an empty wallet when it registers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from haggler.errors import InvalidInput, NotFound, Unauthorized
+from haggler.exchange import ledger
+from haggler.exchange.fields import integer, json_object, one_of, text
+from haggler.storage.schema import exchange_agents, services
+
+KEY_PREFIX = "hgx_"
+FIXED, NEGOTIABLE = "fixed", "negotiable"
+#: The SLA a service promises, all three required: milliseconds, milliseconds, attempts.
+SLA_FIELDS = {"latencyMs": (1, 3_600_000), "timeoutMs": (1, 3_600_000), "retries": (0, 10)}
+
+
+def key_hash(api_key: str) -> str:
+    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: str
+    name: str
+
+
+def register(conn: Connection, name: object, at: datetime) -> tuple[Agent, str]:
+    """A new agent with an empty wallet; returns it and its API key (the only time the key is seen)."""
+    agent = Agent("agt_" + secrets.token_urlsafe(12), text(name, "name", max_length=200))
+    api_key = KEY_PREFIX + secrets.token_urlsafe(32)
+    conn.execute(insert(exchange_agents).values(id=agent.id, name=agent.name, key_hash=key_hash(api_key),
+                                                created_at=at))
+    ledger.open_wallet(conn, agent.id)
+    return agent, api_key
+
+
+def authenticate(conn: Connection, authorization: str | None) -> Agent:
+    """The agent an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
+    scheme, _, api_key = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not api_key.strip():
+        raise Unauthorized("send your API key as 'Authorization: Bearer <key>'")
+    row = conn.execute(select(exchange_agents.c.id, exchange_agents.c.name)
+                       .where(exchange_agents.c.key_hash == key_hash(api_key.strip()))).first()
+    if row is None:
+        raise Unauthorized("unknown API key")
+    return Agent(row.id, row.name)
+
+
+# -- services --------------------------------------------------------------------------------------
+
+def parse_sla(value: object, *, partial: bool) -> dict[str, int]:
+    """An SLA object: every field when a service declares it, any subset when an offer modifies it."""
+    sla = json_object(value, "sla")
+    unknown = sorted(set(sla) - set(SLA_FIELDS))
+    if unknown:
+        raise InvalidInput(f"sla: unknown field {unknown[0]!r}; known: {', '.join(SLA_FIELDS)}")
+    missing = [name for name in SLA_FIELDS if name not in sla]
+    if missing and not partial:
+        raise InvalidInput(f"sla.{missing[0]} is required")
+    if partial and not sla:
+        raise InvalidInput("sla must change at least one of " + ", ".join(SLA_FIELDS))
+    return {name: integer(sla[name], f"sla.{name}", low=low, high=high)
+            for name, (low, high) in SLA_FIELDS.items() if name in sla}
+
+
+def create_service(conn: Connection, provider: Agent, body: dict[str, Any], at: datetime) -> dict[str, Any]:
+    row = {
+        "id": "svc_" + secrets.token_urlsafe(12),
+        "provider_id": provider.id,
+        "name": text(body.get("name"), "name", max_length=200),
+        "description": text(body.get("description", ""), "description", max_length=5000, allow_empty=True),
+        "base_price_cents": integer(body.get("basePriceCents"), "basePriceCents", low=1, high=ledger.MAX_AMOUNT_CENTS),
+        "price_model": one_of(body.get("priceModel"), "priceModel", (FIXED, NEGOTIABLE)),
+        "sla": json.dumps(parse_sla(body.get("sla"), partial=False)),
+        "created_at": at,
+    }
+    conn.execute(insert(services).values(**row))
+    return service_json(row)
+
+
+def get_service(conn: Connection, service_id: str) -> dict[str, Any]:
+    row = conn.execute(select(services).where(services.c.id == service_id)).first()
+    if row is None:
+        raise NotFound(f"unknown service: {service_id}")
+    return service_json(row._mapping)
+
+
+def list_services(conn: Connection, *, limit: int, offset: int) -> list[dict[str, Any]]:
+    rows = conn.execute(select(services).order_by(services.c.created_at, services.c.id).limit(limit).offset(offset))
+    return [service_json(row._mapping) for row in rows]
+
+
+def service_json(row: Any) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "providerId": row["provider_id"],
+        "name": row["name"],
+        "description": row["description"],
+        "basePriceCents": row["base_price_cents"],
+        "priceModel": row["price_model"],
+        "sla": json.loads(row["sla"]),
+        "createdAt": row["created_at"].isoformat(),
+    }

@@ -1,0 +1,190 @@
+"""The exchange's JSON API under ``/v1``: agents, wallets, services, transactions.
+
+Each request is one database transaction: its effect, the money it moves and (with an
+``Idempotency-Key``) its stored response commit together. Errors use the store's shape,
+``{"error": "..."}``, with the status codes of :func:`haggler.server.errors.status_for`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Callable
+
+from fastapi import APIRouter, Request
+from sqlalchemy import Connection
+from starlette.concurrency import run_in_threadpool
+
+from haggler.errors import Forbidden, HagglerError, InvalidInput
+from haggler.exchange import accounts, ledger, transactions
+from haggler.exchange.accounts import Agent
+from haggler.exchange.fields import body_object, integer, only
+from haggler.exchange.idempotency import HEADER, Idempotency, request_hash
+from haggler.exchange.settings import ExchangeSettings
+from haggler.server.errors import status_for
+from haggler.server.responses import JSON
+from haggler.storage.database import Database
+
+PREFIX = "/v1"
+#: Registration has no agent to scope its keys by, so its keys must be as unguessable as a secret.
+ANONYMOUS_SCOPE, MIN_ANONYMOUS_KEY = "-", 32
+MAX_PAGE = 100
+
+#: A POST handler: (connection, caller or None, body) -> (status, response body).
+Handler = Callable[[Connection, "Agent | None", dict[str, Any]], tuple[int, Any]]
+
+
+class Exchange:
+    def __init__(self, db: Database, clock: Callable[[], datetime], settings: ExchangeSettings | None = None) -> None:
+        self.db = db
+        self.clock = clock
+        self.settings = settings or ExchangeSettings()
+        self.idempotency = Idempotency(db, clock)
+
+    def sweep(self) -> int:
+        """Cancel transactions whose offer expired unanswered; returns how many."""
+        with self.db.write() as conn:
+            return transactions.expire_due(conn, self.clock())
+
+    # -- request plumbing ---------------------------------------------------------------------------
+
+    def _caller(self, request: Request) -> Agent:
+        with self.db.read() as conn:
+            return accounts.authenticate(conn, request.headers.get("authorization"))
+
+    def _post(self, request: Request, raw: bytes, handler: Handler, *, anonymous: bool = False) -> JSON:
+        caller = None if anonymous else self._caller(request)
+        try:
+            body = body_object(json.loads(raw) if raw.strip() else {})
+        except ValueError as exc:
+            raise InvalidInput(f"the request body is not valid JSON: {exc}") from exc
+        key = request.headers.get(HEADER)
+        if key is None:
+            with self.db.write() as conn:
+                status, data = handler(conn, caller, body)
+            return JSON(data, status_code=status)
+        if anonymous and len(key) < MIN_ANONYMOUS_KEY:
+            raise InvalidInput(f"{HEADER} on registration must be at least {MIN_ANONYMOUS_KEY} characters "
+                               "(its response holds your API key)")
+        scope = caller.id if caller else ANONYMOUS_SCOPE
+        claim, stored = self.idempotency.begin(scope, key, request_hash("POST", request.url.path, raw))
+        if stored is not None:
+            return JSON(stored.body, status_code=stored.status, headers={"Idempotent-Replayed": "true"})
+        try:
+            with self.db.write() as conn:
+                status, data = handler(conn, caller, body)
+                self.idempotency.finish(conn, claim, status, data)
+        except HagglerError as exc:
+            # A refusal is the answer to this request: a retry with the key gets it again.
+            self.idempotency.finish_now(claim, status_for(exc), {"error": exc.message})
+            raise
+        except BaseException:
+            self.idempotency.forget(claim)
+            raise
+        return JSON(data, status_code=status)
+
+    def _get(self, request: Request, view: Callable[[Connection, Agent, bool], Any]) -> JSON:
+        caller = self._caller(request)
+        with self.db.read() as conn:
+            data = view(conn, caller, False)
+        if _expiry_due(data, self.clock()):
+            with self.db.write() as conn:  # enforcing an expiry is a change: redo it writably
+                data = view(conn, caller, True)
+        return JSON(data)
+
+    # -- handlers ------------------------------------------------------------------------------------
+
+    def _register(self, conn: Connection, _: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
+        only(body, ("name",))
+        agent, api_key = accounts.register(conn, body.get("name"), self.clock())
+        return 201, {"id": agent.id, "name": agent.name, "apiKey": api_key}
+
+    def _deposit(self, conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
+        assert caller is not None
+        if not self.settings.allow_deposits:
+            raise Forbidden("deposits are switched off on this exchange")
+        only(body, ("amountCents",))
+        amount = integer(body.get("amountCents"), "amountCents", low=1, high=ledger.MAX_AMOUNT_CENTS)
+        return 200, ledger.deposit(conn, caller.id, amount, self.clock()).to_json()
+
+    def router(self) -> APIRouter:
+        router = APIRouter(prefix=PREFIX)
+        now = self.clock
+
+        def post(path: str, handler: Handler, *, anonymous: bool = False) -> None:
+            async def endpoint(request: Request) -> JSON:
+                raw = await request.body()
+                return await run_in_threadpool(self._post, request, raw, handler, anonymous=anonymous)
+            router.add_api_route(path, endpoint, methods=["POST"])
+
+        def get(path: str, view: Callable[..., Any]) -> None:
+            def endpoint(request: Request) -> JSON:
+                return self._get(request, lambda conn, caller, writable: view(conn, caller, request, writable))
+            router.add_api_route(path, endpoint, methods=["GET"])
+
+        def agent_of(caller: Agent | None) -> Agent:
+            assert caller is not None  # authenticated routes only
+            return caller
+
+        post("/agents", self._register, anonymous=True)
+        post("/wallets/me/deposit", self._deposit)
+        post("/services", lambda conn, caller, body: (201, accounts.create_service(conn, agent_of(caller), body, now())))
+        post("/transactions", lambda conn, caller, body: (201, transactions.create(conn, agent_of(caller), body, now())))
+        for action in ("negotiate", "complete", "cancel"):
+            router.add_api_route(f"/transactions/{{transaction_id}}/{action}", self._transaction_post(action),
+                                 methods=["POST"])
+
+        get("/wallets/me", lambda conn, caller, *_: ledger.balance(conn, caller.id).to_json())
+        get("/wallets/me/ledger", lambda conn, caller, request, _: {"entries": ledger.entries(
+            conn, caller.id, limit=_page_limit(request), before_id=_optional_int(request, "before"))})
+        get("/services", lambda conn, caller, request, _: {"services": accounts.list_services(
+            conn, limit=_page_limit(request), offset=_optional_int(request, "offset") or 0)})
+        get("/services/{service_id}", lambda conn, caller, request, _: accounts.get_service(
+            conn, request.path_params["service_id"]))
+        get("/transactions/{transaction_id}", lambda conn, caller, request, writable: transactions.read(
+            conn, caller, request.path_params["transaction_id"], now(), enforce=writable))
+        get("/transactions/{transaction_id}/negotiations", lambda conn, caller, request, _: {
+            "messages": transactions.messages(conn, caller, request.path_params["transaction_id"])})
+        return router
+
+    def _transaction_post(self, action: str) -> Callable[..., Any]:
+        now = self.clock
+
+        def handler_for(transaction_id: str) -> Handler:
+            def handle(conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
+                assert caller is not None
+                if action == "negotiate":
+                    return 200, transactions.negotiate(conn, caller, transaction_id, body, now())
+                if action == "complete":
+                    return 200, transactions.complete(conn, caller, transaction_id, body, now())
+                only(body, ())
+                return 200, transactions.cancel(conn, caller, transaction_id, now())
+            return handle
+
+        async def endpoint(request: Request, transaction_id: str) -> JSON:
+            raw = await request.body()
+            return await run_in_threadpool(self._post, request, raw, handler_for(transaction_id))
+        return endpoint
+
+
+def _expiry_due(data: Any, now: datetime) -> bool:
+    """A transaction view whose offer has expired but is still shown as negotiating."""
+    if not isinstance(data, dict) or data.get("status") != transactions.NEGOTIATING:
+        return False
+    expires = data.get("offerExpiresAt")
+    return expires is not None and datetime.fromisoformat(expires) <= now
+
+
+def _page_limit(request: Request) -> int:
+    value = _optional_int(request, "limit")
+    return 50 if value is None else integer(value, "limit", low=1, high=MAX_PAGE)
+
+
+def _optional_int(request: Request, name: str) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be an integer, not {raw[:40]!r}") from None
