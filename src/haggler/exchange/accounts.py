@@ -17,7 +17,7 @@ from sqlalchemy import Connection, insert, select
 
 from haggler.errors import InvalidInput, NotFound, Unauthorized
 from haggler.exchange import ledger
-from haggler.exchange.fields import integer, json_object, one_of, text
+from haggler.exchange.fields import integer, json_object, one_of, only, text
 from haggler.storage.schema import exchange_agents, services
 
 KEY_PREFIX = "hgx_"
@@ -76,6 +76,7 @@ def parse_sla(value: object, *, partial: bool) -> dict[str, int]:
 
 
 def create_service(conn: Connection, provider: Agent, body: dict[str, Any], at: datetime) -> dict[str, Any]:
+    only(body, ("name", "description", "basePriceCents", "priceModel", "sla"))
     row = {
         "id": "svc_" + secrets.token_urlsafe(12),
         "provider_id": provider.id,

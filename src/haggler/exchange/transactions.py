@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from haggler.engine import Action, Negotiation, OutcomeKind, RuleViolation, Rules, Terms, Turn
-from haggler.errors import Closed, Forbidden, InvalidInput, NotFound
+from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
 from haggler.exchange import ledger
 from haggler.exchange.accounts import NEGOTIABLE, Agent, parse_sla
 from haggler.exchange.fields import free_json, integer, json_object, one_of, only, text
@@ -179,9 +179,9 @@ def negotiate(conn: Connection, caller: Agent, transaction_id: str, body: dict[s
     row = _load(conn, transaction_id, caller, lock=True)
     if _expired(row, now):
         _cancel(conn, row, "offer_expired", now)
-        raise Closed("the offer on the table expired unanswered; the transaction was cancelled")
+        raise Conflict("the offer on the table expired unanswered; the transaction was cancelled")
     if row.status != NEGOTIATING:
-        raise Closed(f"the transaction is {row.status}; it takes no more negotiation messages")
+        raise Conflict(f"the transaction is {row.status}; it takes no more negotiation messages")
     party = CONSUMER if caller.id == row.consumer_id else PROVIDER
     stored = _stored_messages(conn, transaction_id)
     negotiation = Negotiation.replay(RULES, (turn for turn, _ in stored))
@@ -227,7 +227,7 @@ def complete(conn: Connection, caller: Agent, transaction_id: str, body: dict[st
     if caller.id != row.provider_id:
         raise Forbidden("only the provider completes a transaction")
     if row.status != MATCHED:
-        raise Closed(f"only a matched transaction can be completed; this one is {row.status}")
+        raise Conflict(f"only a matched transaction can be completed; this one is {row.status}")
     ledger.capture(conn, row.consumer_id, row.provider_id, row.held_cents, now, transaction_id)
     _update(conn, transaction_id, now, status=COMPLETED, held_cents=0, end_reason="completed",
             output=free_json(body.get("output"), "output"))
@@ -238,7 +238,7 @@ def cancel(conn: Connection, caller: Agent, transaction_id: str, now: datetime) 
     """Either party calls off a matched transaction: the hold goes back to the consumer."""
     row = _load(conn, transaction_id, caller, lock=True)
     if row.status != MATCHED:
-        raise Closed(f"only a matched transaction can be cancelled (while negotiating, send withdraw or reject); "
+        raise Conflict(f"only a matched transaction can be cancelled (while negotiating, send withdraw or reject); "
                      f"this one is {row.status}")
     _cancel(conn, row, "cancelled", now)
     return _transaction_json(conn, _locked(conn, transaction_id))
@@ -329,18 +329,25 @@ def _violation_message(exc: RuleViolation, negotiation: Negotiation) -> str:
     return exc.message
 
 
-def _round_and_turn(conn: Connection, row: Any) -> tuple[int, str | None]:
-    count = conn.execute(select(func.count()).select_from(negotiation_messages)
-                         .where(negotiation_messages.c.transaction_id == row.id)).scalar_one()
-    if row.status != NEGOTIATING or count == 0:
-        return max(0, count - 1), None
-    last = conn.execute(select(negotiation_messages.c.sender).where(
-        negotiation_messages.c.transaction_id == row.id, negotiation_messages.c.seq == count - 1)).scalar_one()
-    return count - 1, PROVIDER if last == CONSUMER else CONSUMER
+def _negotiation_state(conn: Connection, row: Any) -> tuple[int, str | None, dict[str, Any] | None]:
+    """The latest round, whose turn it is (None once the negotiation is over) and the offer on
+    the table (the latest offer: what an accept agrees to)."""
+    latest = conn.execute(select(negotiation_messages).where(negotiation_messages.c.transaction_id == row.id)
+                          .order_by(negotiation_messages.c.seq.desc()).limit(2)).all()
+    if not latest:
+        return 0, None, None
+    last = latest[0]
+    offer_row = next((m for m in latest if m.price_cents is not None), None)
+    offer = None if offer_row is None else {"by": offer_row.sender, "terms": _offer_of(offer_row).to_json(),
+                                           "expiresAt": offer_row.expires_at.isoformat()
+                                           if offer_row.expires_at else None}
+    if row.status != NEGOTIATING:
+        return last.round, None, offer
+    return last.round, PROVIDER if last.sender == CONSUMER else CONSUMER, offer
 
 
 def _transaction_json(conn: Connection, row: Any) -> dict[str, Any]:
-    round_number, turn = _round_and_turn(conn, row)
+    round_number, turn, offer = _negotiation_state(conn, row)
     return {
         "id": row.id,
         "serviceId": row.service_id,
@@ -357,6 +364,7 @@ def _transaction_json(conn: Connection, row: Any) -> dict[str, Any]:
         "endReason": row.end_reason,
         "round": round_number,
         "turn": turn,
+        "offer": offer,
         "offerExpiresAt": row.offer_expires_at.isoformat() if row.offer_expires_at else None,
         "createdAt": row.created_at.isoformat(),
         "updatedAt": row.updated_at.isoformat(),
