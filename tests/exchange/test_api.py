@@ -421,3 +421,31 @@ def test_registration_keys_must_be_long_and_replay_the_same_agent(store):
     path = store.app.state.service.db.url.removeprefix("sqlite:///")
     dump = "\n".join(sqlite3.connect(path).iterdump())
     assert first.json()["apiKey"] not in dump and "r" * 40 not in dump  # sealed response, hashed key
+
+
+def test_the_stores_background_sweep_cancels_expired_offers_unread(make_store):
+    """Nobody reads the transaction: the store's own sweep still cancels it once the offer expired."""
+    import time
+
+    from sqlalchemy import create_engine, select
+
+    from haggler.storage.schema import exchange_transactions
+
+    store = make_store(sweep_interval_seconds=0.05)
+    consumer, provider = register(store.http, "c"), register(store.http, "p")
+    tid = open_transaction(consumer, list_service(provider), 450, expiresInSeconds=60).json()["id"]
+    engine = create_engine(store.app.state.service.db.url)
+
+    def status() -> tuple[str, str | None]:
+        with engine.connect() as conn:
+            row = conn.execute(select(exchange_transactions.c.status, exchange_transactions.c.end_reason)
+                               .where(exchange_transactions.c.id == tid)).one()
+        return row.status, row.end_reason
+
+    time.sleep(0.3)
+    assert status() == ("negotiating", None)
+    store.clock.advance(seconds=60)
+    deadline = time.monotonic() + 10
+    while status()[0] == "negotiating" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert status() == ("cancelled", "offer_expired")
