@@ -8,7 +8,6 @@ hard deadline from its creation; activity never extends it.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import secrets
 from dataclasses import dataclass
@@ -19,10 +18,11 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, upda
 from sqlalchemy.dialects import postgresql, sqlite
 
 from haggler.errors import InvalidInput, RateLimited, Unauthorized
+from haggler.hashing import secret_hash
 from haggler.storage.database import Database, lock_key
 from haggler.storage.schema import agent_sessions, rate_windows
 
-__all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "is_active", "token_hash"]
+__all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "is_active"]
 
 _AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
 
@@ -30,10 +30,6 @@ _AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
 def is_active(ended_at: datetime | None, expires_at: datetime, now: datetime) -> bool:
     """The one rule for a live session: nobody ended it and its hard deadline has not come."""
     return ended_at is None and now < expires_at
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +101,7 @@ class SessionService:
                 wait = math.ceil((soonest - now).total_seconds()) if soonest else 60
                 raise RateLimited(f"too many active sessions ({active} of {self.max_sessions}); end one with "
                                   "DELETE or wait for one to expire", wait)
-            values = dict(id=session_id, token_hash=token_hash(token), client=client, created_at=now,
+            values = dict(id=session_id, token_hash=secret_hash(token), client=client, created_at=now,
                           expires_at=now + self.ttl, **agent)
             conn.execute(insert(agent_sessions).values(**values))
         return CreatedSession(AgentSession(session_id, client, agent["agent_name"], agent["agent_version"],
@@ -117,7 +113,7 @@ class SessionService:
             raise Unauthorized("this capability needs a session: create one and send its token in the "
                                "X-Agent-Session header")
         with self.db.read() as conn:
-            row = conn.execute(select(agent_sessions).where(agent_sessions.c.token_hash == token_hash(token))).first()
+            row = conn.execute(select(agent_sessions).where(agent_sessions.c.token_hash == secret_hash(token))).first()
         if row is None:
             raise Unauthorized("unknown session token")
         session = _row_to_session(row)

@@ -6,7 +6,6 @@ does not hand out credentials. Each agent gets an empty wallet when it registers
 
 from __future__ import annotations
 
-import hashlib
 import json
 import secrets
 from dataclasses import dataclass
@@ -18,16 +17,13 @@ from sqlalchemy import Connection, insert, select
 from haggler.errors import InvalidInput, NotFound, Unauthorized
 from haggler.exchange import ledger
 from haggler.exchange.fields import integer, json_object, one_of, only, text
+from haggler.hashing import secret_hash
 from haggler.storage.schema import exchange_agents, services
 
 KEY_PREFIX = "hgx_"
 FIXED, NEGOTIABLE = "fixed", "negotiable"
 #: The SLA a service promises, all three required: milliseconds, milliseconds, attempts.
 SLA_FIELDS = {"latencyMs": (1, 3_600_000), "timeoutMs": (1, 3_600_000), "retries": (0, 10)}
-
-
-def key_hash(api_key: str) -> str:
-    return hashlib.sha256(api_key.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +36,7 @@ def register(conn: Connection, name: object, at: datetime) -> tuple[Agent, str]:
     """A new agent with an empty wallet; returns it and its API key (the only time the key is seen)."""
     agent = Agent("agt_" + secrets.token_urlsafe(12), text(name, "name", max_length=200))
     api_key = KEY_PREFIX + secrets.token_urlsafe(32)
-    conn.execute(insert(exchange_agents).values(id=agent.id, name=agent.name, key_hash=key_hash(api_key),
+    conn.execute(insert(exchange_agents).values(id=agent.id, name=agent.name, key_hash=secret_hash(api_key),
                                                 created_at=at))
     ledger.open_wallet(conn, agent.id)
     return agent, api_key
@@ -52,7 +48,7 @@ def authenticate(conn: Connection, authorization: str | None) -> Agent:
     if scheme.lower() != "bearer" or not api_key.strip():
         raise Unauthorized("send your API key as 'Authorization: Bearer <key>'")
     row = conn.execute(select(exchange_agents.c.id, exchange_agents.c.name)
-                       .where(exchange_agents.c.key_hash == key_hash(api_key.strip()))).first()
+                       .where(exchange_agents.c.key_hash == secret_hash(api_key.strip()))).first()
     if row is None:
         raise Unauthorized("unknown API key")
     return Agent(row.id, row.name)

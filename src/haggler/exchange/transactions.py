@@ -26,7 +26,15 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
-from haggler.engine import Action, Negotiation, OutcomeKind, RuleViolation, Rules, Terms, Turn
+from haggler.engine import (
+    Action,
+    Negotiation,
+    OutcomeKind,
+    Rules,
+    RuleViolation,
+    Terms,
+    Turn,
+)
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
 from haggler.exchange import ledger
 from haggler.exchange.accounts import NEGOTIABLE, Agent, parse_sla

@@ -30,28 +30,15 @@ from haggler.server.responses import JSON, error
 log = logging.getLogger("haggler")
 
 
+#: Domain error → HTTP status, checked in order (a subclass before its base: InFlight is a Conflict).
+_STATUS: tuple[tuple[type[HagglerError] | tuple[type[HagglerError], ...], int], ...] = (
+    (NotFound, 404), (RateLimited, 429), (Unauthorized, 401), (TooEarly, 425), (Conflict, 409), (Forbidden, 403),
+    (InsufficientFunds, 402), (Unprocessable, 422), (Gone, 410), ((InvalidInput, Closed), 400),
+)
+
+
 def status_for(exc: HagglerError) -> int:
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, RateLimited):
-        return 429
-    if isinstance(exc, Unauthorized):
-        return 401
-    if isinstance(exc, TooEarly):
-        return 425
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, InsufficientFunds):
-        return 402
-    if isinstance(exc, Unprocessable):
-        return 422
-    if isinstance(exc, Gone):
-        return 410
-    if isinstance(exc, (InvalidInput, Closed)):
-        return 400
-    return 500
+    return next((status for kind, status in _STATUS if isinstance(exc, kind)), 500)
 
 
 #: Paths under this prefix answer errors in the agents.json envelope, ``{"ok": false, "error"}``.
