@@ -650,33 +650,44 @@ def test_offer_matching_the_next_counter_mid_conversation_is_accepted(product):
 
 
 @pytest.mark.parametrize("product", ALL_PRODUCTS, ids=ALL_IDS)
-def test_inching_below_floor_gets_last_offer_then_decline_close(product):
+@pytest.mark.parametrize("max_messages", [500, 40])
+def test_inching_below_floor_gets_last_offer_then_decline_close(product, max_messages):
+    """A shopper inching up below the floor never gets a deal. After the one last offer the
+    merchant waits (restating it) while the shopper keeps improving, and closes gracefully
+    once the shopper stalls — or the chat's message cap wraps it up first."""
     lst, flo = product.list_price_cents, product.floor_cents
     if flo - 1 <= lst // 2 + 1:
         pytest.skip("no room between a serious offer and the floor")
-    chat = Chat(product, max_messages=500)
+    chat = Chat(product, max_messages=max_messages)
     lo, hi = lst // 2 + 1, flo - 1
     steps = 60
+    amounts = [lo + (hi - lo) * i // steps for i in range(steps + 1)] + [hi] * 3  # then it stalls
     kinds = []
-    for i in range(steps + 1):
-        amount = lo + (hi - lo) * i // steps
+    for amount in amounts:
         move = chat.offer(amount)
         kinds.append(move.kind)
         assert not move.is_deal
         if chat.closed:
             break
     assert chat.closed, kinds
-    assert kinds[-1] is MoveKind.DECLINE_CLOSE
-    assert kinds[-2] is MoveKind.LAST_OFFER
+    assert kinds[-1] in (MoveKind.DECLINE_CLOSE, MoveKind.WRAP_UP)
     assert kinds.count(MoveKind.LAST_OFFER) == 1
-    last = chat.steps[-2].move
+    first_last = kinds.index(MoveKind.LAST_OFFER)
+    assert set(kinds[first_last + 1:-1]) <= {MoveKind.HOLD}  # waiting: no new terms after the last offer
+    last = chat.steps[first_last].move
     assert last.final and last.action is Action.OFFER
     assert flo < last.terms.price_cents or flo == lst
-    decline = chat.steps[-1].move
-    assert decline.action is Action.REJECT
-    assert decline.terms == last.terms  # restates the last terms
+    for step in chat.steps[first_last + 1:]:
+        assert step.move.terms == last.terms  # restates the last terms
     outcome = chat.negotiation.outcome
-    assert outcome.kind is OutcomeKind.REJECTED and outcome.by == MERCHANT
+    if kinds[-1] is MoveKind.DECLINE_CLOSE:
+        assert chat.steps[-1].move.action is Action.REJECT
+        # the shopper stalled, or it was the chat's last message
+        assert (chat.steps[-2].intent.amount_cents >= chat.steps[-1].intent.amount_cents
+                or chat.shopper_messages >= max_messages)
+        assert outcome.kind is OutcomeKind.REJECTED and outcome.by == MERCHANT
+    else:
+        assert outcome.kind is OutcomeKind.TURN_CAP
 
 
 @pytest.mark.parametrize("product", [CATALOG.product("aerion-v12-cordless"), SYNTHETIC["no_levers"]],

@@ -422,11 +422,12 @@ def test_time_dependent_fast_path_offers_its_planned_price(e, role, reservation,
 
 
 def test_store_merchant_closes_after_its_last_offer_as_the_store_does():
-    """The adapter replays the merchant's own final offers as final: against a shopper who never
-    reaches the floor it makes one last offer and then walks away, as the real store does —
-    instead of restating its "last" offer until the clock runs out."""
+    """The adapter tells the merchant the rounds left: against a shopper who never reaches the
+    floor it holds out for the deadline and makes its last offer only in its last round — it
+    does not walk away early, nor ever deal below the floor."""
     scenario = Scenario(id="f", list_price_cents=100_000, seller_reservation_cents=90_000,
                         buyer_reservation_cents=95_000, max_rounds=20)
     result = run_alternating(scenario, StoreMerchant(), Hardliner())
     assert not result.agreed
-    assert result.reason == "rejected" and result.by == SELLER
+    assert result.reason == "timeout" and result.rounds == scenario.max_rounds
+

@@ -9,8 +9,21 @@ How it sells: anchor at list price; never discount unprompted; trade levers chea
 (by the retail value written in each lever) before cutting price; cut price in shrinking
 steps that answer the shopper's own movement; take a shopper offer that beats its own next
 counter; take a shopper offer at or above the floor that the shopper keeps repeating; never
-go below the floor; when the shopper stays below the floor, make one last offer and then close
-gracefully.
+go below the floor.
+
+Without a clock (``messages_left`` unknown) it cuts price in shrinking steps that answer the
+shopper's own movement, and when the shopper stays below the floor makes one last offer.
+
+With a clock (``messages_left`` given) it concedes on a Boulware curve: firm early, towards its
+lowest quote as the deadline nears (most shoppers only move for real late), answering each move
+of the shopper with at least a token cut. Its last offer comes at the last message the shopper
+can still answer (or at a shopper's expected patience, whichever is sooner): it asks for what
+the shopper's own pace says it would pay next — halfway for a shopper who mirrors its moves —
+and never less than its lowest quote.
+
+After its last offer it never quotes lower: it waits, restating the offer, while the shopper
+keeps improving and may still write; takes an offer at or above the floor once the shopper
+stops improving; and closes gracefully when the shopper stops improving below the floor.
 """
 
 from __future__ import annotations
@@ -85,6 +98,24 @@ def _ceil_to(cents: int, unit: int) -> int:
     return int(math.ceil(cents / unit)) * unit
 
 
+def _mirror(offers: tuple[int, ...], asks: tuple[int, ...]) -> int | None:
+    """Where a tit-for-tat shopper would meet the merchant, or None when the shopper's last
+    move does not mirror the merchant's last price cut. Mirroring the same cents, it accepts
+    up to the midpoint of the two standing prices; mirroring the same ratio, up to their
+    geometric mean."""
+    if len(asks) < 2 or len(offers) < 2 or offers[-2] <= 0:
+        return None
+    cut, ask = asks[-2] - asks[-1], asks[-1]
+    raise_ = offers[-1] - offers[-2]
+    if cut <= 0 or raise_ <= 0:
+        return None
+    if abs(raise_ - cut) <= 1:
+        return (offers[-1] + ask) // 2
+    if abs(offers[-1] / offers[-2] - asks[-2] / ask) <= 1e-3:
+        return math.isqrt(offers[-1] * ask)
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class MerchantHistory:
     """What the merchant needs from the conversation so far, derived from the engine state."""
@@ -95,6 +126,8 @@ class MerchantHistory:
     #: The size of the merchant's latest price cut (steps only ever shrink).
     last_price_step: int | None
     shopper_offers: tuple[int, ...]
+    #: The merchant's offered prices, oldest first (the opening included).
+    asks: tuple[int, ...] = ()
 
     @property
     def shopper_stalls(self) -> int:
@@ -105,6 +138,36 @@ class MerchantHistory:
                 break
             stalls += 1
         return stalls
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """Where the chat stands against its message cap, from the shopper's side."""
+
+    #: Shopper messages so far, the current one included.
+    done: int
+    #: Shopper messages still allowed after the current one.
+    left: int
+    #: The longest a shopper is expected to keep haggling, in messages, whatever the cap: a
+    #: merchant that saves its last offer for message 30 sells nothing to shoppers who give up
+    #: after 20.
+    patience: int = 20
+
+    @property
+    def horizon(self) -> int:
+        """The shopper message the merchant answers with its last offer."""
+        return min(self.done + self.left, self.patience) - 1
+
+    @property
+    def time(self) -> float:
+        """Relative time in [0, 1]: 1 at the last offer the shopper can still answer."""
+        horizon = self.horizon
+        return 1.0 if horizon <= 0 else min(1.0, self.done / horizon)
+
+    @property
+    def last_call(self) -> bool:
+        """This answer is the merchant's last offer (the shopper can still take it)."""
+        return self.done >= self.horizon
 
 
 class MerchantAgent:
@@ -125,6 +188,11 @@ class MerchantAgent:
     #: Take a shopper's offer at or above the floor once it has stood still this many times in a
     #: row: holding out against a shopper who will not move only loses a sale it can make.
     STALLS_TO_TAKE = 2
+    #: With a clock: the concession curve's exponent (below 1: Boulware, firm until late).
+    BOULWARE_E = 0.2
+    #: With a clock: the token cut (fraction of the remaining room, at least one price unit,
+    #: at most the shopper's own move) answering each move of the shopper.
+    TOKEN_STEP = 0.01
 
     def __init__(self, product: Product) -> None:
         self.product = product
@@ -150,8 +218,10 @@ class MerchantAgent:
         last_step = None
         previous_price = self.product.list_price_cents
         offers: list[int] = []
+        asks: list[int] = []
         for turn in negotiation.turns:
             if turn.party == MERCHANT and turn.action is Action.OFFER and turn.terms is not None:
+                asks.append(turn.terms.price_cents)
                 if turn.terms.price_cents < previous_price:
                     concessions += 1
                     last_step = previous_price - turn.terms.price_cents
@@ -159,7 +229,7 @@ class MerchantAgent:
                 final = turn.final
             elif turn.party == SHOPPER and turn.action is Action.OFFER and turn.terms is not None:
                 offers.append(turn.terms.price_cents)
-        return MerchantHistory(ask, final, concessions, last_step, tuple(offers))
+        return MerchantHistory(ask, final, concessions, last_step, tuple(offers), tuple(asks))
 
     def shopper_terms(self, negotiation: Negotiation, price_cents: int) -> Terms:
         """The terms a shopper's bare price offers: that price for the package on the table,
@@ -180,8 +250,13 @@ class MerchantAgent:
 
     # -- deciding ----------------------------------------------------------------------------
 
-    def respond(self, negotiation: Negotiation, intent: Intent, *, last_message: bool = False) -> MerchantMove:
-        """The merchant's move after the shopper's turn has been applied to ``negotiation``."""
+    def respond(self, negotiation: Negotiation, intent: Intent, *, last_message: bool = False,
+                messages_left: int | None = None) -> MerchantMove:
+        """The merchant's move after the shopper's turn has been applied to ``negotiation``.
+
+        ``messages_left`` is how many more messages the shopper may send after this one (None:
+        unknown). Knowing it, the merchant holds firm early and concedes towards its lowest
+        quote as the deadline nears; ``messages_left == 0`` is the last message."""
         state = self.history(negotiation)
         outcome = negotiation.outcome
         if outcome is not None and outcome.by == SHOPPER:
@@ -189,17 +264,22 @@ class MerchantAgent:
                 assert outcome.terms is not None
                 return MerchantMove(MoveKind.CONFIRM_DEAL, None, outcome.terms)
             return MerchantMove(MoveKind.FAREWELL, None, state.ask)
-        move = self._decide(negotiation, state, intent)
+        clock = None
+        if messages_left is not None:
+            last_message = last_message or messages_left <= 0
+            clock = Clock(sum(1 for t in negotiation.turns if t.party == SHOPPER), max(0, messages_left))
+        move = self._decide(negotiation, state, intent, clock, last_message)
         if intent.manipulation and not move.deflected:
             move = replace(move, deflected=True)
         if last_message and not move.closes:
             return MerchantMove(MoveKind.WRAP_UP, Action.MESSAGE, state.ask, deflected=move.deflected)
         return move
 
-    def _decide(self, negotiation: Negotiation, state: MerchantHistory, intent: Intent) -> MerchantMove:
+    def _decide(self, negotiation: Negotiation, state: MerchantHistory, intent: Intent, clock: Clock | None,
+                last_message: bool) -> MerchantMove:
         kind = intent.kind
         if kind is IntentKind.OFFER and intent.amount_cents is not None:
-            return self._answer_offer(negotiation, state, intent.amount_cents, intent.topics)
+            return self._answer_offer(negotiation, state, intent.amount_cents, intent.topics, clock, last_message)
         if intent.manipulation:
             return MerchantMove(MoveKind.DEFLECT, Action.MESSAGE, state.ask, deflected=True)
         if kind is IntentKind.AMBIGUOUS:
@@ -217,27 +297,36 @@ class MerchantAgent:
         return MerchantMove(MoveKind.PITCH, Action.MESSAGE, state.ask, topics=intent.topics)
 
     def _answer_offer(self, negotiation: Negotiation, state: MerchantHistory, price: int,
-                      topics: tuple[Topic, ...]) -> MerchantMove:
+                      topics: tuple[Topic, ...], clock: Clock | None, last_message: bool) -> MerchantMove:
         ask = state.ask
         floor = self.product.floor_cents
-        shopper = negotiation.standing.get(SHOPPER)
         if price >= ask.price_cents:
             return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, self.shopper_terms(negotiation, price),
                                 shopper_price_cents=price, topics=topics)
-        counter = self._counter(state, price)
-        close_enough = counter is not None and counter.price_cents - price <= self.product.list_price_cents * self.CLOSE_ENOUGH
+        if state.ask_is_final:
+            return self._after_last_offer(negotiation, state, price, topics, last_message)
+        if price >= floor and last_message and clock is not None:
+            # The shopper's last word and a price the merchant can live with: a sale beats none.
+            return self._accept(negotiation, price, topics)
+        if clock is not None and clock.last_call:
+            return self._final_answer(negotiation, state, price, topics)
+        counter = self._counter(state, price) if clock is None else self._timed_counter(state, price, clock)
+        # Splitting a small gap makes sense only when the merchant cannot tell how long the
+        # shopper will keep moving.
+        close_enough = (clock is None and counter is not None
+                        and counter.price_cents - price <= self.product.list_price_cents * self.CLOSE_ENOUGH)
         if price >= floor and (counter is None or price >= counter.price_cents or close_enough
                                or state.shopper_stalls >= self.STALLS_TO_TAKE):
-            assert shopper is not None
-            return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, shopper, shopper_price_cents=price, topics=topics)
-        if counter is None or (price < floor and state.shopper_stalls >= 2):
+            return self._accept(negotiation, price, topics)
+        # Without a clock, a shopper stuck below the floor gets the last offer; with one, the
+        # deadline bounds the chat and the last offer comes when it nears.
+        stuck = clock is None and price < floor and state.shopper_stalls >= 2
+        if counter is None or stuck:
             # Nothing left to give, or the shopper is stuck below the floor: one last offer,
-            # then a graceful close.
-            if state.ask_is_final:
-                return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
+            # then a graceful close once the shopper stops improving.
             return MerchantMove(MoveKind.LAST_OFFER, Action.OFFER, ask, final=True, shopper_price_cents=price)
         lowball = price < self.product.list_price_cents * self.LOWBALL
-        if state.shopper_stalls or lowball:
+        if counter == ask or (clock is None and (lowball or state.shopper_stalls)):
             return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, shopper_price_cents=price, topics=topics,
                                 lowball=lowball)
         added = tuple(e for e in counter.extras if e not in ask.extras)
@@ -245,6 +334,58 @@ class MerchantAgent:
         kind = MoveKind.LAST_OFFER if final else MoveKind.COUNTER
         return MerchantMove(kind, Action.OFFER, counter, added_extras=added, final=final, shopper_price_cents=price,
                             topics=topics, price_cut=counter.price_cents < ask.price_cents)
+
+    def _accept(self, negotiation: Negotiation, price: int, topics: tuple[Topic, ...]) -> MerchantMove:
+        shopper = negotiation.standing.get(SHOPPER)
+        assert shopper is not None
+        return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, shopper, shopper_price_cents=price, topics=topics)
+
+    def _after_last_offer(self, negotiation: Negotiation, state: MerchantHistory, price: int,
+                          topics: tuple[Topic, ...], last_message: bool) -> MerchantMove:
+        """After its last offer the merchant never quotes lower. It waits (restating the offer)
+        while the shopper keeps improving and may still write; it takes an offer at or above
+        the floor once the shopper stops improving or has no message left; and it closes
+        gracefully when the shopper stops improving below the floor."""
+        ask = state.ask
+        improving = state.shopper_stalls == 0
+        if price >= self.product.floor_cents and (not improving or last_message):
+            return self._accept(negotiation, price, topics)
+        if improving and not last_message:
+            return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, shopper_price_cents=price, topics=topics)
+        return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
+
+    def _final_answer(self, negotiation: Negotiation, state: MerchantHistory, price: int,
+                      topics: tuple[Topic, ...]) -> MerchantMove:
+        """The shopper can answer this move but the merchant cannot answer back with a counter:
+        its last offer. It asks for what the shopper's own pace says the shopper would offer
+        next (never below its lowest quote), and takes the shopper's offer when that is as good."""
+        ask = state.ask
+        fine = min(self.unit, 100)
+        forecast = self._forecast(state) // fine * fine
+        last_price = max(self.min_quote, min(ask.price_cents, forecast))
+        if price >= self.product.floor_cents and price >= last_price:
+            return self._accept(negotiation, price, topics)
+        terms = Terms(last_price, ask.currency, ask.extras)
+        return MerchantMove(MoveKind.LAST_OFFER, Action.OFFER, terms, final=True, shopper_price_cents=price,
+                            topics=topics, price_cut=last_price < ask.price_cents)
+
+    @staticmethod
+    def _forecast(state: MerchantHistory) -> int:
+        """What the shopper will pay next, judged from its moves. A shopper that mirrors the
+        merchant's moves meets it halfway (in cents, or in ratio); one that concedes on its own
+        clock takes one more step as large as its last when its last three steps never shrank
+        (it concedes late); otherwise its best offer so far is all there is to count on."""
+        offers = state.shopper_offers
+        best = max(offers)
+        if len(offers) < 3:
+            return best
+        mirror = _mirror(offers, state.asks)
+        if mirror is not None:
+            return mirror
+        steps = [b - a for a, b in zip(offers[-4:], offers[-3:])]
+        if len(steps) >= 3 and steps[-1] > 0 and all(a <= b for a, b in zip(steps, steps[1:])):
+            return offers[-1] + steps[-1]
+        return best
 
     def _best_price(self, state: MerchantHistory) -> MerchantMove:
         """Asked for the best price: one concession when none was made yet, else hold."""
@@ -265,6 +406,44 @@ class MerchantAgent:
     def _grant_lever(self, ask: Terms, lever: Lever, *, topics: tuple[Topic, ...] = ()) -> MerchantMove:
         terms = Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
         return MerchantMove(MoveKind.COUNTER, Action.OFFER, terms, added_extras=(lever.offer_text,), topics=topics)
+
+    def _time_price(self, clock: Clock) -> int:
+        """Where the concession curve puts the price now: list price at the start, the lowest
+        quote at the last offer the shopper can still answer, Boulware in between (firm early,
+        fast late) — most shoppers only move for real when the deadline nears."""
+        room = self.product.list_price_cents - self.min_quote
+        if room <= 0:
+            return self.min_quote
+        given = room * clock.time ** (1 / self.BOULWARE_E)
+        return max(self.min_quote, _ceil_to(int(self.product.list_price_cents - given), self.unit))
+
+    def _timed_counter(self, state: MerchantHistory, price: int, clock: Clock) -> Terms | None:
+        """The next terms on the clock: the concession curve's price, and at least a token cut
+        (no more than the shopper's own move) whenever the shopper improved its offer, so that
+        every move of the shopper is answered. The standing terms when no move is due; None
+        when nothing is left to give."""
+        ask = state.ask
+        offers = state.shopper_offers
+        moved = offers[-1] - max(offers[:-1]) if len(offers) >= 2 else None
+        target = self._time_price(clock)
+        lowball = price < self.product.list_price_cents * self.LOWBALL
+        if not lowball and (moved is None or moved > 0):
+            room = ask.price_cents - self.min_quote
+            token = max(self.unit, int(room * self.TOKEN_STEP))
+            if moved is not None:
+                token = min(token, max(self.unit, moved))
+            target = min(target, ask.price_cents - token)
+        lever = self._next_lever(ask)
+        if target >= ask.price_cents:
+            return ask if lever is not None or ask.price_cents > self.min_quote else None
+        gap = ask.price_cents - price
+        if lever is not None and (lever.value_cents is None or lever.value_cents <= gap
+                                  or ask.price_cents <= self.min_quote):
+            return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+        if ask.price_cents <= self.min_quote:
+            return None
+        target = min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
+        return Terms(max(self.min_quote, target), ask.currency, ask.extras)
 
     def _counter(self, state: MerchantHistory, price: int | None) -> Terms | None:
         """The merchant's next concession from its current terms, or None when it has none

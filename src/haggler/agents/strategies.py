@@ -231,9 +231,10 @@ class StoreMerchant:
     Each turn it builds a catalog product from the view (floor = reservation, list price, one
     lever per extra valued at its cost), replays the offers so far into a negotiation (the offers
     the merchant said were final as final, so that it closes after its last offer as the store
-    does), reads the buyer's last offer as an OFFER intent and maps the merchant's move back: a
-    counter or last offer is an OFFER, a hold re-offers the standing terms, a graceful close is a
-    REJECT.
+    does), reads the buyer's last offer as an OFFER intent — with the rounds left as the chat's
+    messages left, so that the merchant knows the deadline — and maps the merchant's move back: a
+    counter or last offer is an OFFER, a hold re-offers the standing terms (final after a last
+    offer), a graceful close is a REJECT.
     """
 
     name = "store-merchant"
@@ -301,7 +302,9 @@ class StoreMerchant:
                 negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]),
                                        final=i in self._finals))
         last = theirs[-1]
-        move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents))
+        # The buyer answers this move and every later one, up to the last round.
+        move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents),
+                             messages_left=view.max_rounds - view.round)
         standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
         if move.action is Action.ACCEPT:
             return ACCEPT if acceptable(view, last) else standing
@@ -310,7 +313,8 @@ class StoreMerchant:
         proposed = self._terms(move.terms) if move.action is Action.OFFER else standing
         if _at_least_as_good(view, last, net_cents(view, proposed)):
             return ACCEPT
-        if move.final:
+        if move.final or (move.action is Action.MESSAGE and agent.history(negotiation).ask_is_final):
+            # A hold after a last offer restates it: still final.
             self._finals.add(len(mine))
         # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
         return guard(proposed, view)
