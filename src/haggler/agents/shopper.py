@@ -6,7 +6,7 @@ text and the structured JSON-extension message.
 
 How it buys:
 
-* opens with a credible anchor — about 70% of list, never below what a merchant would dismiss
+* opens with a credible anchor — about 60% of list, never below what a merchant would dismiss
   as a lowball (55% of list) unless its budget forces it, and never above its target or budget;
 * concedes in shrinking steps (a share of the room left to its ceiling), a share that grows as
   the turns run out (Boulware-ish: firm early, more pliable late);
@@ -169,7 +169,7 @@ class ShopperAgent:
     MAX_TURNS = 20
     #: The opening offer as a fraction of list price (jittered by the seed), and the least
     #: fraction it may open at when its budget allows (a merchant ignores lowballs).
-    ANCHOR = 0.70
+    ANCHOR = 0.60
     MIN_ANCHOR = 0.55
     #: The opening leaves at least this share of the ceiling, and this fraction of list
     #: price, as room to concede.
@@ -190,7 +190,7 @@ class ShopperAgent:
     #: Probing needs this many turns; a shorter chat has no turns to spare.
     PROBE_MIN_TURNS = 8
     #: Share of the remaining room conceded per turn against a merchant on a clock.
-    CREEP = 0.02
+    CREEP = 0.01
 
     def __init__(self, goal: ShopperGoal, *, seed: int | None = None, max_turns: int | None = None) -> None:
         max_turns = self.MAX_TURNS if max_turns is None else max_turns
@@ -314,6 +314,9 @@ class ShopperAgent:
                 return self._accept()
             if planned >= ask or reading.final or turns_left <= self._accept_turns_left():
                 return self._accept()
+            if self._clock_merchant and moved <= 0:
+                # A merchant on a clock that stops coming down has reached its best terms.
+                return self._accept()
             if last is not None and (ask - last <= max(goal.list_price_cents * self.CLOSE_GAP, self.fine)
                                      or last >= self.cap):
                 return self._accept()
@@ -421,9 +424,10 @@ class ShopperAgent:
         return max(target, last)
 
     def _creep(self, last: int, room: int) -> int:
-        """A token step against a merchant on a clock: enough to show good faith, too little
-        to meet its price before its clock brings it down."""
-        step = int(room * self.CREEP) // self.fine * self.fine
+        """A token step against a merchant on a clock: enough that it never reads as a stall
+        (a merchant may close on a shopper who stands still), too little to meet its price
+        before its clock brings it down."""
+        step = max(self.fine, int(room * self.CREEP) // self.fine * self.fine)
         return min(last + step, self.cap)
 
     # -- emitting ----------------------------------------------------------------------------
