@@ -373,9 +373,11 @@ class ShopperAgent:
         return max(0, moved)
 
     def _stood_still(self) -> bool:
-        """Whether our latest offer repeated the one before: a merchant that answers moves
-        has nothing to answer then."""
-        return len(self.offers) >= 2 and self.offers[-1] == self.offers[-2]
+        """Whether our latest offer repeated the one before as a probe: a merchant that answers
+        moves has nothing to answer then. (Repeating the cap is no probe: there it has no more
+        to give, and a merchant holding against it is stalling.)"""
+        offers = self.offers
+        return len(offers) >= 2 and offers[-1] == offers[-2] < self.cap
 
     def _probing(self) -> bool:
         """Whether the next offer repeats the last one as a probe (see :attr:`PROBE_SHARE`)."""
