@@ -302,23 +302,13 @@ class ShopperAgent:
                 return self._emit(ASK, None, _ASK)
             ask = goal.list_price_cents
 
-        budget = goal.budget_cents
-        within = ask <= budget
-        effective = ask - goal.extras_value(self._ask_extras)
+        within = ask <= goal.budget_cents
         turns_left = self.max_turns - len(self.turns)
         planned = self._plan(ask, moved, opening)
         last = self.offers[-1] if self.offers else None
 
         if within:
-            if goal.target_cents is not None and effective <= goal.target_cents:
-                return self._accept()
-            if planned >= ask or reading.final or turns_left <= self._accept_turns_left():
-                return self._accept()
-            if self._clock_merchant and moved <= 0:
-                # A merchant on a clock that stops coming down has reached its best terms.
-                return self._accept()
-            if last is not None and (ask - last <= max(goal.list_price_cents * self.CLOSE_GAP, self.fine)
-                                     or last >= self.cap):
+            if self._worth_taking(reading, ask, planned, moved):
                 return self._accept()
         else:
             if reading.final:
@@ -337,6 +327,20 @@ class ShopperAgent:
             templates = _AFTER_HOLD
         self.offers.append(planned)
         return self._emit(OFFER, planned, templates)
+
+    def _worth_taking(self, reading: MerchantReading, ask: int, planned: int, moved: int) -> bool:
+        """Whether to take the merchant's terms (``ask`` is within budget) rather than counter."""
+        goal = self.goal
+        if goal.target_cents is not None and ask - goal.extras_value(self._ask_extras) <= goal.target_cents:
+            return True
+        if planned >= ask or reading.final or self.max_turns - len(self.turns) <= self._accept_turns_left():
+            return True
+        if self._clock_merchant and moved <= 0:
+            # A merchant on a clock that stops coming down has reached its best terms.
+            return True
+        last = self.offers[-1] if self.offers else None
+        return last is not None and (ask - last <= max(goal.list_price_cents * self.CLOSE_GAP, self.fine)
+                                     or last >= self.cap)
 
     def _accept_turns_left(self) -> int:
         """With this few turns left it takes any terms within budget. A merchant on a clock
