@@ -524,3 +524,15 @@ def test_takes_the_terms_of_a_merchant_on_a_clock_that_stops_coming_down():
     assert agent._clock_merchant
     turn = agent.next_turn(reading(LIST - 6_000))
     assert turn is not None and turn.kind == "accept"
+
+
+def test_offers_its_best_when_a_merchant_on_a_clock_stops_above_its_budget():
+    """A merchant on a clock that stops above the budget will come down no further by itself:
+    the shopper's best offer is the only way left to a deal."""
+    agent = ShopperAgent(ShopperGoal(LIST, 50_000), seed=2)
+    agent.first_turn(reading(LIST))
+    for ask in (LIST, LIST - 4_000, LIST - 8_000, LIST - 12_000):
+        turn = agent.next_turn(reading(ask))
+        assert turn is not None and turn.kind == "offer" and turn.price_cents < 40_000
+    turn = agent.next_turn(reading(LIST - 12_000))
+    assert turn is not None and turn.kind == "offer" and turn.price_cents == agent.cap < 50_000

@@ -17,13 +17,14 @@ How it buys:
   anyway concedes on a clock, saving its best terms for last — so from then on the shopper
   only creeps up and waits for the merchant's last offer instead of meeting it halfway;
 * makes its last offer its best (its ceiling) when the merchant is still above its budget:
-  with no turn left to hold back for, only the deal is left to win or lose;
+  with no turn left to hold back for, only the deal is left to win or lose — and so it does at
+  once when a merchant on a clock stops coming down above its budget;
 * values extras: an extra whose description contains a keyword of ``extra_values`` is worth
   that much, so "$540 + battery worth $80" is effectively $460 against its target — but it
   NEVER accepts a cash price above its budget, whatever the extras;
 * accepts a price within budget when it is at or below its target or its own next offer, when
   the merchant says it is final, when the gap is too small to be worth another round, when
-  it has no room left, or near the end (its last turn against a merchant on a clock, one turn
+  it has no room left, when a merchant on a clock stops coming down, or near the end (its last turn against a merchant on a clock, one turn
   earlier otherwise); walks away politely from a final price above budget; gives up politely
   after ``max_turns``;
 * never reveals its budget: its highest offer is a round amount strictly below the budget, and
@@ -412,6 +413,9 @@ class ShopperAgent:
         if room <= 0 or self._probing():
             return last
         if self._clock_merchant:
+            if moved <= 0 and ask > self.goal.budget_cents:
+                # Its clock stopped above our budget: only our best offer can still make a deal.
+                return self.cap
             return self._creep(last, room)
         if self.max_turns - len(self.turns) <= 2:
             # Its last offer: nothing is left to hold back for, only a deal to win or lose.
