@@ -218,7 +218,10 @@ def test_extras_it_values_bring_it_up_faster(service):
                   seed=3, structured=False)
     assert plain.deal_cents is not None and valued.deal_cents is not None
     assert valued.deal_cents <= budget
-    assert valued.agent.offers[1] > plain.agent.offers[1]
+    # Its early offers stand higher (probes repeat some of them, and one step may round to
+    # the same price, so compare their sum).
+    assert sum(valued.agent.offers[:5]) > sum(plain.agent.offers[:5])
+    assert all(v >= p for v, p in zip(valued.agent.offers[:5], plain.agent.offers[:5]))
 
 
 # -- behaviour against scripted merchant replies ---------------------------------------------------
@@ -249,7 +252,8 @@ def test_opening_is_a_credible_anchor():
 
 
 def _second_offer(merchant_second_price: int, seed: int = 5) -> int:
-    agent = ShopperAgent(ShopperGoal(LIST, LIST), seed=seed)
+    # A short chat: no turn to spare for a probe, so the second offer answers the merchant.
+    agent = ShopperAgent(ShopperGoal(LIST, LIST), seed=seed, max_turns=ShopperAgent.PROBE_MIN_TURNS - 1)
     first = agent.first_turn(reading(LIST))
     second = agent.next_turn(reading(merchant_second_price))
     assert second is not None and second.kind == "offer"
@@ -263,19 +267,63 @@ def test_answers_the_merchants_movement():
     assert 0 < stalled < small < large
 
 
-def test_concedes_in_shrinking_steps_against_a_steady_merchant():
-    agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=2)
+def _answering_merchant(agent: ShopperAgent, *, step: int = 500) -> ShopperTurn | None:
+    """Plays a merchant that gives ``step`` after each raise of the shopper and holds otherwise,
+    until the shopper stops offering; returns the shopper's last turn."""
     agent.first_turn(reading(LIST))
     price = LIST
     while True:
-        price -= 500
+        if len(agent.offers) >= 2 and agent.offers[-1] > agent.offers[-2]:
+            price -= step
         turn = agent.next_turn(reading(price))
         if turn is None or turn.kind != "offer":
-            break
-    steps = [b - a for a, b in zip(agent.offers, agent.offers[1:])]
+            return turn
+
+
+def test_concedes_in_shrinking_steps_against_a_steady_merchant():
+    agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=2)
+    _answering_merchant(agent)
+    steps = [b - a for a, b in zip(agent.offers, agent.offers[1:]) if b > a]
     assert len(steps) >= 4
-    assert steps[-1] <= steps[0]
+    assert steps[-1] <= max(steps[:3])
     assert max(agent.offers) < 60_000
+
+
+def test_probes_once_in_a_while_early_in_a_long_chat():
+    """Early on every other offer repeats the last: a merchant that answers moves holds then."""
+    agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=2)
+    _answering_merchant(agent)
+    assert agent.offers[1] == agent.offers[0] and agent.offers[2] > agent.offers[1]
+    assert agent.offers[3] == agent.offers[2]
+    late = agent.offers[len(agent.offers) // 2:]
+    assert all(b > a for a, b in zip(late, late[1:]))
+
+
+def test_waits_for_the_last_offer_of_a_merchant_on_a_clock():
+    """A merchant that comes down while the shopper stands still concedes on a clock: the
+    shopper barely moves and takes the merchant's last, best offer on its last turn."""
+    agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=2, max_turns=12)
+    agent.first_turn(reading(LIST))
+    asks = [LIST - 1_500 * i for i in range(1, 12)]
+    for ask in asks:
+        turn = agent.next_turn(reading(ask))
+        assert turn is not None
+        if turn.kind != "offer":
+            break
+    assert turn.kind == "accept" and len(agent.turns) == agent.max_turns
+    assert agent._clock_merchant
+    assert max(agent.offers) - agent.offers[0] < 0.05 * LIST
+    assert agent.next_turn(reading(asks[-1], deal=True, closed=True)) is None
+    assert agent.outcome is not None and agent.outcome.price_cents == asks[-1] <= 60_000
+
+
+def test_last_offer_is_its_best_when_the_merchant_stays_above():
+    """Against a merchant that answers moves but stays above the budget, its last offer is
+    the most it will pay: holding back then only loses the deal."""
+    agent = ShopperAgent(ShopperGoal(LIST, 50_000), seed=2, max_turns=12)
+    turn = _answering_merchant(agent, step=100)
+    assert turn is not None and turn.kind == "walk_away"
+    assert agent.offers[-1] == agent.cap < 50_000
 
 
 def test_extras_count_as_money_against_the_target():
@@ -463,3 +511,28 @@ def test_property_against_a_simulated_merchant(data):
     assert outcome is not None
     if outcome.agreed:
         assert outcome.price_cents is not None and outcome.price_cents <= budget
+
+
+def test_takes_the_terms_of_a_merchant_on_a_clock_that_stops_coming_down():
+    """A merchant on a clock that holds while the shopper still creeps up has reached its best
+    terms: the shopper takes them rather than wait for a last offer that may never come."""
+    agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=2)
+    agent.first_turn(reading(LIST))
+    for ask in (LIST, LIST - 2_000, LIST - 4_000, LIST - 6_000):
+        turn = agent.next_turn(reading(ask))
+        assert turn is not None and turn.kind == "offer"
+    assert agent._clock_merchant
+    turn = agent.next_turn(reading(LIST - 6_000))
+    assert turn is not None and turn.kind == "accept"
+
+
+def test_offers_its_best_when_a_merchant_on_a_clock_stops_above_its_budget():
+    """A merchant on a clock that stops above the budget will come down no further by itself:
+    the shopper's best offer is the only way left to a deal."""
+    agent = ShopperAgent(ShopperGoal(LIST, 50_000), seed=2)
+    agent.first_turn(reading(LIST))
+    for ask in (LIST, LIST - 4_000, LIST - 8_000, LIST - 12_000):
+        turn = agent.next_turn(reading(ask))
+        assert turn is not None and turn.kind == "offer" and turn.price_cents < 40_000
+    turn = agent.next_turn(reading(LIST - 12_000))
+    assert turn is not None and turn.kind == "offer" and turn.price_cents == agent.cap < 50_000

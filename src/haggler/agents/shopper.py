@@ -6,18 +6,26 @@ text and the structured JSON-extension message.
 
 How it buys:
 
-* opens with a credible anchor — about 70% of list, never below what a merchant would dismiss
+* opens with a credible anchor — about 60% of list, never below what a merchant would dismiss
   as a lowball (55% of list) unless its budget forces it, and never above its target or budget;
 * concedes in shrinking steps (a share of the room left to its ceiling), a share that grows as
   the turns run out (Boulware-ish: firm early, more pliable late);
 * answers the merchant's movement: when the merchant does not move it barely moves; when the
   merchant gives a lot (price or extras it values) it gives more — never past its ceiling;
+* probes for a merchant on a clock: early in a long chat every other offer repeats the last.
+  A merchant that answers moves holds then (and that hold is no stall); one that comes down
+  anyway concedes on a clock, saving its best terms for last — so from then on the shopper
+  only creeps up and waits for the merchant's last offer instead of meeting it halfway;
+* makes its last offer its best (its ceiling) when the merchant is still above its budget:
+  with no turn left to hold back for, only the deal is left to win or lose — and so it does at
+  once when a merchant on a clock stops coming down above its budget;
 * values extras: an extra whose description contains a keyword of ``extra_values`` is worth
   that much, so "$540 + battery worth $80" is effectively $460 against its target — but it
   NEVER accepts a cash price above its budget, whatever the extras;
 * accepts a price within budget when it is at or below its target or its own next offer, when
-  the merchant says it is final, when the gap is too small to be worth another round, or when
-  it has no room left; walks away politely from a final price above budget; gives up politely
+  the merchant says it is final, when the gap is too small to be worth another round, when
+  it has no room left, when a merchant on a clock stops coming down, or near the end (its last turn against a merchant on a clock, one turn
+  earlier otherwise); walks away politely from a final price above budget; gives up politely
   after ``max_turns``;
 * never reveals its budget: its highest offer is a round amount strictly below the budget, and
   no text it writes states the budget or talks about a budget, maximum or limit.
@@ -162,14 +170,14 @@ class ShopperAgent:
     MAX_TURNS = 20
     #: The opening offer as a fraction of list price (jittered by the seed), and the least
     #: fraction it may open at when its budget allows (a merchant ignores lowballs).
-    ANCHOR = 0.70
+    ANCHOR = 0.60
     MIN_ANCHOR = 0.55
     #: The opening leaves at least this share of the ceiling, and this fraction of list
     #: price, as room to concede.
     ANCHOR_SHARE = 0.88
     ANCHOR_ROOM = 0.30
     #: Share of the remaining room conceded per step, early and (added) late in the chat.
-    STEP_EARLY = 0.16
+    STEP_EARLY = 0.10
     STEP_LATE = 0.30
     #: Share of the remaining room conceded when the merchant did not move at all.
     STEP_STALLED = 0.04
@@ -177,6 +185,13 @@ class ShopperAgent:
     GESTURE = 0.03
     #: A gap this small (fraction of list) is not worth another round.
     CLOSE_GAP = 0.015
+    #: Through this share of its turns it repeats every other offer: a probe that tells a
+    #: merchant who concedes on a clock (it moves anyway) from one who answers our moves.
+    PROBE_SHARE = 0.3
+    #: Probing needs this many turns; a shorter chat has no turns to spare.
+    PROBE_MIN_TURNS = 8
+    #: Share of the remaining room conceded per turn against a merchant on a clock.
+    CREEP = 0.01
 
     def __init__(self, goal: ShopperGoal, *, seed: int | None = None, max_turns: int | None = None) -> None:
         max_turns = self.MAX_TURNS if max_turns is None else max_turns
@@ -200,6 +215,9 @@ class ShopperAgent:
         self._ask_extras: tuple[str, ...] = ()
         self._ask_effective: int | None = None
         self._merchant_holds = 0
+        #: Whether the merchant conceded while we stood still: it concedes on a clock, so the
+        #: best terms come last and our own concessions only buy a worse price.
+        self._clock_merchant = False
         #: Share of the gap between its terms and our last offer the merchant just closed.
         self._move_share = 0.0
         self._accepted = False
@@ -285,25 +303,18 @@ class ShopperAgent:
                 return self._emit(ASK, None, _ASK)
             ask = goal.list_price_cents
 
-        budget = goal.budget_cents
-        within = ask <= budget
-        effective = ask - goal.extras_value(self._ask_extras)
+        within = ask <= goal.budget_cents
         turns_left = self.max_turns - len(self.turns)
         planned = self._plan(ask, moved, opening)
         last = self.offers[-1] if self.offers else None
 
         if within:
-            if goal.target_cents is not None and effective <= goal.target_cents:
-                return self._accept()
-            if planned >= ask or reading.final or turns_left <= 2:
-                return self._accept()
-            if last is not None and (ask - last <= max(goal.list_price_cents * self.CLOSE_GAP, self.fine)
-                                     or planned <= last):
+            if self._worth_taking(reading, ask, planned, moved):
                 return self._accept()
         else:
             if reading.final:
                 return self._walk(_WALK, "walked_away")
-            if last is not None and planned <= last and self._merchant_holds >= 2:
+            if last is not None and last >= self.cap and self._merchant_holds >= 2:
                 return self._walk(_WALK, "walked_away")
         if turns_left <= 1:
             return self._walk(_GIVE_UP, "gave_up")
@@ -317,6 +328,26 @@ class ShopperAgent:
             templates = _AFTER_HOLD
         self.offers.append(planned)
         return self._emit(OFFER, planned, templates)
+
+    def _worth_taking(self, reading: MerchantReading, ask: int, planned: int, moved: int) -> bool:
+        """Whether to take the merchant's terms (``ask`` is within budget) rather than counter."""
+        goal = self.goal
+        if goal.target_cents is not None and ask - goal.extras_value(self._ask_extras) <= goal.target_cents:
+            return True
+        if planned >= ask or reading.final or self.max_turns - len(self.turns) <= self._accept_turns_left():
+            return True
+        if self._clock_merchant and moved <= 0:
+            # A merchant on a clock that stops coming down has reached its best terms.
+            return True
+        last = self.offers[-1] if self.offers else None
+        return last is not None and (ask - last <= max(goal.list_price_cents * self.CLOSE_GAP, self.fine)
+                                     or last >= self.cap)
+
+    def _accept_turns_left(self) -> int:
+        """With this few turns left it takes any terms within budget. A merchant on a clock
+        saves its best terms for its last offer, so it waits for that one; otherwise it takes
+        the terms one turn earlier, before a store's message limit can end the chat."""
+        return 1 if self._clock_merchant else 2
 
     def _observe(self, reading: MerchantReading) -> int:
         """Record the merchant's terms; return how far (in value to us) they moved."""
@@ -334,14 +365,32 @@ class ShopperAgent:
             known = {e.casefold() for e in self._ask_extras}
             gestures = sum(1 for e in extras if e.casefold() not in known and not self.goal.extras_value((e,)))
             moved = self._ask_effective - effective + int(gestures * self.GESTURE * self.goal.list_price_cents)
+            if self._ask_effective > effective and self._stood_still():
+                self._clock_merchant = True
             if moved <= 0:
-                self._merchant_holds += 1
+                # Holding in answer to our own standing still is no stall on its part.
+                self._merchant_holds += 0 if self._stood_still() else 1
             else:
                 self._merchant_holds = 0
                 gap = self._ask_effective - (self.offers[-1] if self.offers else 0)
                 self._move_share = moved / gap if gap > 0 else 1.0
         self._ask, self._ask_extras, self._ask_effective = price, tuple(extras), effective
         return max(0, moved)
+
+    def _stood_still(self) -> bool:
+        """Whether our latest offer repeated the one before as a probe: a merchant that answers
+        moves has nothing to answer then. (Repeating the cap is no probe: there it has no more
+        to give, and a merchant holding against it is stalling.)"""
+        offers = self.offers
+        return len(offers) >= 2 and offers[-1] == offers[-2] < self.cap
+
+    def _probing(self) -> bool:
+        """Whether the next offer repeats the last one as a probe (see :attr:`PROBE_SHARE`)."""
+        if self._clock_merchant or self.max_turns < self.PROBE_MIN_TURNS:
+            return False
+        if len(self.turns) >= self.max_turns * self.PROBE_SHARE:
+            return False
+        return len(self.offers) % 2 == 1
 
     def _anchor(self, ask: int) -> int:
         reference = min(self.goal.list_price_cents, ask)
@@ -361,11 +410,19 @@ class ShopperAgent:
             return self._anchor(ask)
         last = self.offers[-1]
         room = self.cap - last
-        if room <= 0:
+        if room <= 0 or self._probing():
             return last
+        if self._clock_merchant:
+            if moved <= 0 and ask > self.goal.budget_cents:
+                # Its clock stopped above our budget: only our best offer can still make a deal.
+                return self.cap
+            return self._creep(last, room)
+        if self.max_turns - len(self.turns) <= 2:
+            # Its last offer: nothing is left to hold back for, only a deal to win or lose.
+            return self.cap
         tau = min(1.0, len(self.offers) / self.max_turns)
         base = room * (self.STEP_EARLY + self.STEP_LATE * tau)
-        if moved <= 0:
+        if moved <= 0 and not self._stood_still():
             step = room * self.STEP_STALLED
         else:
             step = base * min(2.0, max(0.5, 0.5 + 3.0 * self._move_share))
@@ -375,6 +432,13 @@ class ShopperAgent:
         target = max(target, last + self.fine)
         target = min(target, self.cap)
         return max(target, last)
+
+    def _creep(self, last: int, room: int) -> int:
+        """A token step against a merchant on a clock: enough that it never reads as a stall
+        (a merchant may close on a shopper who stands still), too little to meet its price
+        before its clock brings it down."""
+        step = max(self.fine, int(room * self.CREEP) // self.fine * self.fine)
+        return min(last + step, self.cap)
 
     # -- emitting ----------------------------------------------------------------------------
 
