@@ -679,6 +679,8 @@ def test_inching_below_floor_gets_last_offer_then_decline_close(product, max_mes
     assert flo < last.terms.price_cents or flo == lst
     for step in chat.steps[first_last + 1:]:
         assert step.move.terms == last.terms  # restates the last terms
+        if step.move.kind is MoveKind.HOLD:
+            assert step.move.final  # ...as its final offer (the reply says so, not "you haven't moved")
     outcome = chat.negotiation.outcome
     if kinds[-1] is MoveKind.DECLINE_CLOSE:
         assert chat.steps[-1].move.action is Action.REJECT

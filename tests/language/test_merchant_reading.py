@@ -130,7 +130,7 @@ TEMPLATES = _template_patterns()
 
 def test_every_template_list_is_found():
     names = {key.split("[")[0] for key in TEMPLATES}
-    assert {"_GREET", "_COUNTER_EXTRA", "_COUNTER_PRICE", "_LAST_OFFER", "_HOLD_NO_MOVE",
+    assert {"_GREET", "_COUNTER_EXTRA", "_COUNTER_PRICE", "_LAST_OFFER", "_HOLD_NO_MOVE", "_HOLD_FINAL",
             "_HOLD_LOWBALL", "_HOLD_BEST", "_DEAL", "_CHECKOUT", "_DECLINE_CLOSE", "_FAREWELL", "_AFTER_ANSWER",
             "_CLARIFY", "_DEFLECT", "_DEFLECT_PREFIX", "_WRAP_UP", "_PITCH"} <= names
 
@@ -304,3 +304,17 @@ def test_reading_never_raises(text, closed, list_cents):
     reading = read_merchant_reply(text, closed=closed, list_price_cents=list_cents)
     assert reading.walked_away == (reading.closed and not reading.deal)
     assert reading.price_cents is None or reading.price_cents > 0
+
+
+def test_a_final_offer_restated_while_waiting_reads_as_final_at_its_price():
+    """After its last offer the merchant waits while the shopper improves: the reply restates the
+    offer as final (never "you haven't moved"), and the shopper's reader sees price and finality."""
+    product = PRODUCTS[0]
+    renderer = ReplyRenderer(CATALOG.store, product.facts)
+    ask = MerchantAgent(product).opening_terms()
+    move = MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, final=True, shopper_price_cents=ask.price_cents // 2)
+    for seed in SEEDS:
+        text = renderer.render(move, random.Random(seed))
+        assert "final offer" in text and "hasn't changed" not in text and "still at" not in text
+        reading = read_merchant_reply(text, closed=False)
+        assert reading.price_cents == ask.price_cents and reading.final, text

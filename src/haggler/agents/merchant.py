@@ -351,7 +351,9 @@ class MerchantAgent:
         if price >= self.product.floor_cents and (not improving or last_message):
             return self._accept(negotiation, price, topics)
         if improving and not last_message:
-            return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, shopper_price_cents=price, topics=topics)
+            # final: the reply says the offer stands as the last one, not "you haven't moved".
+            return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, final=True, shopper_price_cents=price,
+                                topics=topics)
         return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
 
     def _final_answer(self, negotiation: Negotiation, state: MerchantHistory, price: int,

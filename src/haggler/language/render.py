@@ -142,6 +142,8 @@ class ReplyRenderer:
         elif kind is MoveKind.HOLD:
             if move.shopper_price_cents is None:
                 template = rng.choice(_HOLD_BEST)
+            elif move.final:
+                template = rng.choice(_HOLD_FINAL)
             elif move.lowball:
                 template = rng.choice(_HOLD_LOWBALL)
             else:
@@ -201,6 +203,10 @@ _HOLD_NO_MOVE = (
     "You're still at {theirs}, and I've already moved to {package}. Come up a little and we'll get there.",
     "I need you to meet me partway — I'm at {package}, and {theirs} hasn't changed.",
     "I've made my move; {package} is where I stand. What can you do above {theirs}?",
+)
+_HOLD_FINAL = (
+    "{theirs} is closer, but {package} was my final offer and it still stands. Meet me there and it's yours.",
+    "I appreciate you coming up to {theirs}. My final offer is still {package}; I can't go lower.",
 )
 _HOLD_LOWBALL = (
     "{theirs} is well below what the {name} goes for — I'm at {package}. Make me a serious offer and we'll talk.",
