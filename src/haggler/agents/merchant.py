@@ -305,8 +305,9 @@ class MerchantAgent:
                                 shopper_price_cents=price, topics=topics)
         if state.ask_is_final:
             return self._after_last_offer(negotiation, state, price, topics, last_message)
-        if price >= floor and last_message and clock is not None:
-            # The shopper's last word and a price the merchant can live with: a sale beats none.
+        if price >= floor and clock is not None and (last_message or clock.last_call):
+            # The shopper's last word (or as long as shoppers are expected to haggle) and a price
+            # the merchant can live with: a sale beats none.
             return self._accept(negotiation, price, topics)
         if clock is not None and clock.last_call:
             return self._final_answer(negotiation, state, price, topics)

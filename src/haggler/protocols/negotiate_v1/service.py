@@ -160,7 +160,9 @@ class ChatService:
         except RuleViolation as exc:  # pragma: no cover - the service only builds valid turns
             raise InvalidInput(exc.message) from exc
         shopper_messages = chat.shopper_messages + 1
-        move = agent.respond(negotiation, intent, last_message=shopper_messages >= self.limits.max_messages_per_chat)
+        cap = self.limits.max_messages_per_chat
+        move = agent.respond(negotiation, intent, last_message=shopper_messages >= cap,
+                             messages_left=cap - shopper_messages)
         merchant_turn = move.turn(now)
         if merchant_turn is not None:
             negotiation.apply(merchant_turn)
