@@ -1,9 +1,7 @@
 """Negotiation quality of the store's default strategies against a panel of shopper/seller strategies.
 
-Seller seat: ``store-merchant`` (the store's default merchant, as the store runs it: told only when
-a message is the last) and, beside it, ``store-merchant-clock`` (the same merchant told the rounds
-left, a mode the store does not run yet) against a panel of our buyer strategies; buyer seat:
-``default-shopper`` against a panel of our seller strategies. The scenario
+Seller seat: ``store-merchant`` (the store's default merchant adapter) against a panel of our buyer
+strategies; buyer seat: ``default-shopper`` against a panel of our seller strategies. The scenario
 set is seeded single-issue scenarios (``haggler.lab.generate.single_issue``), ``--n`` with a zone of
 agreement (ZOPA) and ``--n-nozopa`` without, all run through ``run_alternating`` (seller first).
 
@@ -35,9 +33,7 @@ Last line::
     buyer_share_vs_negmas_min=..|na
 
     seller_expected_share=.. buyer_expected_share=.. seller_expected_share_vs_negmas_min=..|na
-    buyer_expected_share_vs_negmas_min=..|na seller_clock_violations=.. seller_clock_agreement_zopa=..
-    seller_clock_share=.. seller_clock_expected_share=.. seller_clock_share_vs_negmas_min=..|na
-    seller_clock_expected_share_vs_negmas_min=..|na
+    buyer_expected_share_vs_negmas_min=..|na
 
 (one line; ``*_share_vs_negmas_min`` is our mean share minus the best NegMAS negotiator's mean share
 in that seat, both over all deals against the panel; ``*_expected_share_vs_negmas_min`` the same
@@ -67,8 +63,6 @@ from haggler.lab.generate import single_issue
 from haggler.lab.scenario import Scenario
 
 OUR_SELLER = "store-merchant"
-#: The merchant told the deadline: a mode the store does not run yet, reported beside it.
-OUR_SELLER_CLOCK = "store-merchant-clock"
 OUR_BUYER = "default-shopper"
 _CLASSIC = ["boulware", "linear", "conceder", "tit-for-tat-relative", "tit-for-tat-absolute", "hardliner",
             "accept-first"]
@@ -159,13 +153,8 @@ def _margin(ours: float | None, best: float | None) -> float | None:
     return None if ours is None or best is None else ours - best
 
 
-#: What we measure: (seat, our strategy, the panel it plays), by the name used in the RESULT line.
-OURS = {"seller": (SELLER, OUR_SELLER, BUYER_PANEL), "seller_clock": (SELLER, OUR_SELLER_CLOCK, BUYER_PANEL),
-        "buyer": (BUYER, OUR_BUYER, SELLER_PANEL)}
-
-
-def run_ours(scenarios: list[Scenario], row: str) -> dict[str, Tally]:
-    seat, ours, panel = OURS[row]
+def run_ours(scenarios: list[Scenario], seat: str) -> dict[str, Tally]:
+    ours, panel = (OUR_SELLER, BUYER_PANEL) if seat == SELLER else (OUR_BUYER, SELLER_PANEL)
     cells: dict[str, Tally] = {}
     for opponent in panel:
         cell = cells[opponent] = Tally()
@@ -300,25 +289,25 @@ def main() -> None:
           f"{scenarios[0].max_rounds if scenarios else 0} rounds)")
 
     started = time.perf_counter()
-    ours = {}
-    for row, (seat, name, _) in OURS.items():
-        cells = run_ours(scenarios, row)
-        print_table(f"{seat} seat: {name} vs {'buyer' if seat == SELLER else 'seller'} panel", cells)
-        ours[row] = _summary(cells)
+    seller_cells = run_ours(scenarios, SELLER)
+    buyer_cells = run_ours(scenarios, BUYER)
+    print_table(f"seller seat: {OUR_SELLER} vs buyer panel", seller_cells)
+    print_table(f"buyer seat: {OUR_BUYER} vs seller panel", buyer_cells)
+    ours = {SELLER: _summary(seller_cells), BUYER: _summary(buyer_cells)}
     print(f"ours: {time.perf_counter() - started:.1f} s")
 
     def met(ok: bool | None) -> str:
         return "na" if ok is None else ("met" if ok else "NOT met")
 
-    for row in OURS:
-        print(f"goal {row} violations == 0: {ours[row].violations} ({met(ours[row].violations == 0)})")
-    for row in OURS:
-        agree = ours[row].agreement
-        print(f"goal {row} agreement on ZOPA (excl. hardliner) >= 95%: {_fmt(agree)} "
+    for seat in (SELLER, BUYER):
+        print(f"goal {seat} violations == 0: {ours[seat].violations} ({met(ours[seat].violations == 0)})")
+    for seat in (SELLER, BUYER):
+        agree = ours[seat].agreement
+        print(f"goal {seat} agreement on ZOPA (excl. hardliner) >= 95%: {_fmt(agree)} "
               f"({met(None if agree is None else agree >= AGREEMENT_GOAL)})")
 
     nm = load_negmas()
-    vs: dict[tuple[str, str], float | None] = {(row, kind): None for row in OURS
+    vs: dict[tuple[str, str], float | None] = {(seat, kind): None for seat in (SELLER, BUYER)
                                                for kind in ("share", "expected_share")}
     if nm is None:
         print("negmas: not importable (optional, benchmark-only; set HAGGLER_NEGMAS_PATH): comparison na")
@@ -327,12 +316,11 @@ def main() -> None:
             k = args.negmas_n
             sub = zopa[:k] + nozopa[: (k * len(nozopa)) // max(1, len(zopa))]
             # Compare like with like: our side on the same subset.
-            ours_sub = {row: _summary(run_ours(sub, row)) for row in OURS}
+            ours_sub = {seat: _summary(run_ours(sub, seat)) for seat in (SELLER, BUYER)}
         else:
             sub, ours_sub = scenarios, ours
         started = time.perf_counter()
-        best: dict[tuple[str, str], float | None] = {(seat, kind): None for seat in (SELLER, BUYER)
-                                                     for kind in ("share", "expected_share")}
+        best: dict[tuple[str, str], float | None] = dict(vs)
         for seat in (SELLER, BUYER):
             print(f"negmas, {seat} seat vs our panel ({len(sub)} scenarios): share over deals / expected share "
                   f"over ZOPA / agreement on ZOPA excl. hardliner / violations")
@@ -348,24 +336,20 @@ def main() -> None:
                     if value is not None and (best[seat, kind] is None or value > best[seat, kind]):
                         best[seat, kind] = value
         print(f"negmas: {time.perf_counter() - started:.1f} s")
-        for row, (seat, _, _) in OURS.items():
+        for seat in (SELLER, BUYER):
             for kind, label in (("share", "share over deals"), ("expected_share", "expected share")):
-                mine = getattr(ours_sub[row], kind)
-                vs[row, kind] = _margin(mine, best[seat, kind])
-                print(f"goal {row} {label} > every NegMAS negotiator's: ours {_fmt(mine)} vs best NegMAS "
-                      f"{_fmt(best[seat, kind])} ({met(None if vs[row, kind] is None else vs[row, kind] > 0)})")
-    s, c, b = ours["seller"], ours["seller_clock"], ours["buyer"]
+                mine = getattr(ours_sub[seat], kind)
+                vs[seat, kind] = _margin(mine, best[seat, kind])
+                print(f"goal {seat} {label} > every NegMAS negotiator's: ours {_fmt(mine)} vs best NegMAS "
+                      f"{_fmt(best[seat, kind])} ({met(None if vs[seat, kind] is None else vs[seat, kind] > 0)})")
+    s, b = ours[SELLER], ours[BUYER]
     print(f"RESULT seller_violations={s.violations} seller_agreement_zopa={_fmt(s.agreement)} "
           f"seller_share={_fmt(s.share)} buyer_violations={b.violations} buyer_agreement_zopa={_fmt(b.agreement)} "
           f"buyer_share={_fmt(b.share)} negmas={'na' if nm is None else 'yes'} "
-          f"seller_share_vs_negmas_min={_fmt(vs['seller', 'share'])} buyer_share_vs_negmas_min={_fmt(vs['buyer', 'share'])} "
+          f"seller_share_vs_negmas_min={_fmt(vs[SELLER, 'share'])} buyer_share_vs_negmas_min={_fmt(vs[BUYER, 'share'])} "
           f"seller_expected_share={_fmt(s.expected_share)} buyer_expected_share={_fmt(b.expected_share)} "
-          f"seller_expected_share_vs_negmas_min={_fmt(vs['seller', 'expected_share'])} "
-          f"buyer_expected_share_vs_negmas_min={_fmt(vs['buyer', 'expected_share'])} "
-          f"seller_clock_violations={c.violations} seller_clock_agreement_zopa={_fmt(c.agreement)} "
-          f"seller_clock_share={_fmt(c.share)} seller_clock_expected_share={_fmt(c.expected_share)} "
-          f"seller_clock_share_vs_negmas_min={_fmt(vs['seller_clock', 'share'])} "
-          f"seller_clock_expected_share_vs_negmas_min={_fmt(vs['seller_clock', 'expected_share'])}")
+          f"seller_expected_share_vs_negmas_min={_fmt(vs[SELLER, 'expected_share'])} "
+          f"buyer_expected_share_vs_negmas_min={_fmt(vs[BUYER, 'expected_share'])}")
 
 if __name__ == "__main__":
     main()

@@ -231,21 +231,16 @@ class StoreMerchant:
     Each turn it builds a catalog product from the view (floor = reservation, list price, one
     lever per extra valued at its cost), replays the offers so far into a negotiation (the offers
     the merchant said were final as final, so that it closes after its last offer as the store
-    does), reads the buyer's last offer as an OFFER intent and maps the merchant's move back: a
+    does), reads the buyer's last offer as an OFFER intent — with the rounds left as the chat's
+    messages left, so that the merchant knows the deadline — and maps the merchant's move back: a
     counter or last offer is an OFFER, a hold re-offers the standing terms (final after a last
     offer), a graceful close is a REJECT.
-
-    By default it plays as the store runs it, told only when the buyer's message is the last one
-    (``store-merchant``). With ``clock=True`` (``store-merchant-clock``) it is also told the rounds
-    left as the chat's messages left, so it concedes on the deadline: the store does not run
-    that mode yet, because against our own shopper over HTTP it closes fewer deals.
     """
 
+    name = "store-merchant"
     roles = (SELLER,)
 
-    def __init__(self, *, clock: bool = False) -> None:
-        self.clock = clock
-        self.name = "store-merchant-clock" if clock else "store-merchant"
+    def __init__(self) -> None:
         self._key: tuple | None = None
         self._agent = None
         #: Lever offer text → extra name, and back.
@@ -308,9 +303,8 @@ class StoreMerchant:
                                        final=i in self._finals))
         last = theirs[-1]
         # The buyer answers this move and every later one, up to the last round.
-        left = view.max_rounds - view.round
         move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents),
-                             last_message=left <= 0, messages_left=left if self.clock else None)
+                             messages_left=view.max_rounds - view.round)
         standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
         if move.action is Action.ACCEPT:
             return ACCEPT if acceptable(view, last) else standing
@@ -383,6 +377,5 @@ STRATEGIES: dict[str, Callable[[], Decider]] = {
     "hardliner": Hardliner,
     "accept-first": NaiveAcceptFirst,
     "store-merchant": StoreMerchant,
-    "store-merchant-clock": lambda: StoreMerchant(clock=True),
     "default-shopper": DefaultShopper,
 }
