@@ -19,7 +19,8 @@ lowest quote as the deadline nears (most shoppers only move for real late), answ
 of the shopper with at least a token cut. Its last offer comes at the last message the shopper
 can still answer (or at a shopper's expected patience, whichever is sooner): it asks for what
 the shopper's own pace says it would pay next — halfway for a shopper who mirrors its moves —
-and never less than its lowest quote.
+and never less than its lowest quote; an offer at or above the floor that arrives then is taken
+(a sale beats none). The store passes the chat's messages left, so this is how it sells.
 
 After its last offer it never quotes lower: it waits, restating the offer, while the shopper
 keeps improving and may still write; takes an offer at or above the floor once the shopper
