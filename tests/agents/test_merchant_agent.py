@@ -59,6 +59,8 @@ class Chat:
     steps: list[Step] = field(default_factory=list)
     shopper_messages: int = 0
     clock: int = 0
+    #: Tell the merchant the messages left, as the store does; False tests the clockless mode.
+    timed: bool = True
 
     def __post_init__(self) -> None:
         self.agent = MerchantAgent(self.product)
@@ -90,7 +92,8 @@ class Chat:
         ask_before = self.ask
         self.negotiation.apply(self.agent.shopper_turn(self.negotiation, intent, now))
         self.shopper_messages += 1
-        move = self.agent.respond(self.negotiation, intent, last_message=self.shopper_messages >= self.max_messages)
+        move = self.agent.respond(self.negotiation, intent, last_message=self.shopper_messages >= self.max_messages,
+                                  messages_left=self.max_messages - self.shopper_messages if self.timed else None)
         turn = move.turn(now)
         if turn is not None:
             self.negotiation.apply(turn)
@@ -424,9 +427,10 @@ def inching_shoppers(draw):
 @example((make_product(64_990, 55_000), 32_496, 1))
 @example((make_product(64_999, 61_137, (lever("Gift wrapping", 3_900),)), 38_999, 300))
 def test_property_price_steps_shrink_for_a_steadily_inching_shopper(case):
+    # Clockless mode: with a clock the merchant concedes on a Boulware curve instead.
     """Each successive price concession is no larger than the one before it."""
     product, start, increment = case
-    chat = Chat(product, max_messages=500)
+    chat = Chat(product, max_messages=500, timed=False)
     price = start
     cuts: list[int] = []
     for _ in range(300):
@@ -529,7 +533,7 @@ def test_levers_traded_cheapest_first_then_unvalued_then_price():
 @pytest.mark.parametrize("product", ALL_PRODUCTS, ids=ALL_IDS)
 def test_price_steps_shrink_for_inching_shopper(product):
     lst = product.list_price_cents
-    chat = Chat(product, max_messages=500)
+    chat = Chat(product, max_messages=500, timed=False)
     price = int(lst * 0.6)
     cuts = []
     while not chat.closed:
@@ -699,7 +703,7 @@ def test_repeating_a_below_floor_offer_gets_a_last_offer_and_a_close(product, fr
     """The shopper stays below the floor by repeating one offer: the merchant must make a last
     offer and end gracefully within a bounded number of turns (not HOLD until the cap)."""
     amount = min(int(product.list_price_cents * fraction), product.floor_cents - 1)
-    chat = Chat(product, max_messages=500)
+    chat = Chat(product, max_messages=500, timed=False)
     for _ in range(REPEAT_BOUND):
         chat.offer(amount)
         if chat.closed:
@@ -752,8 +756,8 @@ def test_walk_away_gets_farewell(product):
 class TestLastMessage:
     PRODUCT = CATALOG.product("aerion-v12-cordless")
 
-    def chat_at_last_message(self) -> Chat:
-        chat = Chat(self.PRODUCT, max_messages=3)
+    def chat_at_last_message(self, *, timed: bool = False) -> Chat:
+        chat = Chat(self.PRODUCT, max_messages=3, timed=timed)
         chat.say(CHAT)
         chat.offer(50_000)
         assert not chat.closed
@@ -773,6 +777,15 @@ class TestLastMessage:
         assert move.closes
         assert chat.negotiation.outcome.kind is OutcomeKind.TURN_CAP
         assert move.deflected == intent.manipulation
+
+    def test_on_a_clock_the_last_message_at_or_above_the_floor_is_taken(self):
+        """With the messages left known (as the store runs), the shopper's last offer is taken when
+        it is at or above the floor — a sale beats none — and the chat closes without a deal below it."""
+        floor = self.PRODUCT.floor_cents
+        taken = self.chat_at_last_message(timed=True).offer(floor)
+        assert taken.kind is MoveKind.ACCEPT_OFFER and taken.terms.price_cents == floor
+        below = self.chat_at_last_message(timed=True).offer(floor - 1)
+        assert below.kind in (MoveKind.WRAP_UP, MoveKind.DECLINE_CLOSE) and below.closes and not below.is_deal
 
     def test_deal_on_the_last_message_is_a_deal(self):
         chat = self.chat_at_last_message()
