@@ -37,6 +37,8 @@ CAPTURE = "capture"
 #: The largest single movement accepted: far beyond any real payment, small enough that sums of
 #: many never leave a signed 64-bit integer.
 MAX_AMOUNT_CENTS = 10**12
+#: The most a wallet may hold in all: deposits beyond it are refused, so no balance can overflow.
+MAX_BALANCE_CENTS = 10**15
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ _MOVE = {
     FUND_HOLD: "available_cents = available_cents - :amount, held_cents = held_cents + :amount",
     RELEASE: "available_cents = available_cents + :amount, held_cents = held_cents - :amount",
 }
-_GUARD = {DEPOSIT: "", FUND_HOLD: " AND available_cents >= :amount", RELEASE: " AND held_cents >= :amount"}
+_GUARD = {DEPOSIT: f" AND available_cents + held_cents + :amount <= {MAX_BALANCE_CENTS}", FUND_HOLD: " AND available_cents >= :amount", RELEASE: " AND held_cents >= :amount"}
 _DELTAS = {DEPOSIT: (1, 0), FUND_HOLD: (-1, 1), RELEASE: (1, -1)}
 _STATEMENTS = {
     kind: text(f"UPDATE wallets SET {change} WHERE agent_id = :agent_id{_GUARD[kind]} "
@@ -97,9 +99,13 @@ def capture(conn: Connection, payer_id: str, payee_id: str, amount_cents: int, a
             transaction_id: str) -> tuple[Balance, Balance]:
     """Pay ``amount_cents`` of the payer's held money into the payee's available balance."""
     _check_amount(amount_cents)
+    # Lock both wallets in one order first: two captures in opposite directions (an agent can be
+    # consumer and provider) would otherwise deadlock on PostgreSQL.
+    conn.execute(select(wallets.c.agent_id).where(wallets.c.agent_id.in_((payer_id, payee_id)))
+                 .order_by(wallets.c.agent_id).with_for_update()).all()
     payer = _update(conn, _CAPTURE_DEBIT, payer_id, amount_cents, "held")
     _entry(conn, payer_id, CAPTURE, 0, -amount_cents, payer, at, transaction_id)
-    payee = _update(conn, _STATEMENTS[DEPOSIT], payee_id, amount_cents, "available")
+    payee = _update(conn, _STATEMENTS[DEPOSIT], payee_id, amount_cents, "total")
     _entry(conn, payee_id, CAPTURE, amount_cents, 0, payee, at, transaction_id)
     return payer, payee
 
@@ -132,7 +138,7 @@ def _check_amount(amount_cents: int) -> None:
 def _move(conn: Connection, kind: str, agent_id: str, amount_cents: int, at: datetime,
           transaction_id: str | None) -> Balance:
     _check_amount(amount_cents)
-    short = {FUND_HOLD: "available", RELEASE: "held"}.get(kind, "")
+    short = {FUND_HOLD: "available", RELEASE: "held", DEPOSIT: "total"}[kind]
     after = _update(conn, _STATEMENTS[kind], agent_id, amount_cents, short)
     sign_available, sign_held = _DELTAS[kind]
     _entry(conn, agent_id, kind, sign_available * amount_cents, sign_held * amount_cents, after, at, transaction_id)
@@ -144,6 +150,8 @@ def _update(conn: Connection, statement: Any, agent_id: str, amount_cents: int, 
     if row is not None:
         return Balance(row.available_cents, row.held_cents)
     current = balance(conn, agent_id)  # NotFound when there is no wallet at all
+    if guarded == "total":
+        raise InvalidInput(f"a wallet holds at most {MAX_BALANCE_CENTS} cents; this deposit would exceed it")
     if guarded == "held":  # a hold the exchange tracks is always there: this is a bug, not bad input
         raise RuntimeError(f"wallet {agent_id} holds {current.held_cents} cents, not {amount_cents}")
     raise InsufficientFunds(f"insufficient funds: {amount_cents} cents needed, "

@@ -7,8 +7,7 @@ Each request is one database transaction: its effect, the money it moves and (wi
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from fastapi import APIRouter, Request
@@ -18,8 +17,8 @@ from starlette.concurrency import run_in_threadpool
 from haggler.errors import Forbidden, HagglerError, InvalidInput
 from haggler.exchange import accounts, ledger, transactions
 from haggler.exchange.accounts import Agent
-from haggler.exchange.fields import body_object, integer, only
-from haggler.exchange.idempotency import HEADER, Idempotency, request_hash
+from haggler.exchange.fields import integer, only, parse_body, query_integer
+from haggler.exchange.idempotency import HEADER, Idempotency, Overtaken, request_hash
 from haggler.exchange.settings import ExchangeSettings
 from haggler.server.errors import status_for
 from haggler.server.responses import JSON
@@ -28,6 +27,7 @@ from haggler.storage.database import Database
 PREFIX = "/v1"
 #: Registration has no agent to scope its keys by, so its keys must be as unguessable as a secret.
 ANONYMOUS_SCOPE, MIN_ANONYMOUS_KEY = "-", 32
+ANONYMOUS_REPLAY = timedelta(minutes=10)
 MAX_PAGE = 100
 
 #: A POST handler: (connection, caller or None, body) -> (status, response body).
@@ -42,9 +42,17 @@ class Exchange:
         self.idempotency = Idempotency(db, clock)
 
     def sweep(self) -> int:
-        """Cancel transactions whose offer expired unanswered; returns how many."""
-        with self.db.write() as conn:
-            return transactions.expire_due(conn, self.clock())
+        """Cancel transactions whose offer expired unanswered (returns how many) and forget
+        idempotency keys past their time."""
+        now, cancelled = self.clock(), 0
+        while True:
+            with self.db.write() as conn:
+                batch = transactions.expire_due(conn, now)
+            cancelled += batch
+            if batch < transactions.EXPIRY_BATCH:
+                break
+        self.idempotency.prune(now)
+        return cancelled
 
     # -- request plumbing ---------------------------------------------------------------------------
 
@@ -52,12 +60,14 @@ class Exchange:
         with self.db.read() as conn:
             return accounts.authenticate(conn, request.headers.get("authorization"))
 
-    def _post(self, request: Request, raw: bytes, handler: Handler, *, anonymous: bool = False) -> JSON:
+    def _post(self, request: Request, raw: bytes, handler: Handler, *, anonymous: bool = False,
+              prepare: Callable[[], None] | None = None) -> JSON:
+        """``prepare`` runs after authentication in a transaction of its own, for upkeep that must
+        stick even when the request itself is then refused (an offer's expiry)."""
         caller = None if anonymous else self._caller(request)
-        try:
-            body = body_object(json.loads(raw) if raw.strip() else {})
-        except ValueError as exc:
-            raise InvalidInput(f"the request body is not valid JSON: {exc}") from exc
+        body = parse_body(raw)
+        if prepare is not None:
+            prepare()
         key = request.headers.get(HEADER)
         if key is None:
             with self.db.write() as conn:
@@ -67,13 +77,17 @@ class Exchange:
             raise InvalidInput(f"{HEADER} on registration must be at least {MIN_ANONYMOUS_KEY} characters "
                                "(its response holds your API key)")
         scope = caller.id if caller else ANONYMOUS_SCOPE
-        claim, stored = self.idempotency.begin(scope, key, request_hash("POST", request.url.path, raw))
+        # A registration's response holds an API key: replay it only to a prompt retry.
+        claim, stored = self.idempotency.begin(scope, key, request_hash("POST", request.url.path, raw),
+                                               replay_for=ANONYMOUS_REPLAY if anonymous else None)
         if stored is not None:
             return JSON(stored.body, status_code=stored.status, headers={"Idempotent-Replayed": "true"})
         try:
             with self.db.write() as conn:
                 status, data = handler(conn, caller, body)
                 self.idempotency.finish(conn, claim, status, data)
+        except Overtaken:
+            raise
         except HagglerError as exc:
             # A refusal is the answer to this request: a retry with the key gets it again.
             self.idempotency.finish_now(claim, status_for(exc), {"error": exc.message})
@@ -161,9 +175,14 @@ class Exchange:
                 return 200, transactions.cancel(conn, caller, transaction_id, now())
             return handle
 
+        def expire(transaction_id: str) -> None:
+            with self.db.write() as conn:
+                transactions.enforce_expiry(conn, transaction_id, now())
+
         async def endpoint(request: Request, transaction_id: str) -> JSON:
             raw = await request.body()
-            return await run_in_threadpool(self._post, request, raw, handler_for(transaction_id))
+            prepare = (lambda: expire(transaction_id)) if action == "negotiate" else None
+            return await run_in_threadpool(self._post, request, raw, handler_for(transaction_id), prepare=prepare)
         return endpoint
 
 
@@ -176,15 +195,9 @@ def _expiry_due(data: Any, now: datetime) -> bool:
 
 
 def _page_limit(request: Request) -> int:
-    value = _optional_int(request, "limit")
-    return 50 if value is None else integer(value, "limit", low=1, high=MAX_PAGE)
+    value = query_integer(request.query_params.get("limit"), "limit", low=1, high=MAX_PAGE)
+    return 50 if value is None else value
 
 
 def _optional_int(request: Request, name: str) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be an integer, not {raw[:40]!r}") from None
+    return query_integer(request.query_params.get(name), name, low=0, high=2**62)

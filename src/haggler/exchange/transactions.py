@@ -115,6 +115,11 @@ def create(conn: Connection, consumer: Agent, body: dict[str, Any], now: datetim
         raise InvalidInput("an agent cannot open a transaction on its own service")
     max_price = integer(body.get("maxPriceCents"), "maxPriceCents", low=1, high=ledger.MAX_AMOUNT_CENTS)
     initial = integer(body.get("initialOfferCents", max_price), "initialOfferCents", low=1, high=max_price)
+    # Checked on both paths, so a bad field is a 400 even when the transaction matches at once.
+    expiry = parse_expiry(body.get("expiresInSeconds"))
+    message = parse_message(body.get("message"))
+    if "input" not in body:
+        raise InvalidInput("input is required: what the provider works on (any JSON value)")
     row = {
         "id": "txn_" + secrets.token_urlsafe(12), "service_id": service.id, "consumer_id": consumer.id,
         "provider_id": service.provider_id, "max_price_cents": max_price,
@@ -122,10 +127,9 @@ def create(conn: Connection, consumer: Agent, body: dict[str, Any], now: datetim
     }
     negotiates = service.price_model == NEGOTIABLE or max_price != service.base_price_cents
     if negotiates:
-        expiry = parse_expiry(body.get("expiresInSeconds"))
         conn.execute(insert(exchange_transactions).values(
             **row, status=NEGOTIATING, offer_expires_at=now + timedelta(seconds=expiry)))
-        _insert_message(conn, row["id"], 0, CONSUMER, INITIAL_OFFER, Offer(initial), parse_message(body.get("message")),
+        _insert_message(conn, row["id"], 0, CONSUMER, INITIAL_OFFER, Offer(initial), message,
                         now + timedelta(seconds=expiry), now)
     else:
         conn.execute(insert(exchange_transactions).values(
@@ -154,7 +158,21 @@ def messages(conn: Connection, caller: Agent, transaction_id: str) -> list[dict[
     return [_message_json(row) for row in rows]
 
 
-def expire_due(conn: Connection, now: datetime, *, batch: int = 100) -> int:
+def enforce_expiry(conn: Connection, transaction_id: str, now: datetime) -> None:
+    """Cancel the transaction if its offer expired unanswered. Run in a transaction of its own
+    before a message is handled, so that the cancellation is kept even though the message is
+    then refused (a refusal rolls its own transaction back)."""
+    row = conn.execute(select(exchange_transactions).where(exchange_transactions.c.id == transaction_id)
+                       .with_for_update()).first()
+    if row is not None and _expired(row, now):
+        _cancel(conn, row, "offer_expired", now)
+
+
+#: Transactions the sweep cancels per database transaction.
+EXPIRY_BATCH = 100
+
+
+def expire_due(conn: Connection, now: datetime, *, batch: int = EXPIRY_BATCH) -> int:
     """Cancel negotiating transactions whose offer expired unanswered (the background sweep)."""
     due = conn.execute(select(exchange_transactions.c.id).where(
         exchange_transactions.c.status == NEGOTIATING, exchange_transactions.c.offer_expires_at <= now)
@@ -186,10 +204,12 @@ def negotiate(conn: Connection, caller: Agent, transaction_id: str, body: dict[s
 
     row = _load(conn, transaction_id, caller, lock=True)
     if _expired(row, now):
-        _cancel(conn, row, "offer_expired", now)
-        raise Conflict("the offer on the table expired unanswered; the transaction was cancelled")
+        # The caller enforces expiry in a transaction of its own first (see enforce_expiry), so
+        # this is only an expiry that fell between the two: refuse; the sweep cancels it.
+        raise Conflict("the offer on the table expired unanswered; the transaction is cancelled")
     if row.status != NEGOTIATING:
-        raise Conflict(f"the transaction is {row.status}; it takes no more negotiation messages")
+        why = " because the offer on the table expired unanswered" if row.end_reason == "offer_expired" else ""
+        raise Conflict(f"the transaction is {row.status}{why}; it takes no more negotiation messages")
     party = CONSUMER if caller.id == row.consumer_id else PROVIDER
     stored = _stored_messages(conn, transaction_id)
     negotiation = Negotiation.replay(RULES, (turn for turn, _ in stored))

@@ -56,15 +56,16 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     exchange = Exchange(db, config.clock, config.exchange)
 
     def sweep() -> None:
-        closed = service.sweep()
-        if closed:
-            log.info("closed %d idle chats", closed)
-        ended = surface.sweep()
-        if ended:
-            log.info("ended %d expired agent sessions", ended)
-        expired = exchange.sweep()
-        if expired:
-            log.info("cancelled %d transactions whose offer expired", expired)
+        # Each job on its own: one failing must not starve the others.
+        for job, done in ((service.sweep, "closed %d idle chats"), (surface.sweep, "ended %d expired agent sessions"),
+                          (exchange.sweep, "cancelled %d transactions whose offer expired")):
+            try:
+                count = job()
+            except Exception:
+                log.exception("sweep job failed: %s", done.split(" %d ")[0])
+                continue
+            if count:
+                log.info(done, count)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

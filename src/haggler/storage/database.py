@@ -102,7 +102,9 @@ class Database:
         A ``write()`` opened while this context (thread or task) already holds one joins it
         instead of starting a second transaction: a caller can wrap a service call and its
         audit record in one outer ``write()`` so that both commit or neither does, without
-        threading a connection through every service method."""
+        threading a connection through every service method. A joined write is not a savepoint:
+        code must not catch a database error inside a joined write and carry on (PostgreSQL
+        leaves the outer transaction aborted); let it propagate to the outermost ``write()``."""
         joined = self._open_write.get()
         if joined is not None:
             yield joined
