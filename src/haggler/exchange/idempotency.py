@@ -31,6 +31,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.errors import Conflict, InFlight, InvalidInput, Unprocessable
+from haggler.hashing import secret_hash
 from haggler.storage.database import Database
 from haggler.storage.schema import idempotency_keys
 
@@ -95,10 +96,10 @@ class Idempotency:
         Conflict when the first response is older than ``replay_for`` (if given)."""
         if not 1 <= len(key) <= MAX_KEY_LENGTH or not key.isprintable():
             raise InvalidInput(f"{HEADER} must be 1 to {MAX_KEY_LENGTH} printable characters")
-        material = f"{scope}\0{key}".encode("utf-8")
+        material = f"{scope}\0{key}"
         now = self.clock()
-        claim = Claim(scope, hashlib.sha256(material).hexdigest(),
-                      hashlib.sha256(b"haggler idempotent response\0" + material).digest(), now)
+        claim = Claim(scope, secret_hash(material),
+                      hashlib.sha256(b"haggler idempotent response\0" + material.encode("utf-8")).digest(), now)
         new_row = {"agent_id": scope, "key": claim.key_hash, "request_hash": fingerprint, "created_at": now}
         try:
             with self.db.write() as conn:
