@@ -147,7 +147,7 @@ def read(conn: Connection, caller: Agent, transaction_id: str, now: datetime, *,
     row = _load(conn, transaction_id, caller, lock=enforce)
     if enforce and _expired(row, now):
         _cancel(conn, row, "offer_expired", now)
-        row = _locked(conn, transaction_id)
+        row = _reread(conn, transaction_id)
     return _transaction_json(conn, row)
 
 
@@ -162,8 +162,7 @@ def enforce_expiry(conn: Connection, transaction_id: str, now: datetime) -> None
     """Cancel the transaction if its offer expired unanswered. Run in a transaction of its own
     before a message is handled, so that the cancellation is kept even though the message is
     then refused (a refusal rolls its own transaction back)."""
-    row = conn.execute(select(exchange_transactions).where(exchange_transactions.c.id == transaction_id)
-                       .with_for_update()).first()
+    row = conn.execute(_select(transaction_id).with_for_update()).first()
     if row is not None and _expired(row, now):
         _cancel(conn, row, "offer_expired", now)
 
@@ -239,10 +238,10 @@ def negotiate(conn: Connection, caller: Agent, transaction_id: str, body: dict[s
                 scope_modifications=None if agreed.scope_modifications is None
                 else json.dumps(agreed.scope_modifications))
     elif outcome.kind is OutcomeKind.TURN_CAP:
-        _cancel(conn, _locked(conn, transaction_id), "round_cap", now)
+        _cancel(conn, row, "round_cap", now)  # ``row`` is locked and a negotiation holds nothing
     else:
-        _cancel(conn, _locked(conn, transaction_id), _END_REASON[kind], now)
-    return _transaction_json(conn, _locked(conn, transaction_id))
+        _cancel(conn, row, _END_REASON[kind], now)
+    return _transaction_json(conn, _reread(conn, transaction_id))
 
 
 # -- settling --------------------------------------------------------------------------------------
@@ -259,7 +258,7 @@ def complete(conn: Connection, caller: Agent, transaction_id: str, body: dict[st
     ledger.capture(conn, row.consumer_id, row.provider_id, row.held_cents, now, transaction_id)
     _update(conn, transaction_id, now, status=COMPLETED, held_cents=0, end_reason="completed",
             output=free_json(body.get("output"), "output"))
-    return _transaction_json(conn, _locked(conn, transaction_id))
+    return _transaction_json(conn, _reread(conn, transaction_id))
 
 
 def cancel(conn: Connection, caller: Agent, transaction_id: str, now: datetime) -> dict[str, Any]:
@@ -269,13 +268,17 @@ def cancel(conn: Connection, caller: Agent, transaction_id: str, now: datetime) 
         raise Conflict(f"only a matched transaction can be cancelled (while negotiating, send withdraw or reject); "
                      f"this one is {row.status}")
     _cancel(conn, row, "cancelled", now)
-    return _transaction_json(conn, _locked(conn, transaction_id))
+    return _transaction_json(conn, _reread(conn, transaction_id))
 
 
 # -- internals -------------------------------------------------------------------------------------
 
+def _select(transaction_id: str) -> Any:
+    return select(exchange_transactions).where(exchange_transactions.c.id == transaction_id)
+
+
 def _load(conn: Connection, transaction_id: str, caller: Agent, *, lock: bool) -> Any:
-    query = select(exchange_transactions).where(exchange_transactions.c.id == transaction_id)
+    query = _select(transaction_id)
     row = conn.execute(query.with_for_update() if lock else query).first()
     if row is None:
         raise NotFound(f"unknown transaction: {transaction_id}")
@@ -285,8 +288,12 @@ def _load(conn: Connection, transaction_id: str, caller: Agent, *, lock: bool) -
 
 
 def _locked(conn: Connection, transaction_id: str) -> Any:
-    return conn.execute(select(exchange_transactions).where(exchange_transactions.c.id == transaction_id)
-                        .with_for_update()).one()
+    return conn.execute(_select(transaction_id).with_for_update()).one()
+
+
+def _reread(conn: Connection, transaction_id: str) -> Any:
+    """The row again after this transaction changed it (it is locked already: no second lock)."""
+    return conn.execute(_select(transaction_id)).one()
 
 
 def _expired(row: Any, now: datetime) -> bool:
