@@ -8,6 +8,7 @@ Each request is one database transaction: its effect, the money it moves and (wi
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Callable
 
 from fastapi import APIRouter, Request
@@ -162,27 +163,21 @@ class Exchange:
         return router
 
     def _transaction_post(self, action: str) -> Callable[..., Any]:
-        now = self.clock
-
-        def handler_for(transaction_id: str) -> Handler:
-            def handle(conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
-                assert caller is not None
-                if action == "negotiate":
-                    return 200, transactions.negotiate(conn, caller, transaction_id, body, now())
-                if action == "complete":
-                    return 200, transactions.complete(conn, caller, transaction_id, body, now())
-                only(body, ())
-                return 200, transactions.cancel(conn, caller, transaction_id, now())
-            return handle
+        #: transactions.negotiate, .complete or .cancel: (conn, caller, transaction id, body, now).
+        operation = getattr(transactions, action)
 
         def expire(transaction_id: str) -> None:
             with self.db.write() as conn:
-                transactions.enforce_expiry(conn, transaction_id, now())
+                transactions.enforce_expiry(conn, transaction_id, self.clock())
 
         async def endpoint(request: Request, transaction_id: str) -> JSON:
+            def handle(conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
+                assert caller is not None  # authenticated route
+                return 200, operation(conn, caller, transaction_id, body, self.clock())
+
             raw = await request.body()
-            prepare = (lambda: expire(transaction_id)) if action == "negotiate" else None
-            return await run_in_threadpool(self._post, request, raw, handler_for(transaction_id), prepare=prepare)
+            prepare = partial(expire, transaction_id) if action == "negotiate" else None
+            return await run_in_threadpool(self._post, request, raw, handle, prepare=prepare)
         return endpoint
 
 

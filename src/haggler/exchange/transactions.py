@@ -261,8 +261,10 @@ def complete(conn: Connection, caller: Agent, transaction_id: str, body: dict[st
     return _transaction_json(conn, _reread(conn, transaction_id))
 
 
-def cancel(conn: Connection, caller: Agent, transaction_id: str, now: datetime) -> dict[str, Any]:
+def cancel(conn: Connection, caller: Agent, transaction_id: str, body: dict[str, Any],
+           now: datetime) -> dict[str, Any]:
     """Either party calls off a matched transaction: the hold goes back to the consumer."""
+    only(body, ())
     row = _load(conn, transaction_id, caller, lock=True)
     if row.status != MATCHED:
         raise Conflict(f"only a matched transaction can be cancelled (while negotiating, send withdraw or reject); "
