@@ -70,32 +70,29 @@ def _machine(db: Database) -> type[RuleBasedStateMachine]:
             self.deposited += amount
             assert [after.available_cents, after.held_cents] == self.model[agent]
 
-        @rule(who=agents, amount=AMOUNTS)
-        def hold(self, who: int, amount: int) -> None:
+        def _shift(self, who: int, amount: int, move, *, to_held: bool, error: type[Exception]) -> None:
+            """Move ``amount`` of one wallet between available and held (a hold, or back: a release),
+            refused with ``error`` when the side it leaves has less."""
             agent = self.ids[who]
             txn = self._txn_id()
-            if amount > self.model[agent][0]:
-                self._refused(InsufficientFunds, lambda conn: ledger.hold(conn, agent, amount, AT, txn))
+            source, target = (0, 1) if to_held else (1, 0)
+            if amount > self.model[agent][source]:
+                self._refused(error, lambda conn: move(conn, agent, amount, AT, txn))
                 return
             with db.write() as conn:
-                after = ledger.hold(conn, agent, amount, AT, txn)
-            self.model[agent][0] -= amount
-            self.model[agent][1] += amount
+                after = move(conn, agent, amount, AT, txn)
+            self.model[agent][source] -= amount
+            self.model[agent][target] += amount
             assert [after.available_cents, after.held_cents] == self.model[agent]
 
         @rule(who=agents, amount=AMOUNTS)
+        def hold(self, who: int, amount: int) -> None:
+            self._shift(who, amount, ledger.hold, to_held=True, error=InsufficientFunds)
+
+        @rule(who=agents, amount=AMOUNTS)
         def release(self, who: int, amount: int) -> None:
-            agent = self.ids[who]
-            txn = self._txn_id()
-            if amount > self.model[agent][1]:
-                # A release of more than is held is a bug in the caller, not bad input.
-                self._refused(RuntimeError, lambda conn: ledger.release(conn, agent, amount, AT, txn))
-                return
-            with db.write() as conn:
-                after = ledger.release(conn, agent, amount, AT, txn)
-            self.model[agent][0] += amount
-            self.model[agent][1] -= amount
-            assert [after.available_cents, after.held_cents] == self.model[agent]
+            # A release of more than is held is a bug in the caller, not bad input.
+            self._shift(who, amount, ledger.release, to_held=False, error=RuntimeError)
 
         @rule(payer=agents, payee=agents, amount=AMOUNTS)
         def capture(self, payer: int, payee: int, amount: int) -> None:
