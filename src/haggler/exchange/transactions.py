@@ -123,18 +123,19 @@ def create(conn: Connection, consumer: Agent, body: dict[str, Any], now: datetim
     row = {
         "id": "txn_" + secrets.token_urlsafe(12), "service_id": service.id, "consumer_id": consumer.id,
         "provider_id": service.provider_id, "max_price_cents": max_price,
-        "input": free_json(body.get("input"), "input"), "held_cents": 0, "created_at": now, "updated_at": now,
+        "input": free_json(body.get("input"), "input"), "created_at": now, "updated_at": now,
     }
     negotiates = service.price_model == NEGOTIABLE or max_price != service.base_price_cents
     if negotiates:
         conn.execute(insert(exchange_transactions).values(
-            **row, status=NEGOTIATING, offer_expires_at=now + timedelta(seconds=expiry)))
+            **row, status=NEGOTIATING, held_cents=0, offer_expires_at=now + timedelta(seconds=expiry)))
         _insert_message(conn, row["id"], 0, CONSUMER, INITIAL_OFFER, Offer(initial), message,
                         now + timedelta(seconds=expiry), now)
     else:
         conn.execute(insert(exchange_transactions).values(
-            **row, status=MATCHED, price_cents=service.base_price_cents, sla=service.sla))
-        _hold(conn, row["id"], consumer.id, service.base_price_cents, now)
+            **row, status=MATCHED, price_cents=service.base_price_cents, sla=service.sla,
+            held_cents=service.base_price_cents))
+        ledger.hold(conn, consumer.id, service.base_price_cents, now, row["id"])
     return read(conn, consumer, row["id"], now)
 
 
@@ -232,9 +233,9 @@ def negotiate(conn: Connection, caller: Agent, transaction_id: str, body: dict[s
     elif outcome.kind is OutcomeKind.AGREED:
         agreed = _last_offer_of(stored, PROVIDER if party == CONSUMER else CONSUMER)
         # The hold comes first: InsufficientFunds rolls everything back, message included.
-        _hold(conn, transaction_id, row.consumer_id, agreed.price_cents, now)
+        ledger.hold(conn, row.consumer_id, agreed.price_cents, now, transaction_id)
         _update(conn, transaction_id, now, status=MATCHED, price_cents=agreed.price_cents,
-                sla=_agreed_sla(conn, row, agreed), offer_expires_at=None,
+                held_cents=agreed.price_cents, sla=_agreed_sla(conn, row, agreed), offer_expires_at=None,
                 scope_modifications=None if agreed.scope_modifications is None
                 else json.dumps(agreed.scope_modifications))
     elif outcome.kind is OutcomeKind.TURN_CAP:
@@ -306,11 +307,6 @@ def _cancel(conn: Connection, row: Any, reason: str, now: datetime) -> None:
     if row.held_cents:
         ledger.release(conn, row.consumer_id, row.held_cents, now, row.id)
     _update(conn, row.id, now, status=CANCELLED, held_cents=0, end_reason=reason, offer_expires_at=None)
-
-
-def _hold(conn: Connection, transaction_id: str, consumer_id: str, amount_cents: int, now: datetime) -> None:
-    ledger.hold(conn, consumer_id, amount_cents, now, transaction_id)
-    _update(conn, transaction_id, now, held_cents=amount_cents)
 
 
 def _update(conn: Connection, transaction_id: str, now: datetime, **values: Any) -> None:
