@@ -88,10 +88,15 @@ def create_service(conn: Connection, provider: Agent, body: dict[str, Any], at: 
 
 
 def get_service(conn: Connection, service_id: str) -> dict[str, Any]:
+    return service_json(service_row(conn, service_id)._mapping)
+
+
+def service_row(conn: Connection, service_id: str) -> Any:
+    """The service's row; NotFound when there is none."""
     row = conn.execute(select(services).where(services.c.id == service_id)).first()
     if row is None:
         raise NotFound(f"unknown service: {service_id}")
-    return service_json(row._mapping)
+    return row
 
 
 def list_services(conn: Connection, *, limit: int, offset: int) -> list[dict[str, Any]]:

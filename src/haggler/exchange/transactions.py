@@ -37,7 +37,7 @@ from haggler.engine import (
 )
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
 from haggler.exchange import ledger
-from haggler.exchange.accounts import NEGOTIABLE, Agent, parse_sla
+from haggler.exchange.accounts import NEGOTIABLE, Agent, parse_sla, service_row
 from haggler.exchange.fields import free_json, integer, json_object, one_of, only, text
 from haggler.storage.schema import exchange_transactions, negotiation_messages, services
 
@@ -108,9 +108,7 @@ def create(conn: Connection, consumer: Agent, body: dict[str, Any], now: datetim
     price at once and the base price is held from the consumer's wallet."""
     only(body, ("serviceId", "maxPriceCents", "input", "initialOfferCents", "message", "expiresInSeconds"))
     service_id = text(body.get("serviceId"), "serviceId", max_length=40)
-    service = conn.execute(select(services).where(services.c.id == service_id)).first()
-    if service is None:
-        raise NotFound(f"unknown service: {service_id}")
+    service = service_row(conn, service_id)
     if service.provider_id == consumer.id:
         raise InvalidInput("an agent cannot open a transaction on its own service")
     max_price = integer(body.get("maxPriceCents"), "maxPriceCents", low=1, high=ledger.MAX_AMOUNT_CENTS)
