@@ -15,7 +15,7 @@ from haggler.agentsjson.cart import CartService, CartView, decimal_string
 from haggler.catalog import load_catalog, parse_catalog
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
-from haggler.storage.database import Database, open_database
+from haggler.storage.database import Database
 from haggler.storage.schema import (
     agent_sessions,
     chats,
@@ -38,13 +38,6 @@ P2 = CATALOG.products[1]
 BASE = "https://shop.example"
 PUBLIC_LINE_KEYS = {"item_id", "name", "quantity", "unit_price_cents", "unit_price", "line_total_cents", "line_total",
                     "list_price_cents", "list_price", "currency", "extras", "deal_id", "negotiated"}
-
-
-@pytest.fixture
-def db(db_url: str):
-    database = open_database(db_url)
-    yield database
-    database.dispose()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import base64
 import hashlib
 import json
 import threading
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from haggler.agentsjson.audit import REDACTED, verify_artifact
 from haggler.agentsjson.keys import SigningKeys
 from haggler.agentsjson.trail import AuditTrail
 from haggler.errors import Closed, NotFound, TooEarly
-from haggler.storage.database import Database, open_database
+from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events
 
 START = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -40,13 +39,6 @@ class Clock:
 
     def advance(self, **kwargs: float) -> None:
         self.now += timedelta(**kwargs)
-
-
-@pytest.fixture
-def db(db_url: str) -> Iterator[Database]:
-    database = open_database(db_url)
-    yield database
-    database.dispose()
 
 
 @pytest.fixture

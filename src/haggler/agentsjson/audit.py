@@ -32,6 +32,8 @@ import httpx
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from haggler.hashing import secret_hash
+
 from .canonical import canonical_json
 
 REDACTED = "[redacted]"
@@ -138,7 +140,7 @@ def hash_token(token: str) -> str:
     The agent that holds the token can recognise its session; nobody reading
     the artifact can replay it.
     """
-    return "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
+    return "sha256:" + secret_hash(token)
 
 
 def make_event(

@@ -730,11 +730,7 @@ def _catalog(ctx: _Ctx) -> Outcome:
 def _start(ctx: _Ctx) -> Outcome:
     chat = ctx.chat()
     exchange = chat.start
-    if exchange.status != 201:
-        return f"{exchange.label} answered {exchange.status} (expected 201): {exchange.snippet()}"
-    body = exchange.object
-    if body is None:
-        return f"{exchange.label} is not a JSON object: {exchange.snippet()}"
+    body = _json_object(exchange, 201)
     problems = [f"{key} is missing or not a string" for key in ("session_id", "greeting", "next")
                 if not isinstance(body.get(key), str) or not body[key]]
     return "; ".join(problems) or None
@@ -760,11 +756,7 @@ def _next_absolute(ctx: _Ctx) -> Outcome:
 @check("chat.say", "a turn answers 200 with message, closed, next", "§3.2", "MUST")
 def _say(ctx: _Ctx) -> Outcome:
     exchange = ctx.turn()
-    if exchange.status != 200:
-        return f"{exchange.label} answered {exchange.status} (expected 200): {exchange.snippet()}"
-    body = exchange.object
-    if body is None:
-        return f"{exchange.label} is not a JSON object: {exchange.snippet()}"
+    body = _json_object(exchange, 200)
     problems = []
     if not isinstance(body.get("message"), str):
         problems.append("message is missing or not a string")
@@ -814,11 +806,7 @@ def _closed_rejects(ctx: _Ctx) -> Outcome:
 def _history(ctx: _Ctx) -> Outcome:
     chat = ctx.open_chat()
     expected, exchange = ctx.history()
-    if exchange.status != 200:
-        return f"{exchange.label} answered {exchange.status} (expected 200): {exchange.snippet()}"
-    body = exchange.object
-    if body is None:
-        return f"{exchange.label} is not a JSON object: {exchange.snippet()}"
+    body = _json_object(exchange, 200)
     problems = []
     if body.get("session_id") != chat.session_id:
         problems.append(f"session_id is {body.get('session_id')!r}, not {chat.session_id!r}")
@@ -990,6 +978,17 @@ def _run_one(ctx: _Ctx, item: Check) -> CheckResult:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+def _json_object(exchange: _Exchange, expected: int) -> dict[str, Any]:
+    """The exchange's JSON object body; a failure (``_Fail``) when the status is not ``expected``
+    or the body is not a JSON object."""
+    if exchange.status != expected:
+        raise _Fail(f"{exchange.label} answered {exchange.status} (expected {expected}): {exchange.snippet()}")
+    body = exchange.object
+    if body is None:
+        raise _Fail(f"{exchange.label} is not a JSON object: {exchange.snippet()}")
+    return body
+
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
