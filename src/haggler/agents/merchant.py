@@ -129,6 +129,8 @@ class MerchantHistory:
     shopper_offers: tuple[int, ...]
     #: The merchant's offered prices, oldest first (the opening included).
     asks: tuple[int, ...] = ()
+    #: The shopper's turns so far (offers or not), the current one included.
+    shopper_turns: int = 0
 
     @property
     def shopper_stalls(self) -> int:
@@ -220,7 +222,10 @@ class MerchantAgent:
         previous_price = self.product.list_price_cents
         offers: list[int] = []
         asks: list[int] = []
+        shopper_turns = 0
         for turn in negotiation.turns:
+            if turn.party == SHOPPER:
+                shopper_turns += 1
             if turn.party == MERCHANT and turn.action is Action.OFFER and turn.terms is not None:
                 asks.append(turn.terms.price_cents)
                 if turn.terms.price_cents < previous_price:
@@ -230,7 +235,7 @@ class MerchantAgent:
                 final = turn.final
             elif turn.party == SHOPPER and turn.action is Action.OFFER and turn.terms is not None:
                 offers.append(turn.terms.price_cents)
-        return MerchantHistory(ask, final, concessions, last_step, tuple(offers), tuple(asks))
+        return MerchantHistory(ask, final, concessions, last_step, tuple(offers), tuple(asks), shopper_turns)
 
     def shopper_terms(self, negotiation: Negotiation, price_cents: int) -> Terms:
         """The terms a shopper's bare price offers: that price for the package on the table,
@@ -268,7 +273,7 @@ class MerchantAgent:
         clock = None
         if messages_left is not None:
             last_message = last_message or messages_left <= 0
-            clock = Clock(sum(1 for t in negotiation.turns if t.party == SHOPPER), max(0, messages_left))
+            clock = Clock(state.shopper_turns, max(0, messages_left))
         move = self._decide(negotiation, state, intent, clock, last_message)
         if intent.manipulation and not move.deflected:
             move = replace(move, deflected=True)
