@@ -134,13 +134,10 @@ class MerchantHistory:
 
     @property
     def shopper_stalls(self) -> int:
-        """How many of the shopper's latest offers in a row did not beat its earlier best."""
-        stalls, offers = 0, self.shopper_offers
-        for i in range(len(offers) - 1, 0, -1):
-            if offers[i] > max(offers[:i]):
-                break
-            stalls += 1
-        return stalls
+        """How many of the shopper's latest offers in a row did not beat its earlier best: the
+        offers after the first one at its best."""
+        offers = self.shopper_offers
+        return len(offers) - 1 - offers.index(max(offers)) if offers else 0
 
 
 @dataclass(frozen=True, slots=True)
