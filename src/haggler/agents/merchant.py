@@ -99,6 +99,11 @@ def _ceil_to(cents: int, unit: int) -> int:
     return int(math.ceil(cents / unit)) * unit
 
 
+def _with_lever(ask: Terms, lever: Lever) -> Terms:
+    """``ask`` with ``lever`` added to its extras."""
+    return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+
+
 def _mirror(offers: tuple[int, ...], asks: tuple[int, ...]) -> int | None:
     """Where a tit-for-tat shopper would meet the merchant, or None when the shopper's last
     move does not mirror the merchant's last price cut. Mirroring the same cents, it accepts
@@ -410,8 +415,21 @@ class MerchantAgent:
         return None
 
     def _grant_lever(self, ask: Terms, lever: Lever, *, topics: tuple[Topic, ...] = ()) -> MerchantMove:
-        terms = Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
-        return MerchantMove(MoveKind.COUNTER, Action.OFFER, terms, added_extras=(lever.offer_text,), topics=topics)
+        return MerchantMove(MoveKind.COUNTER, Action.OFFER, _with_lever(ask, lever), added_extras=(lever.offer_text,),
+                            topics=topics)
+
+    def _lever_counter(self, ask: Terms, lever: Lever | None, gap: int | None) -> Terms | None:
+        """``ask`` with ``lever`` added when that is the next concession rather than a price cut:
+        the lever is worth no more than the gap to the shopper's offer (or either is unknown),
+        or the price cannot go lower. None otherwise."""
+        if lever is not None and (gap is None or lever.value_cents is None or lever.value_cents <= gap
+                                  or ask.price_cents <= self.min_quote):
+            return _with_lever(ask, lever)
+        return None
+
+    def _on_grid_below(self, ask: Terms, target: int) -> int:
+        """``target``, but at least one price unit below the ask and on the price grid."""
+        return min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
 
     def _time_price(self, clock: Clock) -> int:
         """Where the concession curve puts the price now: list price at the start, the lowest
@@ -442,24 +460,19 @@ class MerchantAgent:
         lever = self._next_lever(ask)
         if target >= ask.price_cents:
             return ask if lever is not None or ask.price_cents > self.min_quote else None
-        gap = ask.price_cents - price
-        if lever is not None and (lever.value_cents is None or lever.value_cents <= gap
-                                  or ask.price_cents <= self.min_quote):
-            return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+        if (with_lever := self._lever_counter(ask, lever, ask.price_cents - price)) is not None:
+            return with_lever
         if ask.price_cents <= self.min_quote:
             return None
-        target = min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
-        return Terms(max(self.min_quote, target), ask.currency, ask.extras)
+        return Terms(max(self.min_quote, self._on_grid_below(ask, target)), ask.currency, ask.extras)
 
     def _counter(self, state: MerchantHistory, price: int | None) -> Terms | None:
         """The merchant's next concession from its current terms, or None when it has none
         left. ``price`` is the shopper's offer (None when no offer was made)."""
         ask = state.ask
         gap = ask.price_cents - price if price is not None else None
-        lever = self._next_lever(ask)
-        if lever is not None and (gap is None or lever.value_cents is None or lever.value_cents <= gap
-                                  or ask.price_cents <= self.min_quote):
-            return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+        if (with_lever := self._lever_counter(ask, self._next_lever(ask), gap)) is not None:
+            return with_lever
         room = ask.price_cents - self.min_quote
         if room <= 0:
             return None
@@ -476,7 +489,5 @@ class MerchantAgent:
         target = _ceil_to(int(ask.price_cents - step), self.unit)
         # Every cut is at least one price unit and lands on the grid, so that rounding an
         # off-grid list price ($649.99) never makes a later step larger than an earlier one.
-        target = min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
-        target = max(self.min_quote, target)
-        return Terms(target, ask.currency, ask.extras)
+        return Terms(max(self.min_quote, self._on_grid_below(ask, target)), ask.currency, ask.extras)
 
