@@ -99,6 +99,11 @@ def _ceil_to(cents: int, unit: int) -> int:
     return int(math.ceil(cents / unit)) * unit
 
 
+def _with_lever(ask: Terms, lever: Lever) -> Terms:
+    """``ask`` with ``lever`` added to its extras."""
+    return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+
+
 def _mirror(offers: tuple[int, ...], asks: tuple[int, ...]) -> int | None:
     """Where a tit-for-tat shopper would meet the merchant, or None when the shopper's last
     move does not mirror the merchant's last price cut. Mirroring the same cents, it accepts
@@ -129,16 +134,15 @@ class MerchantHistory:
     shopper_offers: tuple[int, ...]
     #: The merchant's offered prices, oldest first (the opening included).
     asks: tuple[int, ...] = ()
+    #: The shopper's turns so far (offers or not), the current one included.
+    shopper_turns: int = 0
 
     @property
     def shopper_stalls(self) -> int:
-        """How many of the shopper's latest offers in a row did not beat its earlier best."""
-        stalls, offers = 0, self.shopper_offers
-        for i in range(len(offers) - 1, 0, -1):
-            if offers[i] > max(offers[:i]):
-                break
-            stalls += 1
-        return stalls
+        """How many of the shopper's latest offers in a row did not beat its earlier best: the
+        offers after the first one at its best."""
+        offers = self.shopper_offers
+        return len(offers) - 1 - offers.index(max(offers)) if offers else 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +224,10 @@ class MerchantAgent:
         previous_price = self.product.list_price_cents
         offers: list[int] = []
         asks: list[int] = []
+        shopper_turns = 0
         for turn in negotiation.turns:
+            if turn.party == SHOPPER:
+                shopper_turns += 1
             if turn.party == MERCHANT and turn.action is Action.OFFER and turn.terms is not None:
                 asks.append(turn.terms.price_cents)
                 if turn.terms.price_cents < previous_price:
@@ -230,7 +237,7 @@ class MerchantAgent:
                 final = turn.final
             elif turn.party == SHOPPER and turn.action is Action.OFFER and turn.terms is not None:
                 offers.append(turn.terms.price_cents)
-        return MerchantHistory(ask, final, concessions, last_step, tuple(offers), tuple(asks))
+        return MerchantHistory(ask, final, concessions, last_step, tuple(offers), tuple(asks), shopper_turns)
 
     def shopper_terms(self, negotiation: Negotiation, price_cents: int) -> Terms:
         """The terms a shopper's bare price offers: that price for the package on the table,
@@ -268,7 +275,7 @@ class MerchantAgent:
         clock = None
         if messages_left is not None:
             last_message = last_message or messages_left <= 0
-            clock = Clock(sum(1 for t in negotiation.turns if t.party == SHOPPER), max(0, messages_left))
+            clock = Clock(state.shopper_turns, max(0, messages_left))
         move = self._decide(negotiation, state, intent, clock, last_message)
         if intent.manipulation and not move.deflected:
             move = replace(move, deflected=True)
@@ -408,8 +415,21 @@ class MerchantAgent:
         return None
 
     def _grant_lever(self, ask: Terms, lever: Lever, *, topics: tuple[Topic, ...] = ()) -> MerchantMove:
-        terms = Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
-        return MerchantMove(MoveKind.COUNTER, Action.OFFER, terms, added_extras=(lever.offer_text,), topics=topics)
+        return MerchantMove(MoveKind.COUNTER, Action.OFFER, _with_lever(ask, lever), added_extras=(lever.offer_text,),
+                            topics=topics)
+
+    def _lever_counter(self, ask: Terms, lever: Lever | None, gap: int | None) -> Terms | None:
+        """``ask`` with ``lever`` added when that is the next concession rather than a price cut:
+        the lever is worth no more than the gap to the shopper's offer (or either is unknown),
+        or the price cannot go lower. None otherwise."""
+        if lever is not None and (gap is None or lever.value_cents is None or lever.value_cents <= gap
+                                  or ask.price_cents <= self.min_quote):
+            return _with_lever(ask, lever)
+        return None
+
+    def _on_grid_below(self, ask: Terms, target: int) -> int:
+        """``target``, but at least one price unit below the ask and on the price grid."""
+        return min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
 
     def _time_price(self, clock: Clock) -> int:
         """Where the concession curve puts the price now: list price at the start, the lowest
@@ -440,24 +460,19 @@ class MerchantAgent:
         lever = self._next_lever(ask)
         if target >= ask.price_cents:
             return ask if lever is not None or ask.price_cents > self.min_quote else None
-        gap = ask.price_cents - price
-        if lever is not None and (lever.value_cents is None or lever.value_cents <= gap
-                                  or ask.price_cents <= self.min_quote):
-            return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+        if (with_lever := self._lever_counter(ask, lever, ask.price_cents - price)) is not None:
+            return with_lever
         if ask.price_cents <= self.min_quote:
             return None
-        target = min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
-        return Terms(max(self.min_quote, target), ask.currency, ask.extras)
+        return Terms(max(self.min_quote, self._on_grid_below(ask, target)), ask.currency, ask.extras)
 
     def _counter(self, state: MerchantHistory, price: int | None) -> Terms | None:
         """The merchant's next concession from its current terms, or None when it has none
         left. ``price`` is the shopper's offer (None when no offer was made)."""
         ask = state.ask
         gap = ask.price_cents - price if price is not None else None
-        lever = self._next_lever(ask)
-        if lever is not None and (gap is None or lever.value_cents is None or lever.value_cents <= gap
-                                  or ask.price_cents <= self.min_quote):
-            return Terms(ask.price_cents, ask.currency, ask.extras + (lever.offer_text,))
+        if (with_lever := self._lever_counter(ask, self._next_lever(ask), gap)) is not None:
+            return with_lever
         room = ask.price_cents - self.min_quote
         if room <= 0:
             return None
@@ -474,7 +489,5 @@ class MerchantAgent:
         target = _ceil_to(int(ask.price_cents - step), self.unit)
         # Every cut is at least one price unit and lands on the grid, so that rounding an
         # off-grid list price ($649.99) never makes a later step larger than an earlier one.
-        target = min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
-        target = max(self.min_quote, target)
-        return Terms(target, ask.currency, ask.extras)
+        return Terms(max(self.min_quote, self._on_grid_below(ask, target)), ask.currency, ask.extras)
 

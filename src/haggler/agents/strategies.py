@@ -229,10 +229,10 @@ class StoreMerchant:
     """The store's :class:`~haggler.agents.merchant.MerchantAgent` as a seller decider.
 
     Each turn it builds a catalog product from the view (floor = reservation, list price, one
-    lever per extra valued at its cost), replays the offers so far into a negotiation (the offers
-    the merchant said were final as final, so that it closes after its last offer as the store
-    does), reads the buyer's last offer as an OFFER intent — with the rounds left as the chat's
-    messages left, so that the merchant knows the deadline — and maps the merchant's move back: a
+    lever per extra valued at its cost), extends its negotiation with the offers made since its
+    last turn (the offers the merchant said were final as final, so that it closes after its last
+    offer as the store does), reads the buyer's last offer as an OFFER intent — with the rounds
+    left as the chat's messages left, so that the merchant knows the deadline — and maps the merchant's move back: a
     counter or last offer is an OFFER, a hold re-offers the standing terms (final after a last
     offer), a graceful close is a REJECT.
     """
@@ -248,6 +248,8 @@ class StoreMerchant:
         self._offer_texts: dict[str, str] = {}
         #: Indices of this negotiation's own offers the merchant said were final.
         self._finals: set[int] = set()
+        #: The negotiation so far, as the merchant sees it: each turn extends it (no replay).
+        self._negotiation = None
 
     def _agent_for(self, view: DeciderView):
         from haggler.agents.merchant import MerchantAgent
@@ -287,20 +289,25 @@ class StoreMerchant:
         agent = self._agent_for(view)
         mine, theirs = view.my_offers, view.their_offers
         if not mine:
-            self._finals.clear()  # a new negotiation: no offer of ours is final yet
+            # A new negotiation: no offer of ours is final yet, and nothing is applied.
+            self._finals.clear()
+            self._negotiation = None
         if not theirs:
             return self._terms(mine[-1]) if mine else agent.greet().terms
-        negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
+        negotiation = self._negotiation
+        if negotiation is None or len(negotiation.turns) > len(mine) + len(theirs):
+            # A new negotiation (or views not continuing this one): start from scratch.
+            negotiation = self._negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
         merchant_terms = self._merchant_terms
-        merchant_first = len(mine) == len(theirs)
-        for i in range(len(theirs)):
-            if merchant_first:
+        # The turns alternate, the merchant's first when it opened; apply only those not yet applied.
+        merchant_parity = 0 if len(mine) == len(theirs) else 1
+        for j in range(len(negotiation.turns), len(mine) + len(theirs)):
+            i = j >> 1
+            if (j & 1) == merchant_parity:
                 negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]),
                                        final=i in self._finals))
-            negotiation.apply(Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i])))
-            if not merchant_first and i < len(mine):
-                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]),
-                                       final=i in self._finals))
+            else:
+                negotiation.apply(Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i])))
         last = theirs[-1]
         # The buyer answers this move and every later one, up to the last round.
         move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents),
@@ -313,8 +320,8 @@ class StoreMerchant:
         proposed = self._terms(move.terms) if move.action is Action.OFFER else standing
         if _at_least_as_good(view, last, net_cents(view, proposed)):
             return ACCEPT
-        if move.final or (move.action is Action.MESSAGE and agent.history(negotiation).ask_is_final):
-            # A hold after a last offer restates it: still final.
+        if move.final or (move.action is Action.MESSAGE and len(mine) - 1 in self._finals):
+            # A hold after a last offer restates it: still final (the standing offer is our last one).
             self._finals.add(len(mine))
         # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
         return guard(proposed, view)
