@@ -232,9 +232,9 @@ class StoreMerchant:
     lever per extra valued at its cost), extends its negotiation with the offers made since its
     last turn (the offers the merchant said were final as final, so that it closes after its last
     offer as the store does), reads the buyer's last offer as an OFFER intent — with the rounds
-    left as the chat's messages left, so that the merchant knows the deadline — and maps the merchant's move back: a
-    counter or last offer is an OFFER, a hold re-offers the standing terms (final after a last
-    offer), a graceful close is a REJECT.
+    left as the chat's messages left, so that the merchant knows the deadline — and maps the
+    merchant's move back: a counter or last offer is an OFFER, a hold re-offers the standing
+    terms (final after a last offer), a graceful close is a REJECT.
     """
 
     name = "store-merchant"
