@@ -23,8 +23,9 @@ dependency). When ``import negmas`` works — ``HAGGLER_NEGMAS_PATH`` is prepend
 set, e.g. a ``pip install --target`` directory — each NegMAS negotiator plays our panel through
 NegMAS's ``SAOMechanism``; the panel strategies are wrapped in a thin ``SAONegotiator`` subclass
 that builds a ``DeciderView`` from the offers so far and passes every decision through ``guard``.
-NegMAS prices are whole dollars (a small discrete outcome space); our deciders' offers are rounded
-to whole dollars towards their own side. Without NegMAS the comparison is "na".
+NegMAS prices are whole dollars from 30% of list price up to list price (a small discrete outcome
+space: like ours, a NegMAS seller never asks more than list, and the space tells neither side the
+other's reservation); our deciders' offers are rounded to whole dollars towards their own side. Without NegMAS the comparison is "na".
 
 Last line::
 
@@ -253,7 +254,9 @@ def run_negmas_seat(nm, negotiator: str, scenarios: list[Scenario], seat: str) -
         cell = cells[opponent] = Tally()
         for s in scenarios:
             lo = max(1, int(s.list_price_cents * 0.3) // 100)
-            hi = max(s.list_price_cents, s.buyer_reservation_cents, s.seller_reservation_cents) // 100 + 1
+            # The seller's best outcome is the list price, as for every seller of ours: an
+            # outcome space reaching up to the buyer's budget would tell a NegMAS seller that budget.
+            hi = math.ceil(max(s.list_price_cents, s.seller_reservation_cents) / 100)
             issues = [make_issue(values=(lo, hi), name="price")]
             span = float(hi - lo)
             seller_u = LUFun(values={"price": lambda x, lo=lo, span=span: (x - lo) / span}, weights={"price": 1.0},
