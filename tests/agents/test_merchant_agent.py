@@ -827,6 +827,29 @@ class TestLastMessage:
         assert move.terms == agent.opening_terms()
 
 
+
+def test_on_a_clock_never_counters_below_an_accelerating_shoppers_next_offer():
+    """A shopper whose steps keep growing concedes on its own clock and will offer at least one
+    more step as large as its last: on a clock, the merchant answers it with no more than a token
+    cut rather than cutting its price below that, however far its own concession curve has come."""
+    product = SYNTHETIC["no_levers"]
+    chat = Chat(product, max_messages=20)
+    token = max(chat.agent.unit, (product.list_price_cents - product.floor_cents) // 100)
+    offers = [60_000] * 12 + [61_000, 64_000, 70_000, 77_000, 85_000]
+    checked = 0
+    for i, price in enumerate(offers):
+        chat.offer(price)
+        assert not chat.closed, i
+        steps = [b - a for a, b in zip(offers[i - 3:i], offers[i - 2:i + 1])]
+        if len(steps) == 3 and steps[0] <= steps[1] <= steps[2] and steps[2] > 0:
+            forecast = price + steps[2]
+            floor_of_ask = min(chat.steps[-1].ask_before.price_cents - token, forecast)
+            assert chat.ask.price_cents >= floor_of_ask, (i, chat.ask, forecast)
+            checked += 1
+    # The last check is the one that bites: the curve alone would cut to 89,000, below the
+    # forecast 93,000.
+    assert checked == 5
+
 @pytest.mark.parametrize("product", ALL_PRODUCTS, ids=ALL_IDS)
 @pytest.mark.parametrize("intent", [
     Intent(IntentKind.CHAT, manipulation=True),

@@ -15,12 +15,14 @@ Without a clock (``messages_left`` unknown) it cuts price in shrinking steps tha
 shopper's own movement, and when the shopper stays below the floor makes one last offer.
 
 With a clock (``messages_left`` given) it concedes on a Boulware curve: firm early, towards its
-lowest quote as the deadline nears (most shoppers only move for real late), answering each move
-of the shopper with at least a token cut. Its last offer comes at the last message the shopper
-can still answer (or at a shopper's expected patience, whichever is sooner): it asks for what
-the shopper's own pace says it would pay next — halfway for a shopper who mirrors its moves —
-and never less than its lowest quote; an offer at or above the floor that arrives then is taken
-(a sale beats none). The store passes the chat's messages left, so this is how it sells.
+lowest quote as the deadline nears (most shoppers only move for real late), but never below what
+the shopper's own pace says it will offer next (a shopper whose steps keep growing is coming up
+anyway), answering each move of the shopper with at least a token cut. Its last offer comes at
+the last message the shopper can still answer (or at a shopper's expected patience, whichever is
+sooner): it asks for what the shopper's own pace says it would pay next — halfway for a shopper
+who mirrors its moves — and never less than its lowest quote; an offer at or above the floor
+that arrives then is taken (a sale beats none). The store passes the chat's messages left, so
+this is how it sells.
 
 After its last offer it never quotes lower: it waits, restating the offer, while the shopper
 keeps improving and may still write; takes an offer at or above the floor once the shopper
@@ -442,14 +444,17 @@ class MerchantAgent:
         return max(self.min_quote, _ceil_to(int(self.product.list_price_cents - given), self.unit))
 
     def _timed_counter(self, state: MerchantHistory, price: int, clock: Clock) -> Terms | None:
-        """The next terms on the clock: the concession curve's price, and at least a token cut
-        (no more than the shopper's own move) whenever the shopper improved its offer, so that
-        every move of the shopper is answered. The standing terms when no move is due; None
+        """The next terms on the clock: the concession curve's price, or the shopper's forecast
+        next offer when that is higher (no cut it would make good anyway), and at least a token
+        cut (no more than the shopper's own move) whenever the shopper improved its offer, so
+        that every move of the shopper is answered. The standing terms when no move is due; None
         when nothing is left to give."""
         ask = state.ask
         offers = state.shopper_offers
         moved = offers[-1] - max(offers[:-1]) if len(offers) >= 2 else None
         target = self._time_price(clock)
+        if offers:
+            target = max(target, self._forecast(state))
         lowball = price < self.product.list_price_cents * self.LOWBALL
         if not lowball and (moved is None or moved > 0):
             room = ask.price_cents - self.min_quote
