@@ -318,6 +318,8 @@ def compare_protocols(
     runs: Annotated[int, typer.Option(help="Runs per protocol (the same scenarios for each).")] = 50,
     seed: Annotated[int, typer.Option(help="Seed of the scenario set.")] = 0,
     out: Annotated[Path, typer.Option(help="Where the CSV, charts and report go.")] = Path("lab-out/protocols"),
+    report: Annotated[Optional[Path], typer.Option(
+        help="Write the markdown report here instead of OUT/report.md (links relative to it).")] = None,
 ) -> None:
     """Free text, alternating offers, sealed bid and instant match on the same scenarios."""
     from haggler.lab.compare import main_compare
@@ -325,7 +327,7 @@ def compare_protocols(
     if runs < 1:
         raise _fail("--runs must be at least 1")
     try:
-        main_compare(runs, seed, out, _wide_console())
+        main_compare(runs, seed, out, _wide_console(), report)
     except (ValueError, RuntimeError) as exc:
         raise _fail(str(exc)) from None
 

@@ -42,3 +42,11 @@ def test_compare_protocols_writes_a_report(tmp_path):
     assert (out / "comparison.csv").exists()
     assert len([p for p in out.glob("*.png") if p.read_bytes().startswith(PNG)]) >= 5
     assert list(out.glob("*.md"))
+
+
+def test_compare_protocols_report_option(tmp_path):
+    out, report = tmp_path / "charts", tmp_path / "comparison.md"
+    result = lab("compare-protocols", "--runs", "4", "--seed", "2", "--out", str(out), "--report", str(report))
+    assert result.returncode == 0, result.stderr
+    text = report.read_text()
+    assert "![protocols_time](charts/protocols_time.png)" in text and not (out / "report.md").exists()

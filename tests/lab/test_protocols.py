@@ -119,7 +119,23 @@ def test_comparison_files(comparison, tmp_path):
     assert len(rows) == 5 and rows[0].startswith("protocol,")
     report = write_report_md(comparison, tmp_path, paths).read_text()
     assert "| Sealed bid |" in report and "![protocols_words](protocols_words.png)" in report
-    assert "12 scenarios" in report
+    assert "12 scenarios" in report and "[`comparison.csv`](comparison.csv)" in report
+
+
+def test_report_elsewhere_links_relative_to_itself(comparison, tmp_path):
+    """How docs/protocol-comparison.md is made: the report beside its chart folder, every link
+    resolving from the report's own folder, and the command that regenerates it in the text."""
+    import re
+
+    out = tmp_path / "docs" / "charts"
+    paths = write_comparison(comparison, out)
+    report_path = write_report_md(comparison, out, paths, tmp_path / "docs" / "comparison.md")
+    assert report_path == tmp_path / "docs" / "comparison.md" and not (out / "report.md").exists()
+    text = report_path.read_text()
+    links = re.findall(r"\]\(([^)]+)\)", text)
+    assert len(links) == 6 and all(link.startswith("charts/") for link in links)
+    assert all((report_path.parent / link).is_file() for link in links)
+    assert f"--report {report_path.as_posix()}" in text
 
 
 def test_scenario_product_levers_state_their_value_so_the_merchant_can_read_it():
