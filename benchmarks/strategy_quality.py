@@ -1,12 +1,15 @@
 """Negotiation quality of the store's default strategies against a panel of shopper/seller strategies.
 
-Seller seat: ``store-merchant`` (the store's default merchant adapter) against a panel of our buyer
-strategies; buyer seat: ``default-shopper`` against a panel of our seller strategies. The scenario
-set is seeded single-issue scenarios (``haggler.lab.generate.single_issue``), ``--n`` with a zone of
-agreement (ZOPA) and ``--n-nozopa`` without, all run through ``run_alternating`` (seller first).
+Seller seat: ``store-merchant`` (the store's default merchant adapter) against a panel of buyer
+strategies: ours, and NegMAS's four negotiators when NegMAS is importable; buyer seat:
+``default-shopper`` against the same kind of panel of sellers. The scenario set is seeded
+single-issue scenarios (``haggler.lab.generate.single_issue``), ``--n`` with a zone of agreement
+(ZOPA) and ``--n-nozopa`` without. Two of our strategies meet through ``run_alternating`` (seller
+first); a NegMAS negotiator on either side makes it a run of NegMAS's SAO mechanism.
 
 Per opponent it prints the agreement rate where a ZOPA exists, two shares of the zone for our
-side, and violations (deals below the floor or above the budget: must be 0):
+side, and violations (deals past the seat's own reservation — below its floor for a seller, above
+its budget for a buyer: must be 0):
 
 * ``share`` — the mean share over deals (seller: (price - floor) / (budget - floor); buyer: 1 minus
   that). It says how well a side does *when it closes*, so it flatters a negotiator that closes
@@ -14,18 +17,24 @@ side, and violations (deals below the floor or above the budget: must be 0):
 * ``exp`` (expected share) — the mean over every ZOPA scenario, a no-deal counting as 0: the share
   of the available surplus a side actually takes home. It rewards closing and winning together.
 
+The agreement goal is printed with its ceiling: the agreement of a side that offers its
+reservation from its second offer on and takes anything at least as good, against the same panel.
+No side that stays within its reservation and list price and never takes back a concession closes
+a deal that one misses (a tit-for-tat buyer only mirrors what the seller concedes).
+
 Goals: violations 0; agreement >= 95% on ZOPA scenarios, hardliner opponents excluded; and our
 share higher than each NegMAS negotiator (BoulwareTB, ConcederTB, NaiveTitForTat, Aspiration)
 achieves in the same seat against the same panel — reported for both share definitions.
 
 NegMAS is optional and benchmark-only (AGPL: ``src/`` never imports it, it is not a project
 dependency). When ``import negmas`` works — ``HAGGLER_NEGMAS_PATH`` is prepended to ``sys.path`` if
-set, e.g. a ``pip install --target`` directory — each NegMAS negotiator plays our panel through
-NegMAS's ``SAOMechanism``; the panel strategies are wrapped in a thin ``SAONegotiator`` subclass
-that builds a ``DeciderView`` from the offers so far and passes every decision through ``guard``.
-NegMAS prices are whole dollars from 30% of list price up to list price (a small discrete outcome
-space: like ours, a NegMAS seller never asks more than list, and the space tells neither side the
-other's reservation); our deciders' offers are rounded to whole dollars towards their own side. Without NegMAS the comparison is "na".
+set, e.g. a ``pip install --target`` directory — each NegMAS negotiator joins both panels and
+takes each seat against the panel through NegMAS's ``SAOMechanism``; our strategies in such a run
+are wrapped in a thin ``SAONegotiator`` subclass that builds a ``DeciderView`` from the offers so
+far and passes every decision through ``guard``. NegMAS prices are whole dollars from 30% of list
+price up to list price (a small discrete outcome space: like ours, a NegMAS seller never asks more
+than list, and the space tells neither side the other's reservation); our deciders' offers are
+rounded to whole dollars towards their own side. Without NegMAS the comparison is "na".
 
 Last line::
 
@@ -34,11 +43,12 @@ Last line::
     buyer_share_vs_negmas_min=..|na
 
     seller_expected_share=.. buyer_expected_share=.. seller_expected_share_vs_negmas_min=..|na
-    buyer_expected_share_vs_negmas_min=..|na
+    buyer_expected_share_vs_negmas_min=..|na seller_agreement_ceiling=.. buyer_agreement_ceiling=..
 
 (one line; ``*_share_vs_negmas_min`` is our mean share minus the best NegMAS negotiator's mean share
 in that seat, both over all deals against the panel; ``*_expected_share_vs_negmas_min`` the same
-for the expected share, over all ZOPA scenarios against the panel: > 0 means the goal is met).
+for the expected share, over all ZOPA scenarios against the panel: > 0 means the goal is met;
+``*_agreement_ceiling`` the agreement ceilings).
 
     .venv/bin/python benchmarks/strategy_quality.py [--n 100] [--n-nozopa 40] [--seed 1] [--negmas-n N]
 """
@@ -51,13 +61,14 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 if os.environ.get("HAGGLER_NEGMAS_PATH"):
     sys.path.insert(0, os.environ["HAGGLER_NEGMAS_PATH"])
 
-from haggler.agents.decider import ACCEPT, BUYER, REJECT, SELLER, DeciderView, guard
-from haggler.agents.strategies import STRATEGIES
+from haggler.agents.decider import ACCEPT, BUYER, REJECT, SELLER, Decider, DeciderView, Decision, guard
+from haggler.agents.strategies import STRATEGIES, best_price
 from haggler.engine import Terms
 from haggler.lab.alternating import run_alternating
 from haggler.lab.generate import single_issue
@@ -74,6 +85,28 @@ HARDLINERS = {"hardliner"}
 AGREEMENT_GOAL = 0.95
 NEGMAS_NEGOTIATORS = ("BoulwareTBNegotiator", "ConcederTBNegotiator", "NaiveTitForTatNegotiator",
                       "AspirationNegotiator")
+#: Panel and player names of NegMAS's negotiators: ``negmas-BoulwareTBNegotiator`` and so on.
+NEGMAS = "negmas-"
+#: Plays one negotiation through NegMAS: (scenario, seller name, buyer name) -> price or None.
+NegmasPlay = Callable[[Scenario, str, str], "int | None"]
+
+
+class _AtReservation:
+    """The agreement ceiling: opens at its best price, then offers its reservation and takes
+    any offer at least as good. No strategy that stays within its reservation (and never takes
+    back a concession) closes a deal this one misses against the same opponent."""
+
+    def decide(self, view: DeciderView) -> Decision:
+        reservation, theirs = view.reservation_cents, view.their_offers
+        if theirs and (theirs[-1].price_cents >= reservation if view.role == SELLER
+                       else theirs[-1].price_cents <= reservation):
+            return ACCEPT
+        return Terms(reservation if view.my_offers else best_price(view), view.currency)
+
+
+CEILING = "at-reservation"
+#: Every player by name: the lab's strategies and the ceiling.
+PLAYERS: dict[str, Callable[[], Decider]] = {**STRATEGIES, CEILING: _AtReservation}
 
 
 @dataclass
@@ -98,7 +131,9 @@ class Tally:
         self.deals += 1
         self.zopa_deals += has_zopa
         floor, budget = scenario.seller_reservation_cents, scenario.buyer_reservation_cents
-        if price_cents < floor or price_cents > budget:
+        # The seat's own reservation: a NegMAS opponent that sells below its own floor is not a
+        # violation of ours.
+        if (price_cents < floor) if seat == SELLER else (price_cents > budget):
             self.violations += 1
         if budget > floor:
             share = (price_cents - floor) / (budget - floor)
@@ -154,16 +189,32 @@ def _margin(ours: float | None, best: float | None) -> float | None:
     return None if ours is None or best is None else ours - best
 
 
-def run_ours(scenarios: list[Scenario], seat: str) -> dict[str, Tally]:
-    ours, panel = (OUR_SELLER, BUYER_PANEL) if seat == SELLER else (OUR_BUYER, SELLER_PANEL)
+def panel(seat: str, nm: "NegmasPlay | None") -> list[str]:
+    """The opponents of the player in ``seat``: our strategies, and NegMAS's negotiators when
+    NegMAS is importable."""
+    ours = BUYER_PANEL if seat == SELLER else SELLER_PANEL
+    return ours + ([NEGMAS + name for name in NEGMAS_NEGOTIATORS] if nm is not None else [])
+
+
+def play(nm: "NegmasPlay | None", scenario: Scenario, seller: str, buyer: str) -> int | None:
+    """The price ``seller`` and ``buyer`` (strategy names, ``negmas-…`` for NegMAS's) agree on
+    in ``scenario``, None for no deal: through our engine when both are ours, else through
+    NegMAS's SAO mechanism."""
+    if seller.startswith(NEGMAS) or buyer.startswith(NEGMAS):
+        assert nm is not None
+        return nm(scenario, seller, buyer)
+    result = run_alternating(scenario, PLAYERS[seller](), PLAYERS[buyer]())
+    return result.terms.price_cents if result.agreed and result.terms else None
+
+
+def run_seat(nm: "NegmasPlay | None", scenarios: list[Scenario], seat: str, player: str) -> dict[str, Tally]:
+    """``player`` in ``seat`` against the whole panel: one tally per opponent."""
     cells: dict[str, Tally] = {}
-    for opponent in panel:
+    for opponent in panel(seat, nm):
         cell = cells[opponent] = Tally()
+        seller, buyer = (player, opponent) if seat == SELLER else (opponent, player)
         for scenario in scenarios:
-            me, them = STRATEGIES[ours](), STRATEGIES[opponent]()
-            seller, buyer = (me, them) if seat == SELLER else (them, me)
-            result = run_alternating(scenario, seller, buyer)
-            cell.add(scenario, result.terms.price_cents if result.agreed and result.terms else None, seat)
+            cell.add(scenario, play(nm, scenario, seller, buyer), seat)
     return cells
 
 
@@ -179,16 +230,17 @@ def print_table(title: str, cells: dict[str, Tally]) -> None:
 # -- NegMAS (optional) ---------------------------------------------------------------------------------
 
 
-def load_negmas():
-    """The NegMAS pieces this benchmark needs, or None when NegMAS is not importable."""
+def load_negmas() -> "NegmasPlay | None":
+    """A function playing one negotiation through NegMAS's SAO mechanism (see :func:`play`), or
+    None when NegMAS is not importable."""
     try:
         import negmas  # noqa: F401
         from negmas import SAOMechanism, make_issue
-        from negmas.preferences import LinearAdditiveUtilityFunction
+        from negmas.preferences import LinearAdditiveUtilityFunction as LUFun
         from negmas.sao import ResponseType, SAONegotiator
         import negmas.sao as sao
 
-        classes = {name: getattr(sao, name) for name in NEGMAS_NEGOTIATORS}
+        classes = {NEGMAS + name: getattr(sao, name) for name in NEGMAS_NEGOTIATORS}
     except Exception:  # noqa: BLE001 - any import problem means "not available"
         return None
     import warnings
@@ -243,38 +295,31 @@ def load_negmas():
             self._h_mine.append(Terms(dollars * 100, self._h_scenario.currency))
             return (dollars,)
 
-    return SAOMechanism, make_issue, LinearAdditiveUtilityFunction, HagglerNegotiator, classes
+    def sao_play(s: Scenario, seller: str, buyer: str) -> int | None:
+        lo = max(1, int(s.list_price_cents * 0.3) // 100)
+        # The seller's best outcome is the list price, as for every seller of ours: an
+        # outcome space reaching up to the buyer's budget would tell a NegMAS seller that budget.
+        hi = math.ceil(max(s.list_price_cents, s.seller_reservation_cents) / 100)
+        issues = [make_issue(values=(lo, hi), name="price")]
+        span = float(hi - lo)
+        seller_u = LUFun(values={"price": lambda x: (x - lo) / span}, weights={"price": 1.0},
+                         issues=issues, reserved_value=(s.seller_reservation_cents / 100 - lo) / span)
+        buyer_u = LUFun(values={"price": lambda x: (hi - x) / span}, weights={"price": 1.0},
+                        issues=issues, reserved_value=(hi - s.buyer_reservation_cents / 100) / span)
+        # One SAO step is one offer (or response) of one side: two per haggler round.
+        mechanism = SAOMechanism(issues=issues, n_steps=2 * s.max_rounds, one_offer_per_step=True)
 
+        def negotiator(name: str, role: str):
+            if name in classes:
+                return classes[name](name=role)
+            return HagglerNegotiator(PLAYERS[name](), role, s, lo, hi, name=role)
 
-def run_negmas_seat(nm, negotiator: str, scenarios: list[Scenario], seat: str) -> dict[str, Tally]:
-    SAOMechanism, make_issue, LUFun, HagglerNegotiator, classes = nm
-    panel = BUYER_PANEL if seat == SELLER else SELLER_PANEL
-    cells: dict[str, Tally] = {}
-    for opponent in panel:
-        cell = cells[opponent] = Tally()
-        for s in scenarios:
-            lo = max(1, int(s.list_price_cents * 0.3) // 100)
-            # The seller's best outcome is the list price, as for every seller of ours: an
-            # outcome space reaching up to the buyer's budget would tell a NegMAS seller that budget.
-            hi = math.ceil(max(s.list_price_cents, s.seller_reservation_cents) / 100)
-            issues = [make_issue(values=(lo, hi), name="price")]
-            span = float(hi - lo)
-            seller_u = LUFun(values={"price": lambda x, lo=lo, span=span: (x - lo) / span}, weights={"price": 1.0},
-                             issues=issues, reserved_value=(s.seller_reservation_cents / 100 - lo) / span)
-            buyer_u = LUFun(values={"price": lambda x, hi=hi, span=span: (hi - x) / span}, weights={"price": 1.0},
-                            issues=issues, reserved_value=(hi - s.buyer_reservation_cents / 100) / span)
-            # One SAO step is one offer (or response) of one side: two per haggler round.
-            mechanism = SAOMechanism(issues=issues, n_steps=2 * s.max_rounds, one_offer_per_step=True)
-            them_role = BUYER if seat == SELLER else SELLER
-            mine = classes[negotiator](name=seat)
-            theirs = HagglerNegotiator(STRATEGIES[opponent](), them_role, s, lo, hi, name=them_role)
-            seller, buyer = (mine, theirs) if seat == SELLER else (theirs, mine)
-            mechanism.add(seller, ufun=seller_u)   # the seller moves first, as in run_alternating
-            mechanism.add(buyer, ufun=buyer_u)
-            state = mechanism.run()
-            agreement = state.agreement
-            cell.add(s, int(agreement[0]) * 100 if agreement is not None else None, seat)
-    return cells
+        mechanism.add(negotiator(seller, SELLER), ufun=seller_u)   # the seller moves first, as in run_alternating
+        mechanism.add(negotiator(buyer, BUYER), ufun=buyer_u)
+        agreement = mechanism.run().agreement
+        return int(agreement[0]) * 100 if agreement is not None else None
+
+    return sao_play
 
 
 def main() -> None:
@@ -291,12 +336,14 @@ def main() -> None:
     print(f"scenarios: {len(zopa)} with a zone of agreement, {len(nozopa)} without (seed {args.seed}, "
           f"{scenarios[0].max_rounds if scenarios else 0} rounds)")
 
+    nm = load_negmas()
     started = time.perf_counter()
-    seller_cells = run_ours(scenarios, SELLER)
-    buyer_cells = run_ours(scenarios, BUYER)
+    seller_cells = run_seat(nm, scenarios, SELLER, OUR_SELLER)
+    buyer_cells = run_seat(nm, scenarios, BUYER, OUR_BUYER)
     print_table(f"seller seat: {OUR_SELLER} vs buyer panel", seller_cells)
     print_table(f"buyer seat: {OUR_BUYER} vs seller panel", buyer_cells)
     ours = {SELLER: _summary(seller_cells), BUYER: _summary(buyer_cells)}
+    ceiling = {seat: _summary(run_seat(nm, scenarios, seat, CEILING)).agreement for seat in (SELLER, BUYER)}
     print(f"ours: {time.perf_counter() - started:.1f} s")
 
     def met(ok: bool | None) -> str:
@@ -307,9 +354,9 @@ def main() -> None:
     for seat in (SELLER, BUYER):
         agree = ours[seat].agreement
         print(f"goal {seat} agreement on ZOPA (excl. hardliner) >= 95%: {_fmt(agree)} "
-              f"({met(None if agree is None else agree >= AGREEMENT_GOAL)})")
+              f"({met(None if agree is None else agree >= AGREEMENT_GOAL)}; ceiling, conceding all at once: "
+              f"{_fmt(ceiling[seat])})")
 
-    nm = load_negmas()
     vs: dict[tuple[str, str], float | None] = {(seat, kind): None for seat in (SELLER, BUYER)
                                                for kind in ("share", "expected_share")}
     if nm is None:
@@ -319,16 +366,17 @@ def main() -> None:
             k = args.negmas_n
             sub = zopa[:k] + nozopa[: (k * len(nozopa)) // max(1, len(zopa))]
             # Compare like with like: our side on the same subset.
-            ours_sub = {seat: _summary(run_ours(sub, seat)) for seat in (SELLER, BUYER)}
+            ours_sub = {seat: _summary(run_seat(nm, sub, seat, OUR_SELLER if seat == SELLER else OUR_BUYER))
+                        for seat in (SELLER, BUYER)}
         else:
             sub, ours_sub = scenarios, ours
         started = time.perf_counter()
         best: dict[tuple[str, str], float | None] = dict(vs)
         for seat in (SELLER, BUYER):
-            print(f"negmas, {seat} seat vs our panel ({len(sub)} scenarios): share over deals / expected share "
+            print(f"negmas, {seat} seat vs the panel ({len(sub)} scenarios): share over deals / expected share "
                   f"over ZOPA / agreement on ZOPA excl. hardliner / violations")
             for name in NEGMAS_NEGOTIATORS:
-                cells = run_negmas_seat(nm, name, sub, seat)
+                cells = run_seat(nm, sub, seat, NEGMAS + name)
                 summary = _summary(cells)
                 per = " ".join(f"{o}={_fmt(c.share, '.2f')}/{_fmt(c.expected_share, '.2f')}"
                                for o, c in cells.items())
@@ -352,7 +400,8 @@ def main() -> None:
           f"seller_share_vs_negmas_min={_fmt(vs[SELLER, 'share'])} buyer_share_vs_negmas_min={_fmt(vs[BUYER, 'share'])} "
           f"seller_expected_share={_fmt(s.expected_share)} buyer_expected_share={_fmt(b.expected_share)} "
           f"seller_expected_share_vs_negmas_min={_fmt(vs[SELLER, 'expected_share'])} "
-          f"buyer_expected_share_vs_negmas_min={_fmt(vs[BUYER, 'expected_share'])}")
+          f"buyer_expected_share_vs_negmas_min={_fmt(vs[BUYER, 'expected_share'])} "
+          f"seller_agreement_ceiling={_fmt(ceiling[SELLER])} buyer_agreement_ceiling={_fmt(ceiling[BUYER])}")
 
 if __name__ == "__main__":
     main()
