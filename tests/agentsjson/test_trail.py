@@ -68,8 +68,8 @@ def _add_session(db: Database, session_id: str, *, lifetime: timedelta = timedel
 
 
 def _record(trail: AuditTrail, session_id: str, n: int, **params: Any) -> dict[str, Any]:
-    return trail.record_now(session_id, capability="search", method="get", params={"q": f"mug {n}", **params},
-                            policy_result="allowed", response_status=200)
+    return trail.record(session_id, capability="search", method="get", params={"q": f"mug {n}", **params},
+                        policy_result="allowed", response_status=200)
 
 
 def _end(trail: AuditTrail, session_id: str, **kwargs: Any) -> dict[str, Any]:
@@ -205,8 +205,8 @@ def test_concurrent_calls_in_one_session_make_one_unbroken_chain(trail: AuditTra
 
 def test_event_commits_or_rolls_back_with_the_callers_transaction(trail: AuditTrail, db: Database) -> None:
     _add_session(db, "s1")
-    with pytest.raises(RuntimeError), db.write() as conn:
-        trail.record(conn, "s1", capability="cart.add", method="POST", params={"id": "mug"},
+    with pytest.raises(RuntimeError), db.write():
+        trail.record("s1", capability="cart.add", method="POST", params={"id": "mug"},
                      policy_result="allowed", response_status=201)
         raise RuntimeError("the call's effect failed")
     assert _stored_events(db, "s1") == []
@@ -258,8 +258,8 @@ def test_finalize_keeps_the_end_already_recorded(trail: AuditTrail, db: Database
 
 def test_finalize_with_the_token_hashes_its_occurrences(trail: AuditTrail, db: Database) -> None:
     _add_session(db, "s1", token=TOKEN)
-    trail.record_now("s1", capability="checkout", method="POST", params={"return_url": f"https://a.example/{TOKEN}"},
-                     policy_result="allowed", response_status=200)
+    trail.record("s1", capability="checkout", method="POST", params={"return_url": f"https://a.example/{TOKEN}"},
+                 policy_result="allowed", response_status=200)
     artifact = _end(trail, "s1", session_token=TOKEN)
     text = json.dumps(artifact)
     assert TOKEN not in text
@@ -358,10 +358,10 @@ def test_concurrent_sweeps_finalize_each_session_once(trail: AuditTrail, db: Dat
 
 def test_sensitive_params_never_reach_the_stored_event(trail: AuditTrail, db: Database) -> None:
     _add_session(db, "s1")
-    trail.record_now("s1", capability="login", method="POST",
-                     params={"user": "ann", "password": "hunter2-PLAIN", "session_token": "tok_RAW_VALUE",
-                             "payment": {"card_number": "4111111111111111"}},
-                     policy_result="allowed", response_status=200)
+    trail.record("s1", capability="login", method="POST",
+                 params={"user": "ann", "password": "hunter2-PLAIN", "session_token": "tok_RAW_VALUE",
+                         "payment": {"card_number": "4111111111111111"}},
+                 policy_result="allowed", response_status=200)
     (row,) = _stored_events(db, "s1")
     for secret in ("hunter2-PLAIN", "tok_RAW_VALUE", "4111111111111111"):
         assert secret not in row.event

@@ -120,13 +120,13 @@ class AgentsSurface:
         try:
             # The call's effect (a cart change, a redeemed deal) and its audit event commit in
             # one transaction: a crash between them can never leave an unaudited change.
-            with trail.db.write() as conn:
+            with trail.db.write():
                 data = handler(call)
-                trail.record(conn, session.id, **_event(call), policy_result="allowed", response_status=200)
+                trail.record(session.id, **_event(call), policy_result="allowed", response_status=200)
         except HagglerError as exc:
             # The effect rolled back; the refusal is still part of what the agent did.
-            trail.record_now(session.id, **_event(call), policy_result=f"refused: {exc.message}",
-                             response_status=status_for(exc))
+            trail.record(session.id, **_event(call), policy_result=f"refused: {exc.message}",
+                         response_status=status_for(exc))
             raise
         return JSON({"ok": True, "data": data})
 

@@ -70,7 +70,6 @@ class AuditTrail:
 
     def record(
         self,
-        conn: Connection,
         session_id: str,
         *,
         capability: str,
@@ -79,45 +78,31 @@ class AuditTrail:
         policy_result: str | dict[str, Any],
         response_status: int,
     ) -> dict[str, Any]:
-        """Append one call to the session's chain in the caller's write transaction; return the event.
+        """Append one call to the session's chain; return the event.
 
-        Params are redacted before they are stored.  Raises NotFound for an
-        unknown session and Closed for one that has ended or expired, since an
+        The event is written in the caller's write transaction when one is open in this context
+        (``Database.write()`` joins it), so a call's effect and its event commit together; in
+        a transaction of its own otherwise. Params are redacted before they are stored. Raises
+        NotFound for an unknown session and Closed for one that has ended or expired, since an
         event added then would be missing from (or contradict) the signed artifact.
         """
         now = self.clock()
-        session = self._lock_session(conn, session_id)
-        if not is_active(session.ended_at, session.expires_at, now):
-            raise Closed(f"session {session_id} has ended; its audit trail takes no more events")
-        last = conn.execute(_SELECT_LAST_EVENT, {"session_id": session_id}).first()
-        event = {
-            **make_event(capability, method, params, policy_result, response_status, timestamp=utc_timestamp(now)),
-            "prev_hash": last.hash if last else "",
-        }
-        conn.execute(insert(audit_events), {
-            "session_id": session_id,
-            "seq": last.seq + 1 if last else 1,
-            "event": json.dumps(event, ensure_ascii=False),
-            "hash": event_hash(event),
-        })
-        return event
-
-    def record_now(
-        self,
-        session_id: str,
-        *,
-        capability: str,
-        method: str,
-        params: Mapping[str, Any],
-        policy_result: str | dict[str, Any],
-        response_status: int,
-    ) -> dict[str, Any]:
-        """``record`` in a transaction of its own, for calls whose effect is not in the database."""
         with self.db.write() as conn:
-            return self.record(
-                conn, session_id, capability=capability, method=method, params=params,
-                policy_result=policy_result, response_status=response_status,
-            )
+            session = self._lock_session(conn, session_id)
+            if not is_active(session.ended_at, session.expires_at, now):
+                raise Closed(f"session {session_id} has ended; its audit trail takes no more events")
+            last = conn.execute(_SELECT_LAST_EVENT, {"session_id": session_id}).first()
+            event = {
+                **make_event(capability, method, params, policy_result, response_status, timestamp=utc_timestamp(now)),
+                "prev_hash": last.hash if last else "",
+            }
+            conn.execute(insert(audit_events), {
+                "session_id": session_id,
+                "seq": last.seq + 1 if last else 1,
+                "event": json.dumps(event, ensure_ascii=False),
+                "hash": event_hash(event),
+            })
+        return event
 
     # --- signing ----------------------------------------------------------------
 
