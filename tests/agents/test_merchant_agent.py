@@ -1113,6 +1113,23 @@ def test_deal_reply_restates_the_full_terms_and_checkout_link():
     assert "https://shop.example/c/deal_1" in text
 
 
+@pytest.mark.parametrize("intent", [Intent(IntentKind.QUESTION, topics=(Topic.WARRANTY,)), BEST, CHAT],
+                         ids=["question", "best-price", "chat"])
+def test_a_fresh_reply_never_repeats_the_previous_one_word_for_word(intent):
+    """The hardest case for ``render_fresh``: the previous message is exactly what this seed
+    draws first. Drawing again only makes a repeat unlikely (1 in 27 per turn for three
+    wordings); the reply must differ every time, and still be reproducible from its seed."""
+    product = DEMO[0]
+    renderer = ReplyRenderer(CATALOG.store, product.facts)
+    chat = Chat(product)
+    move = chat.say(intent)
+    for seed in range(300):
+        previous = renderer.render(move, random.Random(seed))
+        fresh = renderer.render_fresh(move, random.Random(seed), previous=previous)
+        assert fresh != previous, seed
+        assert fresh == renderer.render_fresh(move, random.Random(seed), previous=previous)
+
+
 def test_repeated_offer_at_or_above_the_floor_is_taken():
     """A shopper who keeps repeating an acceptable offer gets a deal at that offer, not a HOLD
     until the message cap: standing still above the floor must not cost the store the sale."""

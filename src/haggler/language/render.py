@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
+from typing import Protocol, TypeVar
 
 from haggler.agents.merchant import MerchantMove, MoveKind
 from haggler.catalog import ProductFacts, Store
 from haggler.engine import Terms
 from haggler.language.intents import Topic
 from haggler.money import format_money
+
+T = TypeVar("T")
 
 _SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
@@ -41,6 +45,23 @@ def describe_terms(terms: Terms) -> str:
     """``$545 with free 2-day shipping and an extra battery``."""
     price = format_money(terms.price_cents, terms.currency)
     return f"{price} with {join_extras(terms.extras)}" if terms.extras else price
+
+
+class Chooser(Protocol):
+    """Where a reply's wording comes from: a seeded ``random.Random``, or :class:`_NextWording`."""
+
+    def choice(self, seq: Sequence[T]) -> T: ...
+
+
+class _NextWording:
+    """Draws as the wrapped generator's ``choice`` does, but takes the item after the one drawn,
+    so a replay with it differs from the original at every choice that has options."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    def choice(self, seq: Sequence[T]) -> T:
+        return seq[(self._rng.choice(range(len(seq))) + 1) % len(seq)]
 
 
 class ReplyRenderer:
@@ -92,7 +113,7 @@ class ReplyRenderer:
 
     # -- moves -----------------------------------------------------------------------------------
 
-    def render(self, move: MerchantMove, rng: random.Random, *, checkout_url: str | None = None) -> str:
+    def render(self, move: MerchantMove, rng: Chooser, *, checkout_url: str | None = None) -> str:
         parts = []
         if move.deflected and move.kind is not MoveKind.DEFLECT:
             parts.append(rng.choice(_DEFLECT_PREFIX))
@@ -104,18 +125,20 @@ class ReplyRenderer:
         return " ".join(p for p in parts if p)
 
     def render_fresh(self, move: MerchantMove, rng: random.Random, *, previous: str,
-                     checkout_url: str | None = None, attempts: int = 4) -> str:
-        """Render, drawing again (a few times at most) when the reply would repeat the
-        merchant's previous message word for word — a person does not say the same sentence
-        twice in a row. The draws come from ``rng``, so this stays reproducible."""
+                     checkout_url: str | None = None) -> str:
+        """Render, never repeating the merchant's previous message word for word when the
+        move has more than one wording — a person does not say the same sentence twice in a
+        row. On a repeat the same draws are replayed taking the next wording along at every
+        choice, so the reply is certain to differ (drawing again only makes a repeat unlikely)
+        and stays reproducible from ``rng``."""
+        state = rng.getstate()
         reply = self.render(move, rng, checkout_url=checkout_url)
-        for _ in range(attempts - 1):
-            if reply != previous:
-                break
-            reply = self.render(move, rng, checkout_url=checkout_url)
+        if reply == previous:
+            rng.setstate(state)
+            reply = self.render(move, _NextWording(rng), checkout_url=checkout_url)
         return reply
 
-    def _body(self, move: MerchantMove, rng: random.Random, checkout_url: str | None) -> str:
+    def _body(self, move: MerchantMove, rng: Chooser, checkout_url: str | None) -> str:
         f = self.facts
         terms = move.terms
         values = {
@@ -171,7 +194,7 @@ class ReplyRenderer:
         return template.format(**values)
 
 
-def _pick(rng: random.Random, templates: tuple[str, ...], values: dict[str, str]) -> str:
+def _pick(rng: Chooser, templates: tuple[str, ...], values: dict[str, str]) -> str:
     """A template, leaving out those that quote the shopper's price when there is none
     (a counter to "what's your best price?" answers no number)."""
     usable = [t for t in templates if values["theirs"] or "{theirs}" not in t]
