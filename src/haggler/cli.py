@@ -51,8 +51,8 @@ def serve(
     built-in demo store."""
     import uvicorn
 
-    from haggler.agentsjson.manifest import AgentsSettings
-    from haggler.exchange.settings import ExchangeSettings
+    from haggler.protocols.agents_json.views import AgentsSettings
+    from haggler.protocols.transactions.settings import ExchangeSettings
     from haggler.protocols.negotiate_v1.service import StoreLimits
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
@@ -237,7 +237,7 @@ def validate_manifest(
     source: Annotated[str, typer.Argument(help="A site (https://shop.example), a manifest URL, or a file.")],
 ) -> None:
     """Validate any site's agents.json: the JSON Schema (draft-07) plus the spec's five rules."""
-    from haggler.agentsjson.validate import ManifestLoadError, check_manifest, render_report
+    from haggler.protocols.agents_json.validate import ManifestLoadError, check_manifest, render_report
 
     try:
         report = check_manifest(source)
@@ -257,7 +257,7 @@ def keys_rotate(
     data_dir: Annotated[Path, typer.Option(help="The store's data directory.")] = DEFAULT_DATA_DIR,
 ) -> None:
     """Replace the audit signing key; the old public key stays known, so past artifacts verify."""
-    from haggler.agentsjson.keys import SigningKeys
+    from haggler.trust.keys import SigningKeys
 
     try:
         signing = SigningKeys(data_dir)
@@ -278,7 +278,7 @@ def audit_verify(
     trusted_key: Annotated[Optional[list[str]], typer.Option(help="Only accept artifacts signed by this base64 key (repeatable), e.g. the manifest's audit.public_key.")] = None,
 ) -> None:
     """Verify an audit artifact offline: the hash chain, the root hash and the Ed25519 signature."""
-    from haggler.agentsjson.audit import ArtifactLoadError, load_artifact, verify_artifact
+    from haggler.protocols.agents_json.audit import ArtifactLoadError, load_artifact, verify_artifact
 
     try:
         artifact = load_artifact(source)

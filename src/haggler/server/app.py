@@ -13,12 +13,12 @@ from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
-from haggler.agentsjson.cart import CartService
-from haggler.agentsjson.keys import SigningKeys
-from haggler.agentsjson.routes import AgentsSurface
-from haggler.agentsjson.trail import AuditTrail
-from haggler.agentsjson.sessions import RateLimiter, SessionService
-from haggler.exchange.routes import Exchange
+from haggler.protocols.agents_json.cart import CartService
+from haggler.trust.keys import SigningKeys
+from haggler.protocols.agents_json.routes import AgentsSurface
+from haggler.protocols.agents_json.trail import AuditTrail
+from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
+from haggler.protocols.transactions.routes import Exchange
 from haggler.protocols.negotiate_v1.routes import build_router
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.server.clientip import client_address, is_trusted

@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from haggler.agentsjson.manifest import AgentsSettings
+from haggler.protocols.agents_json.views import AgentsSettings
 
 from haggler.catalog import Catalog
-from haggler.exchange.settings import ExchangeSettings
+from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.protocols.negotiate_v1.service import StoreLimits
 from haggler.server.clientip import Network
 

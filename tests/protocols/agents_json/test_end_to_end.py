@@ -8,8 +8,8 @@ import re
 
 from sqlalchemy import create_engine, func, select
 
-from haggler.agentsjson.audit import verify_artifact
-from haggler.agentsjson.capabilities import API, SESSION_PATH
+from haggler.protocols.agents_json.audit import verify_artifact
+from haggler.protocols.agents_json.capabilities import API, SESSION_PATH
 from haggler.storage.schema import agent_sessions, orders
 
 

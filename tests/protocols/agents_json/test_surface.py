@@ -13,11 +13,11 @@ import pytest
 from sqlalchemy import create_engine, select
 from typer.testing import CliRunner
 
-from haggler.agentsjson.capabilities import API, MAX_LIMIT, SESSION_PATH
-from haggler.agentsjson.keys import SigningKeys
-from haggler.agentsjson.manifest import AgentsSettings
-from haggler.agentsjson.schema import load_schema
-from haggler.agentsjson.validate import validate_manifest
+from haggler.protocols.agents_json.capabilities import API, MAX_LIMIT, SESSION_PATH
+from haggler.trust.keys import SigningKeys
+from haggler.protocols.agents_json.views import AgentsSettings
+from haggler.protocols.agents_json.schema import load_schema
+from haggler.protocols.agents_json.validate import validate_manifest
 from haggler.cli import app as cli
 from haggler.storage.schema import agent_sessions
 from tests.conftest import SECRET_MARKERS
@@ -305,7 +305,7 @@ def test_validate_manifest_command_passes_our_store_and_fails_a_broken_file(stor
 # -- the audit trail over HTTP -----------------------------------------------------------------------
 
 def test_a_sessions_calls_become_a_signed_trail_that_verifies_offline(store, tmp_path):
-    from haggler.agentsjson.audit import verify_artifact
+    from haggler.protocols.agents_json.audit import verify_artifact
 
     token = session(store, agent_name="auditee", purpose="find a vacuum")
     headers = {"X-Agent-Session": token}

@@ -16,8 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from haggler.agentsjson.schema import load_schema, manifest_validator
-from haggler.agentsjson.validate import (
+from haggler.protocols.agents_json.schema import load_schema, manifest_validator
+from haggler.protocols.agents_json.validate import (
     MAX_BODY_BYTES,
     ManifestLoadError,
     ManifestReport,

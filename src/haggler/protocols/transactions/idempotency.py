@@ -31,7 +31,7 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.errors import Conflict, InFlight, InvalidInput, Unprocessable
-from haggler.hashing import secret_hash
+from haggler.trust.hashing import secret_hash
 from haggler.storage.database import Database
 from haggler.storage.schema import idempotency_keys
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from sqlalchemy import Connection, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from haggler.agentsjson.capabilities import MAX_QUANTITY
+from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
 from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money

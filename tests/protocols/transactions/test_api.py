@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from haggler.exchange.settings import ExchangeSettings
-from tests.exchange.support import SLA, Party, list_service, open_transaction, register
+from haggler.protocols.transactions.settings import ExchangeSettings
+from tests.protocols.transactions.support import SLA, Party, list_service, open_transaction, register
 
 
 @pytest.fixture
@@ -380,7 +380,7 @@ def test_keys_are_per_agent(parties):
 
 def test_a_key_still_in_flight_is_409_with_retry_after(store, parties):
     consumer, _ = parties
-    from haggler.exchange.idempotency import request_hash
+    from haggler.protocols.transactions.idempotency import request_hash
     idempotency = store.app.state.exchange.idempotency
     body = b'{"amountCents": 7}'
     idempotency.begin(consumer.id, "slow", request_hash("POST", "/v1/wallets/me/deposit", body))

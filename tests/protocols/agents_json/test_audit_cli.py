@@ -6,8 +6,8 @@ import json
 
 from typer.testing import CliRunner
 
-from haggler.agentsjson.audit import build_artifact, make_event
-from haggler.agentsjson.keys import SigningKeys
+from haggler.protocols.agents_json.audit import build_artifact, make_event
+from haggler.trust.keys import SigningKeys
 from haggler.cli import app as cli
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from haggler.agentsjson.capabilities import AUDIT_PATH, SESSION_PATH, Capability
+from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH, Capability
 
 __all__ = ["AgentsSettings", "SCHEMA_VERSION", "build_manifest"]
 

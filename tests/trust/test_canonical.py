@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from haggler.agentsjson.canonical import CanonicalizationError, canonical_json
+from haggler.trust.canonical import CanonicalizationError, canonical_json
 
 
 def test_rfc8785_section_3_2_2_example() -> None:

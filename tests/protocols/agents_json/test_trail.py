@@ -16,9 +16,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import insert, select
 
-from haggler.agentsjson.audit import REDACTED, verify_artifact
-from haggler.agentsjson.keys import SigningKeys
-from haggler.agentsjson.trail import AuditTrail
+from haggler.protocols.agents_json.audit import REDACTED, verify_artifact
+from haggler.trust.keys import SigningKeys
+from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.errors import Closed, NotFound, TooEarly
 from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events

@@ -27,7 +27,7 @@ from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events
 
 from .audit import build_artifact, event_hash, hash_token, make_event, utc_timestamp
-from .keys import SigningKeys
+from haggler.trust.keys import SigningKeys
 from .sessions import end_session, is_active
 
 #: The issue's retention promise: artifacts are kept at least this long after signing.

@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from haggler.agentsjson.schema import manifest_validator
+from haggler.protocols.agents_json.schema import manifest_validator
 
 WELL_KNOWN_PATH = "/.well-known/agents.json"
 MAX_BODY_BYTES = 1024 * 1024

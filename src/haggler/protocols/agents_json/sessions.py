@@ -18,7 +18,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, upda
 from sqlalchemy.dialects import postgresql, sqlite
 
 from haggler.errors import InvalidInput, RateLimited, Unauthorized
-from haggler.hashing import secret_hash
+from haggler.trust.hashing import secret_hash
 from haggler.storage.database import Database, lock_key
 from haggler.storage.schema import agent_sessions, rate_windows
 

@@ -10,10 +10,10 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from haggler.errors import InvalidInput
-from haggler.exchange import ledger
-from haggler.exchange.idempotency import KEEP_FOR, STALE_AFTER, Overtaken, request_hash
+from haggler.protocols.transactions import ledger
+from haggler.protocols.transactions.idempotency import KEEP_FOR, STALE_AFTER, Overtaken, request_hash
 from haggler.storage.schema import exchange_transactions, idempotency_keys
-from tests.exchange.support import list_service, open_transaction, register
+from tests.protocols.transactions.support import list_service, open_transaction, register
 
 
 def raw_post(party, path: str, content: bytes, **headers: str):

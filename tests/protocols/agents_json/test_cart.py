@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import func, insert, select
 
-from haggler.agentsjson.cart import CartService, CartView, decimal_string
+from haggler.protocols.agents_json.cart import CartService, CartView, decimal_string
 from haggler.catalog import load_catalog, parse_catalog
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money

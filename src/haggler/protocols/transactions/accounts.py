@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import Connection, insert, select
 
 from haggler.errors import InvalidInput, NotFound, Unauthorized
-from haggler.exchange import ledger
-from haggler.exchange.fields import integer, json_object, one_of, only, text
-from haggler.hashing import secret_hash
+from haggler.protocols.transactions import ledger
+from haggler.protocols.transactions.fields import integer, json_object, one_of, only, text
+from haggler.trust.hashing import secret_hash
 from haggler.storage.schema import exchange_agents, services
 
 KEY_PREFIX = "hgx_"

@@ -16,7 +16,7 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from haggler.agentsjson.audit import (
+from haggler.protocols.agents_json.audit import (
     REDACTED,
     ArtifactLoadError,
     build_artifact,
@@ -29,7 +29,7 @@ from haggler.agentsjson.audit import (
     root_hash,
     verify_artifact,
 )
-from haggler.agentsjson.keys import SigningKeys
+from haggler.trust.keys import SigningKeys
 
 TOKEN = "tok_" + "Zq8x" * 10  # 44 characters, like a real session token
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "exchange-api.md"
+DOC = Path(__file__).resolve().parents[3] / "docs" / "exchange-api.md"
 
 
 def test_the_worked_example_runs_verbatim(store):

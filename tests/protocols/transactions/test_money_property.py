@@ -18,7 +18,7 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.errors import InsufficientFunds, InvalidInput
-from haggler.exchange import accounts, ledger
+from haggler.protocols.transactions import accounts, ledger
 from haggler.storage.database import Database, open_database
 from haggler.storage.schema import ledger_entries, wallets
 

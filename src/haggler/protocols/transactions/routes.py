@@ -16,11 +16,11 @@ from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
 from haggler.errors import Forbidden, HagglerError, InvalidInput
-from haggler.exchange import accounts, ledger, transactions
-from haggler.exchange.accounts import Agent
-from haggler.exchange.fields import integer, only, parse_body, query_integer
-from haggler.exchange.idempotency import HEADER, Idempotency, Overtaken, request_hash
-from haggler.exchange.settings import ExchangeSettings
+from haggler.protocols.transactions import accounts, ledger, service
+from haggler.protocols.transactions.accounts import Agent
+from haggler.protocols.transactions.fields import integer, only, parse_body, query_integer
+from haggler.protocols.transactions.idempotency import HEADER, Idempotency, Overtaken, request_hash
+from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.errors import status_for
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
@@ -48,9 +48,9 @@ class Exchange:
         now, cancelled = self.clock(), 0
         while True:
             with self.db.write() as conn:
-                batch = transactions.expire_due(conn, now)
+                batch = service.expire_due(conn, now)
             cancelled += batch
-            if batch < transactions.EXPIRY_BATCH:
+            if batch < service.EXPIRY_BATCH:
                 break
         self.idempotency.prune(now)
         return cancelled
@@ -144,7 +144,7 @@ class Exchange:
         post("/agents", self._register, anonymous=True)
         post("/wallets/me/deposit", self._deposit)
         post("/services", lambda conn, caller, body: (201, accounts.create_service(conn, agent_of(caller), body, now())))
-        post("/transactions", lambda conn, caller, body: (201, transactions.create(conn, agent_of(caller), body, now())))
+        post("/transactions", lambda conn, caller, body: (201, service.create(conn, agent_of(caller), body, now())))
         for action in ("negotiate", "complete", "cancel"):
             router.add_api_route(f"/transactions/{{transaction_id}}/{action}", self._transaction_post(action),
                                  methods=["POST"])
@@ -156,19 +156,19 @@ class Exchange:
             conn, limit=_page_limit(request), offset=_optional_int(request, "offset") or 0)})
         get("/services/{service_id}", lambda conn, caller, request, _: accounts.get_service(
             conn, request.path_params["service_id"]))
-        get("/transactions/{transaction_id}", lambda conn, caller, request, writable: transactions.read(
+        get("/transactions/{transaction_id}", lambda conn, caller, request, writable: service.read(
             conn, caller, request.path_params["transaction_id"], now(), enforce=writable))
         get("/transactions/{transaction_id}/negotiations", lambda conn, caller, request, _: {
-            "messages": transactions.messages(conn, caller, request.path_params["transaction_id"])})
+            "messages": service.messages(conn, caller, request.path_params["transaction_id"])})
         return router
 
     def _transaction_post(self, action: str) -> Callable[..., Any]:
-        #: transactions.negotiate, .complete or .cancel: (conn, caller, transaction id, body, now).
-        operation = getattr(transactions, action)
+        #: service.negotiate, .complete or .cancel: (conn, caller, transaction id, body, now).
+        operation = getattr(service, action)
 
         def expire(transaction_id: str) -> None:
             with self.db.write() as conn:
-                transactions.enforce_expiry(conn, transaction_id, self.clock())
+                service.enforce_expiry(conn, transaction_id, self.clock())
 
         async def endpoint(request: Request, transaction_id: str) -> JSON:
             def handle(conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
@@ -183,7 +183,7 @@ class Exchange:
 
 def _expiry_due(data: Any, now: datetime) -> bool:
     """A transaction view whose offer has expired but is still shown as negotiating."""
-    if not isinstance(data, dict) or data.get("status") != transactions.NEGOTIATING:
+    if not isinstance(data, dict) or data.get("status") != service.NEGOTIATING:
         return False
     expires = data.get("offerExpiresAt")
     return expires is not None and datetime.fromisoformat(expires) <= now

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from haggler.exchange.settings import ExchangeSettings
+from haggler.protocols.transactions.settings import ExchangeSettings
 
 try:
     from tests.support.servers import FakeClock

@@ -36,9 +36,9 @@ from haggler.engine import (
     Turn,
 )
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
-from haggler.exchange import ledger
-from haggler.exchange.accounts import NEGOTIABLE, Agent, parse_sla, service_row
-from haggler.exchange.fields import free_json, integer, json_object, one_of, only, text
+from haggler.protocols.transactions import ledger
+from haggler.protocols.transactions.accounts import NEGOTIABLE, Agent, parse_sla, service_row
+from haggler.protocols.transactions.fields import free_json, integer, json_object, one_of, only, text
 from haggler.storage.schema import exchange_transactions, negotiation_messages, services
 
 CONSUMER, PROVIDER = "consumer", "provider"

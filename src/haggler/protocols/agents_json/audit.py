@@ -32,9 +32,9 @@ import httpx
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from haggler.hashing import secret_hash
+from haggler.trust.hashing import secret_hash
 
-from .canonical import canonical_json
+from haggler.trust.canonical import canonical_json
 
 REDACTED = "[redacted]"
 

@@ -11,8 +11,8 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from haggler.agentsjson.audit import build_artifact, verify_artifact
-from haggler.agentsjson.keys import InsecureKeyFileError, SigningKeys, key_id
+from haggler.protocols.agents_json.audit import build_artifact, verify_artifact
+from haggler.trust.keys import InsecureKeyFileError, SigningKeys, key_id
 
 
 def _mode(path: Path) -> int:
