@@ -52,8 +52,8 @@ def serve(
     import uvicorn
 
     from haggler.protocols.agents_json.views import AgentsSettings
-    from haggler.protocols.transactions.settings import ExchangeSettings
     from haggler.protocols.negotiate_v1.service import StoreLimits
+    from haggler.protocols.transactions.settings import ExchangeSettings
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
     from haggler.server.config import StoreConfig

@@ -14,19 +14,19 @@ from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
 from haggler.protocols.agents_json.cart import CartService
-from haggler.trust.keys import SigningKeys
 from haggler.protocols.agents_json.routes import AgentsSurface
-from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
-from haggler.protocols.transactions.routes import Exchange
+from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.protocols.negotiate_v1.routes import build_router
 from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.transactions.routes import Exchange
 from haggler.server.clientip import client_address, is_trusted
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.errors import install_error_handlers
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
+from haggler.trust.keys import SigningKeys
 
 log = logging.getLogger("haggler")
 

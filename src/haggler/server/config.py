@@ -7,11 +7,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from haggler.protocols.agents_json.views import AgentsSettings
-
 from haggler.catalog import Catalog
-from haggler.protocols.transactions.settings import ExchangeSettings
+from haggler.protocols.agents_json.views import AgentsSettings
 from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.clientip import Network
 
 DEFAULT_DB_URL = "sqlite:///haggler.db"

@@ -6,9 +6,9 @@ import json
 
 from typer.testing import CliRunner
 
+from haggler.cli import app as cli
 from haggler.protocols.agents_json.audit import build_artifact, make_event
 from haggler.trust.keys import SigningKeys
-from haggler.cli import app as cli
 
 
 def artifact_file(tmp_path, keys: SigningKeys, name: str = "artifact.json"):

@@ -11,10 +11,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from sqlalchemy import func, insert, select
 
-from haggler.protocols.agents_json.cart import CartService, CartView, decimal_string
 from haggler.catalog import load_catalog, parse_catalog
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
+from haggler.protocols.agents_json.cart import CartService, CartView, decimal_string
 from haggler.storage.database import Database
 from haggler.storage.schema import (
     agent_sessions,

@@ -22,10 +22,10 @@ from typing import Any, Callable
 from sqlalchemy import Connection, and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
 from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
+from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
 from haggler.protocols.negotiate_v1.pages import header, page
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database

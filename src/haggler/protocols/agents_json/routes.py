@@ -17,14 +17,20 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from haggler.protocols.agents_json import shelf
-from haggler.protocols.agents_json.cart import CartService
-from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH, Capability, parse_params, store_capabilities
-from haggler.protocols.agents_json.views import AgentsSettings, build_manifest
-from haggler.protocols.agents_json.sessions import AgentSession, RateLimiter, SessionService, end_session
-from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.catalog import Catalog
 from haggler.errors import HagglerError, InvalidInput, NotFound
+from haggler.protocols.agents_json import shelf
+from haggler.protocols.agents_json.capabilities import (
+    AUDIT_PATH,
+    SESSION_PATH,
+    Capability,
+    parse_params,
+    store_capabilities,
+)
+from haggler.protocols.agents_json.cart import CartService
+from haggler.protocols.agents_json.sessions import AgentSession, RateLimiter, SessionService, end_session
+from haggler.protocols.agents_json.trail import AuditTrail
+from haggler.protocols.agents_json.views import AgentsSettings, build_manifest
 from haggler.server.errors import status_for
 from haggler.server.responses import JSON
 

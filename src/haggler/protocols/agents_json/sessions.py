@@ -18,9 +18,9 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, upda
 from sqlalchemy.dialects import postgresql, sqlite
 
 from haggler.errors import InvalidInput, RateLimited, Unauthorized
-from haggler.trust.hashing import secret_hash
 from haggler.storage.database import Database, lock_key
 from haggler.storage.schema import agent_sessions, rate_windows
+from haggler.trust.hashing import secret_hash
 
 __all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "is_active"]
 

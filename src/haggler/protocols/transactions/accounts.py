@@ -17,8 +17,8 @@ from sqlalchemy import Connection, insert, select
 from haggler.errors import InvalidInput, NotFound, Unauthorized
 from haggler.protocols.transactions import ledger
 from haggler.protocols.transactions.fields import integer, json_object, one_of, only, text
-from haggler.trust.hashing import secret_hash
 from haggler.storage.schema import exchange_agents, services
+from haggler.trust.hashing import secret_hash
 
 KEY_PREFIX = "hgx_"
 FIXED, NEGOTIABLE = "fixed", "negotiable"

@@ -31,9 +31,9 @@ from sqlalchemy import Connection, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.errors import Conflict, InFlight, InvalidInput, Unprocessable
-from haggler.trust.hashing import secret_hash
 from haggler.storage.database import Database
 from haggler.storage.schema import idempotency_keys
+from haggler.trust.hashing import secret_hash
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
