@@ -1,4 +1,5 @@
-"""The store's Ed25519 audit signing key, kept on disk in the data directory.
+"""Ed25519 keys: the store's signing key, kept on disk in the data directory, and the one
+text form a public key travels in (base64 of its raw 32 bytes).
 
 The key must survive restarts (artifacts are verified against the key the
 manifest publishes) and must never be readable by anyone but its owner, not
@@ -16,6 +17,7 @@ retired private keys may be deleted without losing it.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import os
 import stat
@@ -24,11 +26,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+# DER prefix of an Ed25519 SubjectPublicKeyInfo: the agents.json spec's example key has it,
+# our format does not, so decoding can say which form it was given.
+_SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
 
 
 class InsecureKeyFileError(PermissionError):
     """The key file is accessible to group or others, so it may already be compromised."""
+
+
+class PublicKeyError(ValueError):
+    """A value is not a public key in our form (base64 of the raw 32-byte Ed25519 key); the message says why."""
 
 
 class SigningKeys:
@@ -44,7 +54,7 @@ class SigningKeys:
     @property
     def public_key_b64(self) -> str:
         """Base64 of the raw 32-byte public key: the manifest's ``audit.public_key``."""
-        return _public_b64(self._private_key())
+        return encode_public_key(self._private_key())
 
     def sign(self, data: bytes) -> str:
         """Base64 Ed25519 signature of ``data``."""
@@ -73,7 +83,7 @@ class SigningKeys:
         old = self._private_key()
         self.retired_dir.mkdir(mode=0o700, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        retired = self.retired_dir / f"{stamp}-{key_id(_public_b64(old))}.pem"
+        retired = self.retired_dir / f"{stamp}-{key_id(encode_public_key(old))}.pem"
         # A hard link keeps the current key in place until the new one replaces
         # it, so a process starting mid-rotation never finds no key and makes its own.
         os.link(self.key_path, retired)
@@ -133,7 +143,7 @@ class SigningKeys:
         # O_APPEND writes of one short line are atomic, so concurrent starts cannot interleave.
         fd = os.open(self.public_keys_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         with os.fdopen(fd, "a", encoding="ascii") as handle:
-            handle.write(_public_b64(key) + "\n")
+            handle.write(encode_public_key(key) + "\n")
 
 
 def key_id(public_key_b64: str) -> str:
@@ -141,6 +151,20 @@ def key_id(public_key_b64: str) -> str:
     return hashlib.sha256(base64.b64decode(public_key_b64)).hexdigest()[:12]
 
 
-def _public_b64(key: Ed25519PrivateKey) -> str:
-    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+def encode_public_key(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
+    """Base64 of the raw 32-byte public key: the one form haggler publishes a key in."""
+    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return base64.b64encode(raw).decode("ascii")
+
+
+def decode_public_key(value: str) -> Ed25519PublicKey:
+    """The key ``encode_public_key`` wrote; PublicKeyError names what is wrong with anything else."""
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise PublicKeyError(f"is not valid base64: {value!r}") from None
+    if len(raw) != 32:
+        hint = " (a DER SubjectPublicKeyInfo; the raw key is its last 32 bytes)" if raw.startswith(_SPKI_PREFIX) else ""
+        raise PublicKeyError(f"must be base64 of the raw 32-byte Ed25519 key, found {len(raw)} bytes{hint}")
+    return Ed25519PublicKey.from_public_bytes(raw)

@@ -20,15 +20,13 @@ from haggler.protocols.agents_json.audit import (
     REDACTED,
     ArtifactLoadError,
     build_artifact,
-    chain_events,
-    event_hash,
     hash_token,
     load_artifact,
     make_event,
     redact,
-    root_hash,
     verify_artifact,
 )
+from haggler.trust.chain import chain_events, event_hash, root_hash
 from haggler.trust.keys import SigningKeys
 
 TOKEN = "tok_" + "Zq8x" * 10  # 44 characters, like a real session token

@@ -16,12 +16,12 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from sqlalchemy import insert, select
 
-from haggler.protocols.agents_json.audit import REDACTED, verify_artifact
-from haggler.trust.keys import SigningKeys
-from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.errors import Closed, NotFound, TooEarly
+from haggler.protocols.agents_json.audit import REDACTED, verify_artifact
+from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events
+from haggler.trust.keys import SigningKeys
 
 START = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SITE = {"name": "Test Shop", "url": "https://shop.example"}

@@ -1,14 +1,14 @@
-"""Signed audit trails for agents.json sessions: hash chain, signing, offline verification.
+"""The agents.json audit artifact: its fields, redaction, building it, verifying it offline.
 
 Everything here is pure (no HTTP, no database) so the same code builds artifacts
 in the store and verifies them in ``haggler audit verify``.  The format is
 exact so that anyone can verify an artifact without our code:
 
-* an event's hash is the SHA-256 hex of its RFC 8785 canonical JSON, taken over
-  the event exactly as published (``prev_hash`` included);
-* ``prev_hash`` is the previous event's hash, ``""`` for the first event;
-* ``root_hash`` is the SHA-256 hex of the event hashes (hex strings) concatenated
-  in order; with no events it is the SHA-256 of the empty string;
+* ``events`` are the session's calls, each a hash chain event (``trust.chain``):
+  its hash is the SHA-256 hex of its RFC 8785 canonical JSON, ``prev_hash``
+  included, and ``prev_hash`` is the previous event's hash, ``""`` for the first;
+* ``root_hash`` is the chain's root: the SHA-256 hex of the event hashes (hex
+  strings) concatenated in order; with no events, the SHA-256 of the empty string;
 * ``signature`` is the base64 Ed25519 signature of the ASCII bytes of ``root_hash``;
 * ``public_key`` is base64 of the raw 32-byte Ed25519 key, the value the
   manifest publishes as ``audit.public_key``.
@@ -16,25 +16,30 @@ exact so that anyone can verify an artifact without our code:
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from haggler.trust.chain import (
+    chain_events,
+    describe_event,
+    event_hash,
+    explain_root_mismatch,
+    link_problems,
+    root_hash,
+    root_of,
+)
 from haggler.trust.hashing import secret_hash
-
-from haggler.trust.canonical import canonical_json
+from haggler.trust.keys import PublicKeyError, decode_public_key
+from haggler.trust.signatures import Signer, signature_valid, signer_among
 
 REDACTED = "[redacted]"
 
@@ -76,18 +81,6 @@ ARTIFACT_FIELDS: dict[str, tuple[type, ...]] = {
     "public_key": (str,),
 }
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-# DER prefix of an Ed25519 SubjectPublicKeyInfo: the spec's example key has it,
-# our format does not, so verification can say which form it was given.
-_SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
-
-
-class Signer(Protocol):
-    """What build_artifact needs from a key: ``SigningKeys`` is one."""
-
-    @property
-    def public_key_b64(self) -> str: ...
-
-    def sign(self, data: bytes) -> str: ...
 
 
 class ArtifactLoadError(ValueError):
@@ -167,31 +160,6 @@ def make_event(
         "policy_result": policy_result,
         "response_status": response_status,
     }
-
-
-def event_hash(event: Mapping[str, Any]) -> str:
-    """SHA-256 hex of the event's RFC 8785 canonical JSON, ``prev_hash`` included."""
-    return hashlib.sha256(canonical_json(event)).hexdigest()
-
-
-def chain_events(raw_events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Copies of the events, in order, each with ``prev_hash`` set to the previous one's hash."""
-    chained: list[dict[str, Any]] = []
-    prev = ""
-    for raw in raw_events:
-        event = {**raw, "prev_hash": prev}
-        prev = event_hash(event)
-        chained.append(event)
-    return chained
-
-
-def root_hash(events: Sequence[Mapping[str, Any]]) -> str:
-    """SHA-256 hex of the events' hashes concatenated (as hex ASCII) in order."""
-    return _root_of(event_hash(event) for event in events)
-
-
-def _root_of(hashes: Iterable[str]) -> str:
-    return hashlib.sha256("".join(hashes).encode("ascii")).hexdigest()
 
 
 def build_artifact(
@@ -296,10 +264,6 @@ def verify_artifact(artifact: Any, *, trusted_keys: Iterable[str] | None = None)
     return report
 
 
-def _describe(events: Sequence[Mapping[str, Any]], index: int) -> str:
-    return f"event {index} (id {events[index].get('event_id')!r})"
-
-
 def _type_names(types: tuple[type, ...]) -> str:
     names = {str: "string", dict: "object", list: "array", int: "integer", type(None): "null"}
     return " or ".join(names[t] for t in types)
@@ -329,7 +293,7 @@ def _check_structure(artifact: Any, report: VerificationReport) -> None:
             if not isinstance(event, Mapping):
                 problems.append(f"event {index}: must be a JSON object, found {type(event).__name__}")
                 continue
-            problems += _field_problems(event, EVENT_FIELDS, _describe(events, index))
+            problems += _field_problems(event, EVENT_FIELDS, describe_event(events, index))
             event_id = event.get("event_id")
             if isinstance(event_id, str):
                 if event_id in seen:
@@ -341,36 +305,10 @@ def _check_structure(artifact: Any, report: VerificationReport) -> None:
         report.checked.append(f"artifact and its {len(events)} events have all required fields, correctly typed")
 
 
-def _check_links(events: Sequence[Mapping[str, Any]], hashes: Sequence[str], report: VerificationReport) -> None:
-    where = {digest: index for index, digest in enumerate(hashes)}
-    broken = False
-    for index, event in enumerate(events):
-        found = event["prev_hash"]
-        expected = hashes[index - 1] if index else ""
-        if found == expected:
-            continue
-        broken = True
-        this = _describe(events, index)
-        if index == 0:
-            message = f"{this} should start the chain with prev_hash \"\" but has {found!r}"
-        else:
-            message = (
-                f"{this} prev_hash does not match the hash of {_describe(events, index - 1)}: "
-                f"expected {expected}, found {found!r}"
-            )
-        if found == "":
-            message += "; it claims to be the first event, so the events look reordered"
-        elif found in where:
-            message += f"; it matches the hash of {_describe(events, where[found])}, so the events look reordered"
-        elif index == 0:
-            message += "; it matches no event here, so events before it were removed"
-        else:
-            message += (
-                f"; it matches no event here, so {_describe(events, index - 1)} was altered"
-                " or events between the two were removed"
-            )
-        report.problems.append(message)
-    if not broken:
+def _check_links(events: list[dict[str, Any]], hashes: list[str], report: VerificationReport) -> None:
+    problems = link_problems(events, hashes)
+    report.problems += problems
+    if not problems:
         report.checked.append(f"hash chain links all {len(events)} events in order")
 
 
@@ -381,101 +319,26 @@ def _check_root(
     report: VerificationReport,
 ) -> None:
     stated = artifact["root_hash"]
-    computed = _root_of(hashes)
+    computed = root_of(hashes)
     if computed == stated:
         report.checked.append("root_hash matches the events")
         return
+
+    def signed(root: str) -> bool:
+        return public_key is not None and signature_valid(public_key, artifact["signature"], root.encode("ascii"))
+
     report.problems.append(
         f"root_hash does not match the events: the events hash to {computed}, the artifact states {stated}; "
-        + _explain_root_mismatch(artifact, hashes, computed, public_key)
+        + explain_root_mismatch(artifact["events"], hashes, stated, signed)
     )
-
-
-def _explain_root_mismatch(
-    artifact: Mapping[str, Any], hashes: list[str], computed: str, public_key: Ed25519PublicKey | None
-) -> str:
-    """Name what changed, using the prev_hash links and the signature as evidence.
-
-    Each prev_hash records the previous event's hash at signing time, so a
-    chain rebuilt from those records that reproduces the signed root pins down
-    the altered event, the removed event, or the signed order.
-    """
-    events: list[dict[str, Any]] = artifact["events"]
-    stated = artifact["root_hash"]
-    if public_key is not None and _signature_valid(public_key, artifact["signature"], computed):
-        return "the signature is valid for the events' hash, so root_hash itself was altered"
-
-    # recorded[i] is event i's hash as event i+1 recorded it; the last has no witness.
-    recorded = [event["prev_hash"] for event in events[1:]] + hashes[-1:]
-    mismatched = [i for i in range(len(events)) if recorded[i] != hashes[i]]
-    # One altered event at a time first: an altered prev_hash field breaks two
-    # links, and only the genuine record of the two restores the signed root.
-    for positions in [[i] for i in mismatched] + [mismatched]:
-        restored = [recorded[i] if i in positions else digest for i, digest in enumerate(hashes)]
-        if positions and _root_of(restored) == stated:
-            return "; ".join(
-                f"{_describe(events, i)} was altered after signing (its content hashes to {hashes[i]},"
-                f" the chain recorded {recorded[i]})"
-                for i in positions
-            )
-
-    order = _signed_order(events, hashes)
-    if order is not None and order != list(range(len(events))) and _root_of(hashes[i] for i in order) == stated:
-        ids = ", ".join(repr(events[i]["event_id"]) for i in order)
-        return f"the events are genuine but were reordered; the signed order is {ids}"
-
-    for index, event in enumerate(events):
-        missing = event["prev_hash"]
-        if missing and missing not in hashes:
-            restored = hashes[:index] + [missing] + hashes[index:]
-            if _root_of(restored) == stated:
-                return f"an event with hash {missing} was removed just before {_describe(events, index)}"
-
-    if not events:
-        return "the artifact has no events, so its events were removed or root_hash was altered"
-    if not mismatched:
-        last = f"the last event, {_describe(events, len(events) - 1)},"
-        if public_key is not None and _signature_valid(public_key, artifact["signature"], stated):
-            return (
-                f"the links are intact and root_hash is validly signed, so {last} was altered"
-                " or events after it were removed"
-            )
-        return f"the links are intact, so {last} was altered, events after it were removed, or root_hash was altered"
-    return "events were altered, removed, inserted or reordered (see the broken links above)"
-
-
-def _signed_order(events: Sequence[Mapping[str, Any]], hashes: Sequence[str]) -> list[int] | None:
-    """Follow prev_hash links from the event with prev_hash "" to recover the order they record."""
-    successor = {event["prev_hash"]: index for index, event in enumerate(events)}
-    order: list[int] = []
-    link = ""
-    while link in successor and len(order) < len(events):
-        order.append(successor[link])
-        link = hashes[order[-1]]
-    return order if sorted(order) == list(range(len(events))) else None
 
 
 def _load_public_key(value: str, report: VerificationReport) -> Ed25519PublicKey | None:
     try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        report.problems.append(f"public_key is not valid base64: {value!r}")
+        return decode_public_key(value)
+    except PublicKeyError as exc:
+        report.problems.append(f"public_key {exc}")
         return None
-    if len(raw) != 32:
-        hint = " (a DER SubjectPublicKeyInfo; the raw key is its last 32 bytes)" if raw.startswith(_SPKI_PREFIX) else ""
-        report.problems.append(
-            f"public_key must be base64 of the raw 32-byte Ed25519 key, found {len(raw)} bytes{hint}"
-        )
-        return None
-    return Ed25519PublicKey.from_public_bytes(raw)
-
-
-def _signature_valid(public_key: Ed25519PublicKey, signature_b64: str, root: str) -> bool:
-    try:
-        public_key.verify(base64.b64decode(signature_b64, validate=True), root.encode("ascii"))
-    except (InvalidSignature, binascii.Error, ValueError):
-        return False
-    return True
 
 
 def _check_signature(
@@ -485,13 +348,14 @@ def _check_signature(
     report: VerificationReport,
 ) -> None:
     stated_key = artifact["public_key"]
+    root = artifact["root_hash"].encode("ascii")
     trusted = [key.strip() for key in trusted_keys] if trusted_keys is not None else None
     if public_key is not None:
-        if _signature_valid(public_key, artifact["signature"], artifact["root_hash"]):
+        if signature_valid(public_key, artifact["signature"], root):
             report.checked.append("signature is valid for root_hash under public_key")
         else:
             message = f"signature does not verify for root_hash {artifact['root_hash']} under public_key {stated_key}"
-            signer = _trusted_signer(artifact, trusted or [])
+            signer = signer_among(trusted or [], artifact["signature"], root)
             if signer is not None:
                 message += f"; it does verify under trusted key {signer}, so public_key was replaced"
             else:
@@ -504,14 +368,3 @@ def _check_signature(
     else:
         listed = ", ".join(trusted) or "none given"
         report.problems.append(f"public_key {stated_key} is not one of the trusted keys: {listed}")
-
-
-def _trusted_signer(artifact: Mapping[str, Any], trusted: Sequence[str]) -> str | None:
-    for candidate in trusted:
-        try:
-            key = Ed25519PublicKey.from_public_bytes(base64.b64decode(candidate, validate=True))
-        except (binascii.Error, ValueError):
-            continue
-        if _signature_valid(key, artifact["signature"], artifact["root_hash"]):
-            return candidate
-    return None

@@ -25,9 +25,10 @@ from sqlalchemy import Connection, Row, and_, bindparam, delete, insert, select
 from haggler.errors import Closed, NotFound, TooEarly
 from haggler.storage.database import Database
 from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events
-
-from .audit import build_artifact, event_hash, hash_token, make_event, utc_timestamp
+from haggler.trust.chain import event_hash
 from haggler.trust.keys import SigningKeys
+
+from .audit import build_artifact, hash_token, make_event, utc_timestamp
 from .sessions import end_session, is_active
 
 #: The issue's retention promise: artifacts are kept at least this long after signing.
