@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 
 from haggler.catalog import load_catalog
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.server.app import create_app
 from haggler.server.config import StoreConfig
 from haggler.shopper.client import AsyncNegotiateClient

@@ -51,8 +51,8 @@ def serve(
     built-in demo store."""
     import uvicorn
 
-    from haggler.protocols.agents_json.views import AgentsSettings
-    from haggler.protocols.negotiate_v1.service import StoreLimits
+    from haggler.protocols.agents_json.settings import AgentsSettings
+    from haggler.protocols.negotiate_v1.settings import StoreLimits
     from haggler.protocols.transactions.settings import ExchangeSettings
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks

@@ -27,7 +27,8 @@ from haggler.language.merchant_reading import MerchantReading, read_merchant_rep
 from haggler.language.parse import parse_shopper_turn
 from haggler.money import format_money
 from haggler.protocols.negotiate_v1 import views
-from haggler.protocols.negotiate_v1.service import ChatService, StoreLimits
+from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.storage.database import open_database
 
 CATALOG = load_catalog()

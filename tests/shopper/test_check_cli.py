@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 
 try:
     from tests.support.broken_store import BrokenStore, Defects

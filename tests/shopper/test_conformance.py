@@ -8,7 +8,7 @@ import socket
 import pytest
 from rich.console import Console
 
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.shopper.client import store_base
 from haggler.shopper.conformance import CHECKS, ConformanceReport, run_checks
 from haggler.shopper.conformance_report import print_report

@@ -11,7 +11,7 @@ import pytest
 
 from haggler.cli import parse_values
 from haggler.money import format_money
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.negotiation import goal_for, listing_for, run_negotiation
 

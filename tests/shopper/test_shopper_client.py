@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.shopper.client import AsyncNegotiateClient, NegotiateClient, RetryPolicy, discovery_urls
 from haggler.shopper.errors import (
     BlockedURL,

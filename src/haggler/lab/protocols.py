@@ -235,7 +235,8 @@ class FreeTextStore:
     :meth:`close`."""
 
     def __init__(self, scenarios: Iterable[Scenario], *, seed: int = 0, max_messages: int = 30) -> None:
-        from haggler.protocols.negotiate_v1.service import ChatService, StoreLimits
+        from haggler.protocols.negotiate_v1.service import ChatService
+        from haggler.protocols.negotiate_v1.settings import StoreLimits
         from haggler.storage.database import open_database
 
         self.scenarios = {s.id: s for s in scenarios}

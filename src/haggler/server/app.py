@@ -14,10 +14,11 @@ from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
 from haggler.protocols.agents_json.cart import CartService
-from haggler.protocols.agents_json.routes import AgentsSurface
+from haggler.protocols.agents_json.routes import build_router as agents_json_router
+from haggler.protocols.agents_json.service import AgentsService
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
-from haggler.protocols.negotiate_v1.routes import build_router
+from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.transactions.routes import Exchange
 from haggler.server.clientip import client_address, is_trusted
@@ -52,12 +53,12 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         peer = request.client.host if request.client else None
         return client_address(peer, request.headers.get("x-forwarded-for"), trusted)
 
-    surface = _agents_surface(config, db, base_of, client_of)
+    agents = _agents_service(config, db)
     exchange = Exchange(db, config.clock, config.exchange)
 
     def sweep() -> None:
         # Each job on its own: one failing must not starve the others.
-        for job, done in ((service.sweep, "closed %d idle chats"), (surface.sweep, "ended %d expired agent sessions"),
+        for job, done in ((service.sweep, "closed %d idle chats"), (agents.sweep, "ended %d expired agent sessions"),
                           (exchange.sweep, "cancelled %d transactions whose offer expired")):
             try:
                 count = job()
@@ -88,13 +89,13 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url=None, redoc_url=None,
                   openapi_url=None, lifespan=lifespan)
     app.state.service = service
-    app.state.agents = surface
+    app.state.agents = agents
     app.state.exchange = exchange
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
-    app.include_router(build_router(service, base_of, client_of, write_slots=2 if db.is_sqlite else 20))
-    app.include_router(surface.router())
+    app.include_router(negotiate_v1_router(service, base_of, client_of, write_slots=2 if db.is_sqlite else 20))
+    app.include_router(agents_json_router(agents, base_of, client_of))
     app.include_router(exchange.router())
 
     @app.get("/healthz")
@@ -105,8 +106,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     return app
 
 
-def _agents_surface(config: StoreConfig, db: Database, base_of: Callable[[Request], str],
-                    client_of: Callable[[Request], str]) -> AgentsSurface:
+def _agents_service(config: StoreConfig, db: Database) -> AgentsService:
     settings = config.agents
     sessions = SessionService(db, config.clock, ttl_seconds=settings.session_ttl_seconds,
                               max_sessions=settings.max_sessions)
@@ -120,7 +120,7 @@ def _agents_surface(config: StoreConfig, db: Database, base_of: Callable[[Reques
             config.catalog.store.name
         trail = AuditTrail(db, keys, site, config.clock)
     cart = CartService(config.catalog, db, config.clock, deal_ttl=timedelta(seconds=settings.deal_ttl_seconds))
-    return AgentsSurface(config.catalog, sessions, limiter, settings, base_of=base_of, client_of=client_of,
+    return AgentsService(config.catalog, sessions, limiter, settings,
                          public_key=trail.keys.public_key_b64 if trail else None, trail=trail, cart=cart)
 
 

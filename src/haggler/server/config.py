@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 from haggler.catalog import Catalog
-from haggler.protocols.agents_json.views import AgentsSettings
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.agents_json.settings import AgentsSettings
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.clientip import Network
 

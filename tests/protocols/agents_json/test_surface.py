@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from haggler.cli import app as cli
 from haggler.protocols.agents_json.capabilities import API, MAX_LIMIT, SESSION_PATH
 from haggler.protocols.agents_json.schema import load_schema
+from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.agents_json.validate import validate_manifest
-from haggler.protocols.agents_json.views import AgentsSettings
 from haggler.storage.schema import agent_sessions
 from haggler.trust.keys import SigningKeys
 from tests.conftest import SECRET_MARKERS

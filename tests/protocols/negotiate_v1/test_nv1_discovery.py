@@ -65,7 +65,7 @@ def test_s2_url_templates_work_when_filled_in(store):
 
 
 def test_s2_products_carry_page_and_start_chat_urls(make_store):
-    from haggler.protocols.negotiate_v1.service import StoreLimits
+    from haggler.protocols.negotiate_v1.settings import StoreLimits
 
     store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=100))
     products = store.http.get("/negotiate.json").json()["products"]
@@ -101,7 +101,7 @@ def test_s2_without_public_url_the_request_base_is_used(store):
 
 
 def test_s2_limits_reflect_the_configured_limits(make_store):
-    from haggler.protocols.negotiate_v1.service import StoreLimits
+    from haggler.protocols.negotiate_v1.settings import StoreLimits
 
     store = make_store(limits=StoreLimits(3, 7, 120, 300))
     limits = store.http.get("/negotiate.json").json()["limits"]

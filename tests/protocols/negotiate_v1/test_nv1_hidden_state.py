@@ -10,7 +10,7 @@ import pytest
 
 from haggler.catalog import Product
 from haggler.money import format_money
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 
 try:
     from tests.conftest import SECRET_MARKERS

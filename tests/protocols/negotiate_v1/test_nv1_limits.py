@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.server.clientip import client_address, parse_networks
 
 

@@ -3,33 +3,14 @@ API enforces, plus the session, rate-limit and audit settings the store runs wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH, Capability
+from haggler.protocols.agents_json.settings import AgentsSettings
 
-__all__ = ["AgentsSettings", "SCHEMA_VERSION", "build_manifest"]
+__all__ = ["SCHEMA_VERSION", "build_manifest"]
 
 SCHEMA_VERSION = "0.1.0"
-
-
-@dataclass(frozen=True)
-class AgentsSettings:
-    """What the agents.json surface runs with; every value is published and enforced."""
-
-    session_ttl_seconds: int = 1800
-    max_sessions: int = 5
-    requests_per_minute: int = 60
-    audit_enabled: bool = True
-    #: How long a negotiated deal can be redeemed with cart.add.
-    deal_ttl_seconds: int = 24 * 3600
-
-    def __post_init__(self) -> None:
-        if self.session_ttl_seconds < 60:
-            raise ValueError("session_ttl_seconds must be at least 60 (agents.json)")
-        for name in ("max_sessions", "requests_per_minute", "deal_ttl_seconds"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
 
 
 def build_manifest(*, site_name: str, site_url: str, description: str | None, capabilities: Iterable[Capability],

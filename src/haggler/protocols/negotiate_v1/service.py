@@ -20,26 +20,11 @@ from haggler.engine import Negotiation, Rules, RuleViolation, Terms
 from haggler.errors import Closed, InvalidInput, NotFound, RateLimited
 from haggler.language.parse import StructuredMessageError, parse_shopper_turn
 from haggler.language.render import ReplyRenderer
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.storage import chats as repo
 from haggler.storage.database import Database
 
 CLOSED_MESSAGE = "this chat is closed"
-
-
-@dataclass(frozen=True, slots=True)
-class StoreLimits:
-    """The ``limits`` block of the descriptor; every field is enforced."""
-
-    max_chat_starts_per_hour_per_ip: int = 8
-    max_messages_per_chat: int = 30
-    session_idle_ttl_seconds: int = 3600
-    max_message_length_chars: int = 2000
-
-    def __post_init__(self) -> None:
-        for name in ("max_chat_starts_per_hour_per_ip", "max_messages_per_chat",
-                     "session_idle_ttl_seconds", "max_message_length_chars"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from haggler import __version__
 from haggler.catalog import Catalog, ProductFacts, Store
 from haggler.engine import Terms
 from haggler.money import to_decimal_number
-from haggler.protocols.negotiate_v1.service import StoreLimits
+from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.storage.chats import DealRow
 
 PROTOCOL = "negotiate.v1"

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select
 
 from haggler.errors import InvalidInput, NotFound, Unauthorized
-from haggler.protocols.transactions import ledger
+from haggler.protocols.transactions import ledger, views
 from haggler.protocols.transactions.fields import integer, json_object, one_of, only, text
 from haggler.storage.schema import exchange_agents, services
 from haggler.trust.hashing import secret_hash
@@ -84,11 +84,11 @@ def create_service(conn: Connection, provider: Agent, body: dict[str, Any], at: 
         "created_at": at,
     }
     conn.execute(insert(services).values(**row))
-    return service_json(row)
+    return views.service_view(row)
 
 
 def get_service(conn: Connection, service_id: str) -> dict[str, Any]:
-    return service_json(service_row(conn, service_id)._mapping)
+    return views.service_view(service_row(conn, service_id)._mapping)
 
 
 def service_row(conn: Connection, service_id: str) -> Any:
@@ -101,17 +101,4 @@ def service_row(conn: Connection, service_id: str) -> Any:
 
 def list_services(conn: Connection, *, limit: int, offset: int) -> list[dict[str, Any]]:
     rows = conn.execute(select(services).order_by(services.c.created_at, services.c.id).limit(limit).offset(offset))
-    return [service_json(row._mapping) for row in rows]
-
-
-def service_json(row: Any) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "providerId": row["provider_id"],
-        "name": row["name"],
-        "description": row["description"],
-        "basePriceCents": row["base_price_cents"],
-        "priceModel": row["price_model"],
-        "sla": json.loads(row["sla"]),
-        "createdAt": row["created_at"].isoformat(),
-    }
+    return [views.service_view(row._mapping) for row in rows]

@@ -36,7 +36,7 @@ from haggler.engine import (
     Turn,
 )
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
-from haggler.protocols.transactions import ledger
+from haggler.protocols.transactions import ledger, views
 from haggler.protocols.transactions.accounts import NEGOTIABLE, Agent, parse_sla, service_row
 from haggler.protocols.transactions.fields import free_json, integer, json_object, one_of, only, text
 from haggler.storage.schema import exchange_transactions, negotiation_messages, services
@@ -147,14 +147,14 @@ def read(conn: Connection, caller: Agent, transaction_id: str, now: datetime, *,
     if enforce and _expired(row, now):
         _cancel(conn, row, "offer_expired", now)
         row = _reread(conn, transaction_id)
-    return _transaction_json(conn, row)
+    return _transaction_view(conn, row)
 
 
 def messages(conn: Connection, caller: Agent, transaction_id: str) -> list[dict[str, Any]]:
     _load(conn, transaction_id, caller, lock=False)  # 404 / 403 first
     rows = conn.execute(select(negotiation_messages).where(negotiation_messages.c.transaction_id == transaction_id)
                         .order_by(negotiation_messages.c.seq))
-    return [_message_json(row) for row in rows]
+    return [views.message_view(row, _offer_of(row)) for row in rows]
 
 
 def enforce_expiry(conn: Connection, transaction_id: str, now: datetime) -> None:
@@ -240,7 +240,7 @@ def negotiate(conn: Connection, caller: Agent, transaction_id: str, body: dict[s
         _cancel(conn, row, "round_cap", now)  # ``row`` is locked and a negotiation holds nothing
     else:
         _cancel(conn, row, _END_REASON[kind], now)
-    return _transaction_json(conn, _reread(conn, transaction_id))
+    return _transaction_view(conn, _reread(conn, transaction_id))
 
 
 # -- settling --------------------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def complete(conn: Connection, caller: Agent, transaction_id: str, body: dict[st
     ledger.capture(conn, row.consumer_id, row.provider_id, row.held_cents, now, transaction_id)
     _update(conn, transaction_id, now, status=COMPLETED, held_cents=0, end_reason="completed",
             output=free_json(body.get("output"), "output"))
-    return _transaction_json(conn, _reread(conn, transaction_id))
+    return _transaction_view(conn, _reread(conn, transaction_id))
 
 
 def cancel(conn: Connection, caller: Agent, transaction_id: str, body: dict[str, Any],
@@ -269,7 +269,7 @@ def cancel(conn: Connection, caller: Agent, transaction_id: str, body: dict[str,
         raise Conflict(f"only a matched transaction can be cancelled (while negotiating, send withdraw or reject); "
                      f"this one is {row.status}")
     _cancel(conn, row, "cancelled", now)
-    return _transaction_json(conn, _reread(conn, transaction_id))
+    return _transaction_view(conn, _reread(conn, transaction_id))
 
 
 # -- internals -------------------------------------------------------------------------------------
@@ -377,39 +377,5 @@ def _negotiation_state(conn: Connection, row: Any) -> tuple[int, str | None, dic
     return last.round, PROVIDER if last.sender == CONSUMER else CONSUMER, offer
 
 
-def _transaction_json(conn: Connection, row: Any) -> dict[str, Any]:
-    round_number, turn, offer = _negotiation_state(conn, row)
-    return {
-        "id": row.id,
-        "serviceId": row.service_id,
-        "consumerId": row.consumer_id,
-        "providerId": row.provider_id,
-        "status": row.status,
-        "maxPriceCents": row.max_price_cents,
-        "input": json.loads(row.input),
-        "priceCents": row.price_cents,
-        "sla": json.loads(row.sla) if row.sla else None,
-        "scopeModifications": json.loads(row.scope_modifications) if row.scope_modifications else None,
-        "heldCents": row.held_cents,
-        "output": json.loads(row.output) if row.output else None,
-        "endReason": row.end_reason,
-        "round": round_number,
-        "turn": turn,
-        "offer": offer,
-        "offerExpiresAt": row.offer_expires_at.isoformat() if row.offer_expires_at else None,
-        "createdAt": row.created_at.isoformat(),
-        "updatedAt": row.updated_at.isoformat(),
-    }
-
-
-def _message_json(row: Any) -> dict[str, Any]:
-    offer = _offer_of(row)
-    return {
-        "round": row.round,
-        "sender": row.sender,
-        "type": row.type,
-        "terms": offer.to_json() if offer else None,
-        "message": row.message,
-        "expiresAt": row.expires_at.isoformat() if row.expires_at else None,
-        "createdAt": row.created_at.isoformat(),
-    }
+def _transaction_view(conn: Connection, row: Any) -> dict[str, Any]:
+    return views.transaction_view(row, *_negotiation_state(conn, row))
