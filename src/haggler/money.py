@@ -7,7 +7,7 @@ across a floor or a budget.
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal, InvalidOperation
 
 #: No price haggler handles comes near this; beyond it Decimal arithmetic would lose digits.
 MAX_AMOUNT = Decimal(10) ** 15
@@ -15,8 +15,9 @@ MAX_AMOUNT = Decimal(10) ** 15
 CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CAD": "CA$", "AUD": "A$", "JPY": "¥"}
 
 
-def to_cents(value: object) -> int:
-    """Convert a decimal amount (int, str, float or Decimal) to integer cents.
+def to_cents(value: object, *, rounding: str = ROUND_HALF_UP) -> int:
+    """Convert a decimal amount (int, str, float or Decimal) to integer cents, a fraction of a
+    cent rounded half up unless ``rounding`` (a :mod:`decimal` mode) says otherwise.
 
     Raises ValueError for anything that is not a finite number.
     """
@@ -30,10 +31,10 @@ def to_cents(value: object) -> int:
         raise ValueError(f"not a finite amount: {value!r}")
     if abs(amount) >= MAX_AMOUNT:
         raise ValueError(f"amount out of range: {value!r}")
-    return int((amount * 100).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    return int((amount * 100).quantize(Decimal(1), rounding=rounding))
 
 
-def amount_cents(value: object, *, allow_strings: bool = False) -> int:
+def amount_cents(value: object, *, allow_strings: bool = False, rounding: str = ROUND_HALF_UP) -> int:
     """Validate an amount someone supplied (a catalog price, a structured offer, a scenario
     file) and return cents, of any sign. The ValueError's message completes a sentence naming
     the field: "must be ..."."""
@@ -41,7 +42,7 @@ def amount_cents(value: object, *, allow_strings: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, kinds):
         raise ValueError(f"must be a number, got {value!r}")
     try:
-        return to_cents(value)
+        return to_cents(value, rounding=rounding)
     except ValueError as exc:
         raise ValueError(f"must be a finite number, got {value!r}") from exc
 
@@ -55,12 +56,19 @@ def cents_or_none(value: object) -> int | None:
         return None
 
 
-def positive_cents(value: object, *, allow_strings: bool = False) -> int:
+def positive_cents(value: object, *, allow_strings: bool = False, rounding: str = ROUND_HALF_UP) -> int:
     """:func:`amount_cents`, for amounts that must be greater than zero (prices)."""
-    cents = amount_cents(value, allow_strings=allow_strings)
+    cents = amount_cents(value, allow_strings=allow_strings, rounding=rounding)
     if cents <= 0:
         raise ValueError(f"must be greater than 0, got {value!r}")
     return cents
+
+
+def offered_cents(value: object) -> int:
+    """A price a shopper offers, in cents: a fraction of a cent is dropped, never rounded up, so
+    an offer of 599.995 is an offer of 599.99 — rounding up would have the store take a price
+    nobody offered (and an offer a hair under the floor would clear it)."""
+    return positive_cents(value, rounding=ROUND_FLOOR)
 
 
 def price_unit(list_price_cents: int) -> int:

@@ -21,12 +21,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, Decimal
 from typing import Any
 
 from haggler.language.intents import Intent, IntentKind, Topic
 from haggler.language.screening import manipulation_in, normalize_text
-from haggler.money import positive_cents, to_cents
+from haggler.money import offered_cents, to_cents
 
 
 class StructuredMessageError(ValueError):
@@ -89,7 +89,7 @@ def _structured_price(message: dict[str, Any]) -> int:
     if "price" not in message:
         raise StructuredMessageError("an offer needs a 'price' (a positive number in the store currency)")
     try:
-        return positive_cents(message["price"])
+        return offered_cents(message["price"])
     except ValueError as exc:
         raise StructuredMessageError(f"'price' {exc}") from exc
 
@@ -297,7 +297,7 @@ def _scan_percentages(scan: _Scan, reference_cents: int | None) -> None:
         offer = None
         if reference_cents is not None:
             exact = Decimal(reference_cents) * (100 - percent) / 100
-            offer = int(exact.quantize(Decimal(1), rounding=ROUND_HALF_UP))
+            offer = int(exact.quantize(Decimal(1), rounding=ROUND_FLOOR))  # against the shopper, as offered_cents
         scan.add_discount(start, end, offer)
 
 
