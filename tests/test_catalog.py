@@ -183,10 +183,40 @@ def test_levers_cheapest_first_puts_unknown_values_last_in_file_order() -> None:
     assert [lv.text for lv in ordered[3:]] == ["Mystery gift", "Priority support"]
 
 
-def test_levers_cheapest_first_on_demo(demo: Catalog) -> None:
+def test_demo_levers_state_what_they_cost_the_store(demo: Catalog) -> None:
+    """The demo catalog states each lever's cost, below its retail value, so that the merchant
+    can afford extras near the floor; the cheapest-first order follows those costs."""
     for p in demo.products:
-        values = [lv.value_cents for lv in p.levers_cheapest_first()]
-        assert values == sorted(values), p.id  # type: ignore[type-var]
+        for lever in p.levers:
+            assert lever.cost_cents is not None and 0 < lever.cost_cents < (lever.value_cents or 0), (p.id, lever)
+        costs = [lv.cost for lv in p.levers_cheapest_first()]
+        assert costs == sorted(costs), p.id
+
+
+def test_lever_object_states_its_cost() -> None:
+    catalog = parse_catalog(_doc(_product(levers=[{"text": "Free shipping (~$45 retail value)", "cost": 12.5},
+                                                  "Gift wrap (~$5 retail value)", "Priority queue"])))
+    shipping, wrap, queue = catalog.products[0].levers
+    assert (shipping.value_cents, shipping.cost_cents, shipping.cost) == (4500, 1250, 1250)
+    assert (wrap.value_cents, wrap.cost_cents, wrap.cost) == (500, None, 500)  # the retail value counts
+    assert (queue.value_cents, queue.cost_cents, queue.cost) == (None, None, 0)
+    assert shipping.offer_text == "Free shipping"
+    product = catalog.products[0]
+    assert product.extras_cost(("Free shipping", "Gift wrap")) == 1750
+    assert product.extras_cost(("Priority queue", "not a lever")) == 0
+    assert [lv.offer_text for lv in product.levers_cheapest_first()] == ["Gift wrap", "Free shipping", "Priority queue"]
+
+
+@pytest.mark.parametrize(("lever", "words"), [
+    ({"text": "Free shipping", "cost": -1}, "must not be negative"),
+    ({"text": "Free shipping"}, "'cost' must be a number"),
+    ({"text": "Free shipping", "cost": "lots"}, "'cost' must be a finite number"),
+    ({"cost": 3}, "'text' is missing"),
+    ({"text": "Free shipping", "cost": 3, "value": 9}, "unknown field 'value'"),
+])
+def test_bad_lever_object_is_named(lever: dict[str, Any], words: str) -> None:
+    msg = _bad(_doc(_product(id="lever-obj", levers=["Gift wrap", lever])))
+    assert "lever-obj" in msg and "'levers', item 1" in msg and words in msg, msg
 
 
 def test_levers_default_to_empty_and_are_stripped() -> None:

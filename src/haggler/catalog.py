@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from haggler.money import positive_cents, to_cents
+from haggler.money import amount_cents, positive_cents, to_cents
 
 #: Characters that may appear in a product id: RFC 3986 "unreserved", so an id can go in a
 #: URL path or query without encoding.
@@ -38,10 +38,25 @@ class CatalogError(ValueError):
 
 @dataclass(frozen=True)
 class Lever:
-    """A non-price concession the merchant may trade, with its retail value when stated."""
+    """A non-price concession the merchant may trade, with its retail value when stated and
+    what it costs the store when the catalog says so."""
 
     text: str
     value_cents: int | None
+    #: What granting it costs the store, when the catalog states it (``{"text": ..., "cost": ...}``).
+    cost_cents: int | None = None
+
+    @property
+    def cost(self) -> int:
+        """What the merchant counts against the floor for it: the stated cost, else the stated
+        retail value (the most it could cost), else nothing."""
+        if self.cost_cents is not None:
+            return self.cost_cents
+        return self.value_cents or 0
+
+    @property
+    def known_cost(self) -> bool:
+        return self.cost_cents is not None or self.value_cents is not None
 
     @property
     def offer_text(self) -> str:
@@ -97,12 +112,16 @@ class Product(ProductFacts):
         """A true :class:`ProductFacts` (not this object), holding the public fields only."""
         return ProductFacts(**{f.name: getattr(self, f.name) for f in fields(ProductFacts)})
 
+    def extras_cost(self, extras: tuple[str, ...]) -> int:
+        """What granting ``extras`` (lever offer texts, as said to shoppers) costs the store."""
+        return sum(lever.cost for lever in self.levers if lever.offer_text in extras)
+
     def levers_cheapest_first(self) -> tuple[Lever, ...]:
-        """Levers in the order a salesperson trades them: lowest stated retail value first;
-        levers with no stated value last, in file order."""
-        known = [lv for lv in self.levers if lv.value_cents is not None]
-        unknown = [lv for lv in self.levers if lv.value_cents is None]
-        return tuple(sorted(known, key=lambda lv: lv.value_cents or 0)) + tuple(unknown)
+        """Levers in the order a salesperson trades them: cheapest to the store first (stated
+        cost, else stated retail value); levers with neither last, in file order."""
+        known = [lv for lv in self.levers if lv.known_cost]
+        unknown = [lv for lv in self.levers if not lv.known_cost]
+        return tuple(sorted(known, key=lambda lv: lv.cost)) + tuple(unknown)
 
 
 @dataclass(frozen=True)
@@ -127,6 +146,35 @@ def parse_lever(text: str) -> Lever:
     match = _LEVER_VALUE.search(text)
     value = to_cents(match.group(1).replace(",", "")) if match else None
     return Lever(text=text, value_cents=value)
+
+
+def _parse_levers(raw: Any, where: str) -> tuple[Lever, ...]:
+    """A product's ``levers``: each a string (its retail value, if any, in the text), or an
+    object ``{"text": ..., "cost": ...}`` that also states what granting it costs the store."""
+    if not isinstance(raw, list):
+        raise CatalogError(f"{where}: field 'levers' must be a list")
+    levers = []
+    for index, item in enumerate(raw):
+        at = f"{where}: field 'levers', item {index},"
+        if isinstance(item, str) and item.strip():
+            levers.append(parse_lever(item.strip()))
+            continue
+        if not isinstance(item, dict):
+            raise CatalogError(f"{at} must be a non-empty string or an object with 'text' and 'cost'")
+        unknown = sorted(set(item) - {"text", "cost"})
+        if unknown:
+            raise CatalogError(f"{at} has unknown field {unknown[0]!r} (a lever object holds 'text' and 'cost')")
+        text = item.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise CatalogError(f"{at}: field 'text' is missing or not a non-empty string")
+        try:
+            cost = amount_cents(item.get("cost"), allow_strings=True)
+        except ValueError as exc:
+            raise CatalogError(f"{at}: field 'cost' {exc}") from exc
+        if cost < 0:
+            raise CatalogError(f"{at}: field 'cost' must not be negative, got {item['cost']!r}")
+        levers.append(replace(parse_lever(text.strip()), cost_cents=cost))
+    return tuple(levers)
 
 
 def _required_str(raw: dict[str, Any], key: str, where: str) -> str:
@@ -198,9 +246,7 @@ def parse_product(raw: Any, index: int, store_currency: str) -> Product:
     floor = _amount(raw, "floor", where)
     if floor > list_price:
         raise CatalogError(f"{where}: field 'floor' ({raw['floor']}) is above 'list_price' ({raw['list_price']})")
-    levers_raw = raw.get("levers", [])
-    if not isinstance(levers_raw, list) or not all(isinstance(x, str) and x.strip() for x in levers_raw):
-        raise CatalogError(f"{where}: field 'levers' must be a list of non-empty strings")
+    levers = _parse_levers(raw.get("levers", []), where)
     year = raw.get("year_made")
     if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
         raise CatalogError(f"{where}: field 'year_made' must be an integer year")
@@ -218,7 +264,7 @@ def parse_product(raw: Any, index: int, store_currency: str) -> Product:
         list_price_cents=list_price,
         currency=(_optional_str(raw, "currency", where) or store_currency).upper(),
         floor_cents=floor,
-        levers=tuple(parse_lever(t.strip()) for t in levers_raw),
+        levers=levers,
         inventory_note=inventory_note,
         merchant_persona=_optional_str(raw, "merchant_persona", where),
         private_fields={k: v for k, v in raw.items() if k not in _PRODUCT_FIELDS},

@@ -38,6 +38,9 @@ def serve(
     idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
     max_message_length: Annotated[int, typer.Option(help="Longest shopper message, in characters.")] = 2000,
     seed: Annotated[Optional[int], typer.Option(help="Fixed seed: conversations become reproducible.")] = None,
+    floor_margin: Annotated[float, typer.Option(help="The merchant sells no lower than its floor plus a secret share "
+                                                     "of (list price - floor), up to this fraction of it, so that no "
+                                                     "shopper can find the floor by probing (0 to 0.5; 0: off).")] = 0.05,
     data_dir: Annotated[Path, typer.Option(help="Directory for the audit signing key (created 0700).")] = DEFAULT_DATA_DIR,
     session_ttl: Annotated[int, typer.Option(help="agents.json session lifetime in seconds (hard deadline, >= 60).")] = 1800,
     max_sessions: Annotated[int, typer.Option(help="Concurrent agents.json sessions per client.")] = 5,
@@ -52,7 +55,7 @@ def serve(
     import uvicorn
 
     from haggler.protocols.agents_json.settings import AgentsSettings
-    from haggler.protocols.negotiate_v1.settings import StoreLimits
+    from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
     from haggler.protocols.transactions.settings import ExchangeSettings
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
@@ -62,6 +65,7 @@ def serve(
     try:
         store_catalog = load_catalog(catalog)
         limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
+        merchant = MerchantSettings(floor_margin=floor_margin)
         agents = AgentsSettings(session_ttl_seconds=session_ttl, max_sessions=max_sessions,
                                 requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
@@ -70,7 +74,7 @@ def serve(
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
-                         limits=limits, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
+                         limits=limits, merchant=merchant, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
                          data_dir=data_dir, seed=seed, sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
     try:
         application = create_app(config)

@@ -1,20 +1,20 @@
 """The store's merchant agent, driven through the engine exactly as the negotiate.v1 service
 drives it: apply the shopper's turn, ask the agent to respond, apply the merchant's turn.
 
-Contract (from the issue): anchors at list price; never volunteers a discount unprompted;
-trades levers cheapest first (by the retail value in each lever's text) before it cuts price;
-concedes in shrinking steps and in answer to the shopper's own movement; accepts a shopper
-offer that beats what it would counter with; never goes below the floor; when the shopper
-stays below the floor it makes a last offer and ends gracefully; restates the full terms at
-close.
+Contract (from the issues): anchors at list price; never volunteers a discount unprompted;
+trades levers cheapest first (by their cost to the store) before it cuts price, while the
+shopper's offer pays for them; concedes in shrinking steps and in answer to the shopper's own
+movement; accepts a shopper offer that beats what it would counter with; never goes below the
+floor once the extras' cost is counted; when the shopper stays below the floor it makes a last
+offer and ends gracefully; restates the full terms at close.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from hypothesis import HealthCheck, event, example, given, note, settings
@@ -26,82 +26,14 @@ from haggler.engine import Action, Negotiation, OutcomeKind, Rules, Terms, Turn
 from haggler.language.intents import Intent, IntentKind, Topic
 from haggler.language.render import ReplyRenderer
 from haggler.money import format_money
+from tests.support.merchant_chat import T0, Chat
 
 CATALOG = load_catalog()
 DEMO = CATALOG.products
 DEMO_IDS = [p.id for p in DEMO]
-T0 = datetime(2024, 6, 1, 9, 0, 0, tzinfo=timezone.utc)
 
 PROPERTY = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-# -- driving the agent like the service does -------------------------------------------------------
-
-
-@dataclass
-class Step:
-    intent: Intent
-    move: MerchantMove
-    ask_before: Terms
-    ask_after: Terms
-
-
-@dataclass
-class Chat:
-    """One negotiate.v1 chat: the greeting, then one merchant reply per shopper message."""
-
-    product: Product
-    max_messages: int = 30
-    agent: MerchantAgent = field(init=False)
-    negotiation: Negotiation = field(init=False)
-    greeting: MerchantMove = field(init=False)
-    steps: list[Step] = field(default_factory=list)
-    shopper_messages: int = 0
-    clock: int = 0
-    #: Tell the merchant the messages left, as the store does; False tests the clockless mode.
-    timed: bool = True
-
-    def __post_init__(self) -> None:
-        self.agent = MerchantAgent(self.product)
-        # the same rules the service uses
-        self.negotiation = Negotiation(Rules(parties=(MERCHANT, SHOPPER), max_turns=2 * self.max_messages + 1,
-                                             idle_ttl=timedelta(hours=1)))
-        self.greeting = self.agent.greet()
-        self.negotiation.apply(Turn(MERCHANT, Action.OFFER, self._now(), terms=self.greeting.terms))
-
-    def _now(self) -> datetime:
-        self.clock += 1
-        return T0 + timedelta(seconds=self.clock)
-
-    @property
-    def closed(self) -> bool:
-        return self.negotiation.closed
-
-    @property
-    def ask(self) -> Terms:
-        return self.negotiation.standing[MERCHANT]
-
-    @property
-    def moves(self) -> list[MerchantMove]:
-        return [self.greeting] + [s.move for s in self.steps]
-
-    def say(self, intent: Intent) -> MerchantMove:
-        assert not self.closed, "the service refuses messages to a closed chat"
-        now = self._now()
-        ask_before = self.ask
-        self.negotiation.apply(self.agent.shopper_turn(self.negotiation, intent, now))
-        self.shopper_messages += 1
-        move = self.agent.respond(self.negotiation, intent, last_message=self.shopper_messages >= self.max_messages,
-                                  messages_left=self.max_messages - self.shopper_messages if self.timed else None)
-        turn = move.turn(now)
-        if turn is not None:
-            self.negotiation.apply(turn)
-        self.steps.append(Step(intent, move, ask_before, self.ask))
-        return move
-
-    def offer(self, cents: int, **kwargs) -> MerchantMove:
-        return self.say(Intent(IntentKind.OFFER, amount_cents=cents, **kwargs))
 
 
 def offer(cents: int, **kwargs) -> Intent:
@@ -176,8 +108,11 @@ def products(draw) -> Product:
     ))
     values = draw(st.lists(st.one_of(st.none(), st.integers(1, max(1, list_cents)), st.integers(1, max(1, list_cents // 10))),
                            max_size=4))
+    # a stated cost, when drawn, is what the store counts; otherwise the retail value is
+    costs = draw(st.lists(st.one_of(st.none(), st.integers(0, max(1, list_cents // 5))),
+                          min_size=len(values), max_size=len(values)))
     names = draw(st.permutations(LEVER_NAMES))
-    levers = tuple(lever(names[i], v) for i, v in enumerate(values))
+    levers = tuple(replace(lever(names[i], v), cost_cents=c) for i, (v, c) in enumerate(zip(values, costs)))
     return make_product(list_cents, floor_cents, levers)
 
 
@@ -235,15 +170,22 @@ def run(product: Product, script, max_messages: int = 30) -> Chat:
 # -- property tests ---------------------------------------------------------------------------------
 
 
+def net(product: Product, terms: Terms) -> int:
+    """What the store earns on ``terms``: the price less what the extras cost it."""
+    return terms.price_cents - product.extras_cost(terms.extras)
+
+
 def check_offer_bounds(product: Product, move: MerchantMove) -> None:
-    """(b) every merchant OFFER is within [floor, list], and never the floor itself unless the
-    floor is the list price."""
+    """(b) every merchant OFFER is at most list price and earns at least the floor once its
+    extras' cost is counted, and is never the price that just covers the package (which would
+    state the floor) unless that is the list price."""
     if move.action is not Action.OFFER:
         return
     price = move.terms.price_cents
-    assert product.floor_cents <= price <= product.list_price_cents, (move, product.floor_cents)
-    if product.floor_cents != product.list_price_cents:
-        assert price != product.floor_cents, f"the merchant quoted the floor itself: {move}"
+    bottom = product.floor_cents + product.extras_cost(move.terms.extras)
+    assert bottom <= price <= product.list_price_cents, (move, product.floor_cents)
+    if bottom != product.list_price_cents:
+        assert price != bottom, f"the merchant quoted the floor itself: {move}"
 
 
 @PROPERTY
@@ -279,8 +221,8 @@ def test_property_invariants_hold_over_random_conversations(conv):
         assert move.is_deal == bool(outcome is not None and outcome.agreed)
         if outcome is not None and outcome.agreed:
             assert outcome.terms is not None
-            # (a) never below the floor
-            assert outcome.terms.price_cents >= product.floor_cents
+            # (a) never below the floor, once the extras' cost is counted
+            assert net(product, outcome.terms) >= product.floor_cents
             # (d) never above the ask standing when the shopper spoke
             assert outcome.terms.price_cents <= ask_before.price_cents
             assert set(ask_before.extras) <= set(outcome.terms.extras)
@@ -309,7 +251,7 @@ def test_property_deals_never_below_floor_and_never_above_ask(conv):
     if outcome is None or not outcome.agreed:
         return
     last = chat.steps[-1]
-    assert outcome.terms.price_cents >= product.floor_cents
+    assert net(product, outcome.terms) >= product.floor_cents
     assert outcome.terms.price_cents <= last.ask_before.price_cents
     assert outcome.terms.price_cents <= product.list_price_cents
 
@@ -496,29 +438,50 @@ def test_talk_never_changes_terms(product):
         assert move.terms == conceded == chat.ask
 
 
+def affordable_cheapest(agent: MerchantAgent, price: int) -> Lever | None:
+    """The cheapest lever whose cost a shopper paying ``price`` for it would cover."""
+    product = agent.product
+    return next((lv for lv in product.levers_cheapest_first()
+                 if agent.covers(Terms(price, product.currency, (lv.offer_text,)))), None)
+
+
 @pytest.mark.parametrize("product", [p for p in ALL_PRODUCTS if p.levers], ids=[i for p, i in zip(ALL_PRODUCTS, ALL_IDS) if p.levers])
-def test_first_concession_is_the_cheapest_lever(product):
+@pytest.mark.parametrize("fraction", [0.8, 0.97])
+def test_first_concession_is_the_cheapest_lever_the_offer_can_pay_for(product, fraction):
+    """Extras come before price cuts, cheapest first, but only while the shopper's money pays for
+    them (its offer covers the floor plus their cost): given to a shopper offering less, an extra
+    would only put the deal out of its reach. Otherwise the first concession is a price cut."""
     cheapest = product.levers_cheapest_first()[0]
     valued = [lv.value_cents for lv in product.levers if lv.value_cents is not None]
     if valued:
         assert cheapest.value_cents == min(valued)
-    amount = int(product.list_price_cents * 0.8)
+    amount = int(product.list_price_cents * fraction)
     gap = product.list_price_cents - amount
-    assert cheapest.value_cents is None or cheapest.value_cents <= gap
     chat = Chat(product)
+    lever_due = affordable_cheapest(chat.agent, amount)
     move = chat.offer(amount)
-    assert move.kind in (MoveKind.COUNTER, MoveKind.LAST_OFFER)
-    assert move.terms.price_cents == product.list_price_cents, "price was cut before a lever was traded"
-    assert not move.price_cut
-    assert move.added_extras == (cheapest.offer_text,)
-    assert move.terms.extras == (cheapest.offer_text,)
+    if move.is_deal:
+        assert chat.agent.covers(move.terms)
+        return
+    if lever_due is not None and (lever_due.value_cents is None or lever_due.value_cents <= gap):
+        assert move.kind in (MoveKind.COUNTER, MoveKind.LAST_OFFER)
+        assert move.terms.price_cents == product.list_price_cents, "price was cut before a lever was traded"
+        assert not move.price_cut
+        assert move.added_extras == (lever_due.offer_text,)
+        assert move.terms.extras == (lever_due.offer_text,)
+    else:
+        assert not move.added_extras and move.terms.extras == ()
+        assert move.kind in (MoveKind.COUNTER, MoveKind.LAST_OFFER, MoveKind.HOLD)
 
 
 def test_levers_traded_cheapest_first_then_unvalued_then_price():
-    product = SYNTHETIC["mixed_levers"]  # file order: unvalued, $90, $5
+    # file order: unvalued, $90 retail costing $15, $5 retail costing $2; floor far enough below
+    # the offers that they pay for all three
+    product = make_product(60_000, 40_000, (lever("Carry case", None), replace(lever("Extended warranty", 9_000),
+                                            cost_cents=1_500), replace(lever("Gift wrapping", 500), cost_cents=200)))
     chat = Chat(product, max_messages=100)
     added = []
-    price = 40_000
+    price = 50_000
     while not chat.closed and len(added) < 3:
         move = chat.offer(price)
         price += 500
@@ -729,7 +692,7 @@ def test_shopper_accept_confirms_the_standing_terms(product):
     outcome = chat.negotiation.outcome
     assert outcome.kind is OutcomeKind.AGREED and outcome.by == SHOPPER
     assert outcome.terms == standing
-    assert outcome.terms.price_cents >= product.floor_cents
+    assert net(product, outcome.terms) >= product.floor_cents
 
 
 def test_shopper_accept_of_the_opening_is_list_price():
@@ -888,7 +851,8 @@ def test_best_price_gives_exactly_one_concession_then_holds(product):
     opening = chat.ask
     first = chat.say(BEST)
     agent = chat.agent
-    cheapest = product.levers_cheapest_first()[0] if product.levers else None
+    # the cheapest lever the list price still pays for (its cost counts against the floor)
+    cheapest = affordable_cheapest(agent, product.list_price_cents)
     if cheapest is not None:
         assert first.kind is MoveKind.COUNTER
         assert first.terms == Terms(opening.price_cents, opening.currency, (cheapest.offer_text,))
@@ -896,7 +860,7 @@ def test_best_price_gives_exactly_one_concession_then_holds(product):
     elif agent.min_quote < product.list_price_cents:
         assert first.kind is MoveKind.COUNTER
         assert first.price_cut
-        assert product.floor_cents < first.terms.price_cents < opening.price_cents
+        assert agent.reserve < first.terms.price_cents < opening.price_cents
         assert first.terms.extras == ()
     else:
         assert first.kind is MoveKind.HOLD
@@ -912,9 +876,10 @@ def test_best_price_gives_exactly_one_concession_then_holds(product):
 def test_best_price_after_an_offer_concession_holds():
     product = CATALOG.product("aerion-v12-cordless")
     chat = Chat(product)
+    opening = chat.ask
     chat.offer(50_000)
     before = chat.ask
-    assert before.extras
+    assert before != opening  # a concession was made
     move = chat.say(BEST)
     assert move.kind is MoveKind.HOLD
     assert move.terms == before
@@ -926,8 +891,8 @@ def test_extras_question_grants_the_cheapest_lever_once(product):
     opening = chat.ask
     q = Intent(IntentKind.QUESTION, topics=(Topic.EXTRAS,))
     first = chat.say(q)
-    if product.levers:
-        cheapest = product.levers_cheapest_first()[0]
+    cheapest = affordable_cheapest(chat.agent, product.list_price_cents)
+    if cheapest is not None:
         assert first.kind is MoveKind.COUNTER
         assert first.action is Action.OFFER
         assert first.added_extras == (cheapest.offer_text,)
@@ -962,7 +927,7 @@ def test_no_price_room_never_cuts_price(key):
         assert not move.price_cut
         assert chat.ask.price_cents == product.list_price_cents
         amount += 1
-    assert not chat.negotiation.outcome.agreed or chat.negotiation.outcome.terms.price_cents >= product.floor_cents
+    assert not chat.negotiation.outcome.agreed or net(product, chat.negotiation.outcome.terms) >= product.floor_cents
 
 
 @pytest.mark.parametrize("key", ["tiny", "tiny_no_levers", "tiny_floor_just_below_list", "huge", "floor_with_cents",

@@ -148,3 +148,50 @@ def test_scenario_product_levers_state_their_value_so_the_merchant_can_read_it()
     levers = scenario_product(scenario)["levers"]
     assert [parse_lever(text).value_cents for text in levers] == [1_250, 120_000]
     assert levers[0].startswith("express shipping (~$12.50")
+
+
+@pytest.fixture(scope="module")
+def multi():
+    from haggler.lab.generate import multi_issue
+
+    scenarios = multi_issue(16, seed=11, zopa=True, prefix="mi")
+    with FreeTextStore(scenarios, seed=11) as store:
+        yield scenarios, [store.negotiate(s, seed=i) for i, s in enumerate(scenarios)]
+
+
+def test_multi_issue_free_text_deals_earn_the_sellers_reservation_net_of_extras(multi):
+    """The store's merchant counts an extra's cost against its floor exactly as the scenario
+    counts it against the seller's reservation: no free-text deal leaves the seller short."""
+    scenarios, records = multi
+    deals = [r for r in records if r.terms is not None]
+    assert len(deals) >= len(scenarios) // 2
+    assert any(r.terms.extras for r in deals), "some deals include extras"
+    for r in deals:
+        assert r.scenario.acceptable_to_seller(r.terms), (r.scenario, r.terms)
+        assert r.terms.price_cents <= r.scenario.buyer_reservation_cents
+
+
+def test_multi_issue_store_merchant_never_needs_the_guard():
+    """As a decider, the store's merchant proposes only terms its reservation allows once the
+    extras' cost is counted: the framework's guard finds nothing to clamp."""
+    from haggler.agents.decider import guard
+    from haggler.agents.strategies import StoreMerchant
+    from haggler.lab.generate import multi_issue
+
+    class Watched(StoreMerchant):
+        clamped = 0
+        decisions = 0
+
+        def decide(self, view):  # type: ignore[no-untyped-def]
+            decision = super().decide(view)
+            Watched.decisions += 1
+            if guard(decision, view) != decision:
+                Watched.clamped += 1
+            return decision
+
+    scenarios = multi_issue(24, seed=5, zopa=True, prefix="mg")
+    records = [alternating(s, seller=Watched()) for s in scenarios]
+    assert Watched.decisions > 100 and Watched.clamped == 0
+    for r in records:
+        if r.terms is not None:
+            assert r.scenario.acceptable_to_seller(r.terms)

@@ -155,3 +155,24 @@ def test_a_nested_write_joins_the_open_transaction_and_rolls_back_with_it(db_url
             assert other.result() is None
     with db.read() as conn:
         assert [r[0] for r in conn.execute(text("SELECT v FROM probe"))] == [2]
+
+
+def test_a_store_secret_is_drawn_once_and_shared_by_every_worker(db_url):
+    """Eight workers asking at once all get the secret the first insert kept, and so does a
+    worker that starts later; another name is another secret."""
+    from haggler.storage.secrets import store_secret
+
+    workers = [open_database(db_url) for _ in range(8)]
+    try:
+        with ThreadPoolExecutor(len(workers)) as pool:
+            drawn = list(pool.map(lambda db: store_secret(db, "floor_margin"), workers))
+        assert len(set(drawn)) == 1 and len(drawn[0]) == 32
+        later = open_database(db_url)
+        try:
+            assert store_secret(later, "floor_margin") == drawn[0]
+            assert store_secret(later, "another") != drawn[0]
+        finally:
+            later.dispose()
+    finally:
+        for db in workers:
+            db.dispose()

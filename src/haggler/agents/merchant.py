@@ -6,10 +6,16 @@ text: :mod:`haggler.language.render` turns moves into replies from public facts 
 floor and the inventory note cannot leak through wording.
 
 How it sells: anchor at list price; never discount unprompted; trade levers cheapest first
-(by the retail value written in each lever) before cutting price; cut price in shrinking
-steps that answer the shopper's own movement; take a shopper offer that beats its own next
-counter; take a shopper offer at or above the floor that the shopper keeps repeating; never
-go below the floor.
+(by what each costs the store) before cutting price, but only levers the shopper's best offer
+already pays for — an extra given to a shopper whose money cannot cover it only puts the deal
+out of reach; cut price in shrinking steps that answer the shopper's own movement; take a
+shopper offer that beats its own next counter; take a shopper offer that covers its reserve and
+that the shopper keeps repeating; never sell below the reserve once the extras' cost is counted.
+
+The reserve is the floor, or — in a store — the floor plus a secret margin (see
+:func:`hidden_reserve`): everything below that "at or above the floor" means at or above the
+reserve, net of extras, so that what the merchant accepts and refuses reveals the reserve at
+most, never the floor.
 
 Without a clock (``messages_left`` unknown) it cuts price in shrinking steps that answer the
 shopper's own movement, and when the shopper stays below the floor makes one last offer.
@@ -31,6 +37,8 @@ stops improving; and closes gracefully when the shopper stops improving below th
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -95,6 +103,16 @@ class MerchantMove:
     def closes(self) -> bool:
         return self.kind in (MoveKind.ACCEPT_OFFER, MoveKind.CONFIRM_DEAL, MoveKind.DECLINE_CLOSE,
                              MoveKind.FAREWELL, MoveKind.WRAP_UP)
+
+
+def hidden_reserve(product: Product, secret: bytes, margin: float) -> int:
+    """The least a store's merchant takes for ``product``: its floor plus a secret share of the
+    room between floor and list, up to ``margin`` of it, drawn once per product from the store's
+    secret. Whatever a shopper learns from what the merchant accepts and refuses, over any
+    number of chats, is this price: the floor itself stays anywhere within that margin below."""
+    digest = hmac.new(secret, b"floor-margin\x00" + product.id.encode(), hashlib.sha256).digest()
+    share = int.from_bytes(digest[:8], "big") / 2**64
+    return product.floor_cents + int(share * margin * (product.list_price_cents - product.floor_cents))
 
 
 def _ceil_to(cents: int, unit: int) -> int:
@@ -201,12 +219,29 @@ class MerchantAgent:
     #: at most the shopper's own move) answering each move of the shopper.
     TOKEN_STEP = 0.01
 
-    def __init__(self, product: Product) -> None:
+    def __init__(self, product: Product, *, reserve_cents: int | None = None) -> None:
         self.product = product
         self.unit = price_unit(product.list_price_cents)
-        # The lowest price the merchant will *quote*: strictly above the floor and rounded, so
-        # that no reply ever states the floor itself.
-        self.min_quote = min(product.list_price_cents, _ceil_to(product.floor_cents + 1, min(self.unit, 100)))
+        #: The least the merchant takes, net of the extras' cost: the floor, or (in a store) the
+        #: floor plus a secret margin, so that what it accepts and refuses reveals no more than that.
+        self.reserve = product.floor_cents if reserve_cents is None else reserve_cents
+        if not product.floor_cents <= self.reserve <= product.list_price_cents:
+            raise ValueError(f"reserve {reserve_cents} is outside [floor, list] for {product.id}")
+        #: The lowest price it quotes with no extras (see :meth:`lowest_quote`).
+        self.min_quote = self.lowest_quote(())
+
+    # -- what a package is worth to the store ------------------------------------------------
+
+    def covers(self, terms: Terms) -> bool:
+        """Whether ``terms`` earn the reserve once the extras' cost is counted: the only test of
+        a deal, so that no package of extras sells below the floor."""
+        return terms.price_cents - self.product.extras_cost(terms.extras) >= self.reserve
+
+    def lowest_quote(self, extras: tuple[str, ...]) -> int:
+        """The lowest price the merchant will *quote* for a package: strictly above the price
+        that just covers it and rounded, so that no reply ever states that price itself."""
+        bottom = self.reserve + self.product.extras_cost(extras)
+        return min(self.product.list_price_cents, _ceil_to(bottom + 1, min(self.unit, 100)))
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -298,7 +333,7 @@ class MerchantAgent:
             return self._best_price(state)
         if kind is IntentKind.QUESTION:
             if Topic.EXTRAS in intent.topics and not state.ask.extras:
-                lever = self._next_lever(state.ask)
+                lever = self._next_lever(state)
                 if lever is not None:
                     return self._grant_lever(state.ask, lever, topics=intent.topics)
             return MerchantMove(MoveKind.ANSWER, Action.MESSAGE, state.ask, topics=intent.topics)
@@ -309,13 +344,13 @@ class MerchantAgent:
     def _answer_offer(self, negotiation: Negotiation, state: MerchantHistory, price: int,
                       topics: tuple[Topic, ...], clock: Clock | None, last_message: bool) -> MerchantMove:
         ask = state.ask
-        floor = self.product.floor_cents
+        offered = self.shopper_terms(negotiation, price)
+        covered = self.covers(offered)
         if price >= ask.price_cents:
-            return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, self.shopper_terms(negotiation, price),
-                                shopper_price_cents=price, topics=topics)
+            return MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, offered, shopper_price_cents=price, topics=topics)
         if state.ask_is_final:
             return self._after_last_offer(negotiation, state, price, topics, last_message)
-        if price >= floor and clock is not None and (last_message or clock.last_call):
+        if covered and clock is not None and (last_message or clock.last_call):
             # The shopper's last word (or as long as shoppers are expected to haggle) and a price
             # the merchant can live with: a sale beats none.
             return self._accept(negotiation, price, topics)
@@ -326,12 +361,12 @@ class MerchantAgent:
         # shopper will keep moving.
         close_enough = (clock is None and counter is not None
                         and counter.price_cents - price <= self.product.list_price_cents * self.CLOSE_ENOUGH)
-        if price >= floor and (counter is None or price >= counter.price_cents or close_enough
-                               or state.shopper_stalls >= self.STALLS_TO_TAKE):
+        if covered and (counter is None or price >= counter.price_cents or close_enough
+                        or state.shopper_stalls >= self.STALLS_TO_TAKE):
             return self._accept(negotiation, price, topics)
         # Without a clock, a shopper stuck below the floor gets the last offer; with one, the
         # deadline bounds the chat and the last offer comes when it nears.
-        stuck = clock is None and price < floor and state.shopper_stalls >= 2
+        stuck = clock is None and not covered and state.shopper_stalls >= 2
         if counter is None or stuck:
             # Nothing left to give, or the shopper is stuck below the floor: one last offer,
             # then a graceful close once the shopper stops improving.
@@ -341,7 +376,8 @@ class MerchantAgent:
             return MerchantMove(MoveKind.HOLD, Action.MESSAGE, ask, shopper_price_cents=price, topics=topics,
                                 lowball=lowball)
         added = tuple(e for e in counter.extras if e not in ask.extras)
-        final = counter.price_cents <= self.min_quote and self._next_lever(counter) is None
+        final = (counter.price_cents <= self.lowest_quote(counter.extras)
+                 and self._next_lever(replace(state, ask=counter)) is None)
         kind = MoveKind.LAST_OFFER if final else MoveKind.COUNTER
         return MerchantMove(kind, Action.OFFER, counter, added_extras=added, final=final, shopper_price_cents=price,
                             topics=topics, price_cut=counter.price_cents < ask.price_cents)
@@ -359,7 +395,7 @@ class MerchantAgent:
         gracefully when the shopper stops improving below the floor."""
         ask = state.ask
         improving = state.shopper_stalls == 0
-        if price >= self.product.floor_cents and (not improving or last_message):
+        if self.covers(self.shopper_terms(negotiation, price)) and (not improving or last_message):
             return self._accept(negotiation, price, topics)
         if improving and not last_message:
             # final: the reply says the offer stands as the last one, not "you haven't moved".
@@ -375,8 +411,8 @@ class MerchantAgent:
         ask = state.ask
         fine = min(self.unit, 100)
         forecast = self._forecast(state) // fine * fine
-        last_price = max(self.min_quote, min(ask.price_cents, forecast))
-        if price >= self.product.floor_cents and price >= last_price:
+        last_price = max(self.lowest_quote(ask.extras), min(ask.price_cents, forecast))
+        if price >= last_price and self.covers(self.shopper_terms(negotiation, price)):
             return self._accept(negotiation, price, topics)
         terms = Terms(last_price, ask.currency, ask.extras)
         return MerchantMove(MoveKind.LAST_OFFER, Action.OFFER, terms, final=True, shopper_price_cents=price,
@@ -410,9 +446,16 @@ class MerchantAgent:
                                     price_cut=counter.price_cents < state.ask.price_cents)
         return MerchantMove(MoveKind.HOLD, Action.MESSAGE, state.ask)
 
-    def _next_lever(self, ask: Terms) -> Lever | None:
+    def _next_lever(self, state: MerchantHistory) -> Lever | None:
+        """The cheapest lever not yet on the table whose cost the package can carry: the ask
+        still covers it, and so does the shopper's best offer when it made one — an extra the
+        shopper's money cannot pay for would only put the deal out of its reach."""
+        ask = state.ask
+        best = max(state.shopper_offers) if state.shopper_offers else ask.price_cents
         for lever in self.product.levers_cheapest_first():
-            if lever.offer_text not in ask.extras:
+            if lever.offer_text in ask.extras:
+                continue
+            if self.covers(Terms(min(ask.price_cents, best), ask.currency, ask.extras + (lever.offer_text,))):
                 return lever
         return None
 
@@ -425,7 +468,7 @@ class MerchantAgent:
         the lever is worth no more than the gap to the shopper's offer (or either is unknown),
         or the price cannot go lower. None otherwise."""
         if lever is not None and (gap is None or lever.value_cents is None or lever.value_cents <= gap
-                                  or ask.price_cents <= self.min_quote):
+                                  or ask.price_cents <= self.lowest_quote(ask.extras)):
             return _with_lever(ask, lever)
         return None
 
@@ -433,15 +476,16 @@ class MerchantAgent:
         """``target``, but at least one price unit below the ask and on the price grid."""
         return min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
 
-    def _time_price(self, clock: Clock) -> int:
-        """Where the concession curve puts the price now: list price at the start, the lowest
-        quote at the last offer the shopper can still answer, Boulware in between (firm early,
-        fast late) — most shoppers only move for real when the deadline nears."""
-        room = self.product.list_price_cents - self.min_quote
+    def _time_price(self, clock: Clock, extras: tuple[str, ...]) -> int:
+        """Where the concession curve puts the price of a package now: list price at the start,
+        its lowest quote at the last offer the shopper can still answer, Boulware in between
+        (firm early, fast late) — most shoppers only move for real when the deadline nears."""
+        lowest = self.lowest_quote(extras)
+        room = self.product.list_price_cents - lowest
         if room <= 0:
-            return self.min_quote
+            return lowest
         given = room * clock.time ** (1 / self.BOULWARE_E)
-        return max(self.min_quote, _ceil_to(int(self.product.list_price_cents - given), self.unit))
+        return max(lowest, _ceil_to(int(self.product.list_price_cents - given), self.unit))
 
     def _timed_counter(self, state: MerchantHistory, price: int, clock: Clock) -> Terms | None:
         """The next terms on the clock: the concession curve's price, or the shopper's forecast
@@ -452,33 +496,35 @@ class MerchantAgent:
         ask = state.ask
         offers = state.shopper_offers
         moved = offers[-1] - max(offers[:-1]) if len(offers) >= 2 else None
-        target = self._time_price(clock)
+        lowest = self.lowest_quote(ask.extras)
+        target = self._time_price(clock, ask.extras)
         if offers:
             target = max(target, self._forecast(state))
         lowball = price < self.product.list_price_cents * self.LOWBALL
         if not lowball and (moved is None or moved > 0):
-            room = ask.price_cents - self.min_quote
+            room = ask.price_cents - lowest
             token = max(self.unit, int(room * self.TOKEN_STEP))
             if moved is not None:
                 token = min(token, max(self.unit, moved))
             target = min(target, ask.price_cents - token)
-        lever = self._next_lever(ask)
+        lever = self._next_lever(state)
         if target >= ask.price_cents:
-            return ask if lever is not None or ask.price_cents > self.min_quote else None
+            return ask if lever is not None or ask.price_cents > lowest else None
         if (with_lever := self._lever_counter(ask, lever, ask.price_cents - price)) is not None:
             return with_lever
-        if ask.price_cents <= self.min_quote:
+        if ask.price_cents <= lowest:
             return None
-        return Terms(max(self.min_quote, self._on_grid_below(ask, target)), ask.currency, ask.extras)
+        return Terms(max(lowest, self._on_grid_below(ask, target)), ask.currency, ask.extras)
 
     def _counter(self, state: MerchantHistory, price: int | None) -> Terms | None:
         """The merchant's next concession from its current terms, or None when it has none
         left. ``price`` is the shopper's offer (None when no offer was made)."""
         ask = state.ask
         gap = ask.price_cents - price if price is not None else None
-        if (with_lever := self._lever_counter(ask, self._next_lever(ask), gap)) is not None:
+        if (with_lever := self._lever_counter(ask, self._next_lever(state), gap)) is not None:
             return with_lever
-        room = ask.price_cents - self.min_quote
+        lowest = self.lowest_quote(ask.extras)
+        room = ask.price_cents - lowest
         if room <= 0:
             return None
         fraction = max(self.MIN_STEP, self.FIRST_STEP - self.STEP_DECAY * state.price_concessions)
@@ -494,5 +540,5 @@ class MerchantAgent:
         target = _ceil_to(int(ask.price_cents - step), self.unit)
         # Every cut is at least one price unit and lands on the grid, so that rounding an
         # off-grid list price ($649.99) never makes a later step larger than an earlier one.
-        return Terms(max(self.min_quote, self._on_grid_below(ask, target)), ask.currency, ask.extras)
+        return Terms(max(lowest, self._on_grid_below(ask, target)), ask.currency, ask.extras)
 

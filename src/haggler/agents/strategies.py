@@ -323,7 +323,8 @@ class StoreMerchant:
         if move.final or (move.action is Action.MESSAGE and len(mine) - 1 in self._finals):
             # A hold after a last offer restates it: still final (the standing offer is our last one).
             self._finals.add(len(mine))
-        # The merchant's floor is on price; a lever's cost can push the net below it: clamp.
+        # The merchant counts each extra's cost against its floor as the scenario does, so the
+        # guard finds nothing to clamp; it stays, as for every decider, the framework's last word.
         return guard(proposed, view)
 
 

@@ -236,7 +236,7 @@ class FreeTextStore:
 
     def __init__(self, scenarios: Iterable[Scenario], *, seed: int = 0, max_messages: int = 30) -> None:
         from haggler.protocols.negotiate_v1.service import ChatService
-        from haggler.protocols.negotiate_v1.settings import StoreLimits
+        from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
         from haggler.storage.database import open_database
 
         self.scenarios = {s.id: s for s in scenarios}
@@ -244,7 +244,10 @@ class FreeTextStore:
         self._tmp = tempfile.mkdtemp(prefix="haggler-lab-")
         self.db = open_database(f"sqlite:///{Path(self._tmp) / 'lab.db'}")
         limits = StoreLimits(max_chat_starts_per_hour_per_ip=10**9, max_messages_per_chat=max_messages)
-        self.service = ChatService(self.catalog, self.db, limits, _utc_now, seed=seed)
+        # The scenario's reservation is the floor exactly (no hidden margin), so that the store's
+        # merchant sells on the terms the lab scores it by.
+        self.service = ChatService(self.catalog, self.db, limits, _utc_now, seed=seed,
+                                   merchant=MerchantSettings(floor_margin=0))
 
     def close(self) -> None:
         try:

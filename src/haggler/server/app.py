@@ -35,7 +35,8 @@ log = logging.getLogger("haggler")
 def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI:
     """Build the store app. The database is opened (and migrated) here unless given."""
     db = database or open_database(config.db_url, background_checkpoints=True)
-    service = ChatService(config.catalog, db, config.limits, config.clock, seed=config.seed)
+    service = ChatService(config.catalog, db, config.limits, config.clock, seed=config.seed,
+                          merchant=config.merchant)
     trusted = config.trusted_proxies
     public = config.public_url.rstrip("/") if config.public_url else None
 

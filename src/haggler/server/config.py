@@ -9,7 +9,7 @@ from typing import Callable
 
 from haggler.catalog import Catalog
 from haggler.protocols.agents_json.settings import AgentsSettings
-from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.clientip import Network
 
@@ -31,6 +31,7 @@ class StoreConfig:
     public_url: str | None = None
     trusted_proxies: tuple[Network, ...] = ()
     limits: StoreLimits = field(default_factory=StoreLimits)
+    merchant: MerchantSettings = field(default_factory=MerchantSettings)
     agents: AgentsSettings = field(default_factory=AgentsSettings)
     exchange: ExchangeSettings = field(default_factory=ExchangeSettings)
     data_dir: Path = DEFAULT_DATA_DIR

@@ -305,3 +305,13 @@ idempotency_keys = Table(
     Column("body", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
 )
+
+# Secrets the store draws once and keeps (the merchant's hidden floor margins derive from one),
+# in the database so that every worker uses the same.
+store_secrets = Table(
+    "store_secrets",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", String(128), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)

@@ -8,6 +8,7 @@ import re
 
 from sqlalchemy import create_engine, func, select
 
+from haggler.money import format_money
 from haggler.protocols.agents_json.audit import verify_artifact
 from haggler.protocols.agents_json.capabilities import API, SESSION_PATH
 from haggler.storage.schema import agent_sessions, orders
@@ -52,7 +53,7 @@ def test_negotiate_redeem_checkout_place_once_and_verify(store):
     assert url.startswith(store.base + "/checkout/cart/")
     page = store.http.get(url)
     assert page.status_code == 200 and product.name in page.text
-    assert f"{agreed_cents / 100:,.2f}" in page.text and re.search(r"<form[^>]*method=\"?post", page.text, re.I)
+    assert format_money(agreed_cents) in page.text and re.search(r"<form[^>]*method=\"?post", page.text, re.I)
 
     placed = store.http.post(url)
     assert placed.status_code == 200 and "Order placed" in placed.text

@@ -8,21 +8,23 @@ worker can serve any chat and a crash loses nothing that was acknowledged.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
-from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent
+from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, hidden_reserve
 from haggler.catalog import Catalog, Product
 from haggler.engine import Negotiation, Rules, RuleViolation, Terms
 from haggler.errors import Closed, InvalidInput, NotFound, RateLimited
 from haggler.language.parse import StructuredMessageError, parse_shopper_turn
 from haggler.language.render import ReplyRenderer
-from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
 from haggler.storage import chats as repo
 from haggler.storage.database import Database
+from haggler.storage.secrets import store_secret
 
 CLOSED_MESSAGE = "this chat is closed"
 
@@ -57,13 +59,16 @@ Clock = Callable[[], datetime]
 
 class ChatService:
     def __init__(self, catalog: Catalog, database: Database, limits: StoreLimits, clock: Clock,
-                 *, seed: int | None = None) -> None:
+                 *, seed: int | None = None, merchant: MerchantSettings | None = None) -> None:
         self.catalog = catalog
         self.db = database
         self.limits = limits
         self.clock = clock
         self.seed = seed
-        self._agents = {p.id: MerchantAgent(p) for p in catalog.products}
+        margin = (merchant or MerchantSettings()).floor_margin
+        secret = _margin_secret(database, seed) if margin else b""
+        self._agents = {p.id: MerchantAgent(p, reserve_cents=hidden_reserve(p, secret, margin))
+                        for p in catalog.products}
         self._renderers = {p.id: ReplyRenderer(catalog.store, p.facts) for p in catalog.products}
         # The greeting, then a merchant reply to each shopper message: the merchant's reply to
         # the last allowed message is the last turn.
@@ -194,6 +199,14 @@ class ChatService:
             closed = repo.close_idle_chats(conn, idle_before=now - timedelta(seconds=self.limits.session_idle_ttl_seconds), now=now)
             repo.prune_starts(conn, now - timedelta(hours=1))
         return closed
+
+
+def _margin_secret(database: Database, seed: int | None) -> bytes:
+    """The secret the merchant's hidden floor margins derive from: the store's own, kept in its
+    database; with a fixed seed, one derived from it, so that conversations stay reproducible."""
+    if seed is not None:
+        return hashlib.sha256(f"haggler floor margin, seed {seed}".encode()).digest()
+    return store_secret(database, "floor_margin")
 
 
 def _rng(seed: int, seq: int) -> random.Random:
