@@ -10,26 +10,36 @@ from datetime import timedelta
 from typing import AsyncIterator, Callable
 
 from fastapi import FastAPI, Request
+from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
+from haggler.protocols.agents_json import views as agents_json_views
 from haggler.protocols.agents_json.cart import CartService
 from haggler.protocols.agents_json.routes import build_router as agents_json_router
 from haggler.protocols.agents_json.service import AgentsService
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
+from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.transactions import views as transactions_views
+from haggler.protocols.transactions.routes import PREFIX as TRANSACTIONS_PREFIX
 from haggler.protocols.transactions.routes import Exchange
 from haggler.server.clientip import client_address, is_trusted
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.errors import install_error_handlers
+from haggler.server.openapi import Operation, install_openapi
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
 
 log = logging.getLogger("haggler")
+
+
+class Health(BaseModel):
+    ok: bool
 
 
 def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI:
@@ -87,8 +97,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                     await task
             db.dispose()
 
-    app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url=None, redoc_url=None,
-                  openapi_url=None, lifespan=lifespan)
+    app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url="/docs", redoc_url=None,
+                  openapi_url="/openapi.json", lifespan=lifespan,
+                  description="A haggler store: negotiate.v1 chat, the agents.json surface and the /v1 "
+                              "transactions exchange.")
     app.state.service = service
     app.state.agents = agents
     app.state.exchange = exchange
@@ -102,6 +114,13 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     @app.get("/healthz")
     def healthz() -> JSON:
         return JSON({"ok": True})
+
+    install_openapi(app, [
+        negotiate_v1_views.openapi_operations(),
+        agents_json_views.openapi_operations(agents.capabilities, checkout_page=agents.cart is not None),
+        transactions_views.openapi_operations(TRANSACTIONS_PREFIX),
+        {("get", "/healthz"): Operation("Liveness", {200: Health})},
+    ])
 
     app.add_middleware(OpenCORSMiddleware)
     return app

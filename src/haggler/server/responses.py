@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from starlette.responses import Response
 
 JSON_TYPE = "application/json; charset=utf-8"
@@ -23,3 +24,10 @@ class JSON(Response):
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSON:
     return JSON({"error": message}, status_code=status, headers=headers)
+
+
+class ErrorBody(BaseModel):
+    """Every error of the store and the exchange: ``{"error": "..."}``, the message naming what is wrong."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: str

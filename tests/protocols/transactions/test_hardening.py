@@ -165,3 +165,18 @@ def test_opposite_captures_do_not_deadlock(make_store, db_url):
         assert results == [200, 200]
     assert a.wallet() == b.wallet() == {"availableCents": 1000, "heldCents": 0}
 
+
+
+@pytest.mark.parametrize(("path", "name", "value"), [
+    ("/v1/wallets/me/ledger", "before", 2**31), ("/v1/wallets/me/ledger", "before", 514_119_989_232),
+    ("/v1/services", "offset", 2**62 + 1),
+])
+def test_paging_past_the_column_range_is_400_on_every_backend(make_store, db_url, path, name, value):
+    """Found by the OpenAPI fuzzer: a ledger page "before" an id beyond PostgreSQL's integer was a
+    500 there (and fine on SQLite). Every backend now answers 400 naming the parameter."""
+    store = make_store(db_url=db_url)
+    party = register(store.http, "pager")
+    response = party.get(path, **{name: value})
+    assert response.status_code == 400, response.text
+    assert name in response.json()["error"]
+    assert party.get(path, **{name: 5}).status_code == 200

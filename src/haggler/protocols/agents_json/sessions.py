@@ -24,7 +24,7 @@ from haggler.trust.hashing import secret_hash
 
 __all__ = ["AgentSession", "RateLimiter", "SessionService", "end_session", "is_active"]
 
-_AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
+AGENT_FIELDS = {"agent_name": 200, "agent_version": 100, "purpose": 1000}
 
 
 def is_active(ended_at: datetime | None, expires_at: datetime, now: datetime) -> bool:
@@ -129,11 +129,11 @@ def _agent_fields(body: object) -> dict[str, str | None]:
         body = {}
     if not isinstance(body, dict):
         raise InvalidInput("the session body must be a JSON object (agent_name, agent_version, purpose)")
-    unknown = sorted(set(body) - set(_AGENT_FIELDS))
+    unknown = sorted(set(body) - set(AGENT_FIELDS))
     if unknown:
-        raise InvalidInput(f"unknown parameter {unknown[0]!r} (parameters: {', '.join(_AGENT_FIELDS)})")
+        raise InvalidInput(f"unknown parameter {unknown[0]!r} (parameters: {', '.join(AGENT_FIELDS)})")
     out: dict[str, str | None] = {}
-    for name, limit in _AGENT_FIELDS.items():
+    for name, limit in AGENT_FIELDS.items():
         value = body.get(name)
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"parameter {name!r} must be a string")

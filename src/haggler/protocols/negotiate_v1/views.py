@@ -7,22 +7,27 @@ a catalog file tomorrow stays private until someone publishes it here on purpose
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
 
 from haggler import __version__
 from haggler.catalog import Catalog, ProductFacts, Store
 from haggler.engine import Terms
 from haggler.money import to_decimal_number
 from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.server.openapi import HTML, Operation, Param
+from haggler.server.responses import ErrorBody
 from haggler.storage.chats import DealRow
 
 PROTOCOL = "negotiate.v1"
-START_PATH = "/api/store/chat/start"
+CHAT_PREFIX = "/api/store/chat"
+START_PATH = f"{CHAT_PREFIX}/start"
 CATALOG_PATH = "/api/store/catalog"
 
 
 def chat_path(session_id: str) -> str:
-    return f"/api/store/chat/{session_id}"
+    return f"{CHAT_PREFIX}/{session_id}"
 
 
 def next_url(base: str, session_id: str) -> str:
@@ -155,4 +160,135 @@ def deal_view(deal: DealRow, base: str) -> dict[str, Any]:
         "currency": deal.currency,
         "extras": list(deal.extras),
         "checkout_url": checkout_url(base, deal.id),
+    }
+
+
+# -- the wire shapes, for the OpenAPI document (the dicts above are what is sent) -----------------
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StoreModel(_Wire):
+    name: str
+    city: str | None = None
+    rep_name: str
+    tagline: str
+    policy: str
+
+
+class ProductModel(_Wire):
+    id: str
+    name: str
+    subtitle: str
+    list_price: float
+    currency: str
+    kind: str | None = None
+    description: str | None = None
+    condition: str | None = None
+    year_made: int | None = None
+    page_url: str
+    start_chat_url: str
+
+
+class LimitsModel(_Wire):
+    max_chat_starts_per_hour_per_ip: int
+    max_messages_per_chat: int
+    session_idle_ttl_seconds: int
+    max_message_length_chars: int
+    currency: str
+
+
+class DescriptorModel(_Wire):
+    """The discovery document (§2)."""
+
+    model_config = ConfigDict(extra="allow")
+    negotiate_protocol: Literal["negotiate.v1"]
+    store: StoreModel
+    endpoints: dict[str, dict[str, str]]
+    products: list[ProductModel]
+    limits: LimitsModel
+
+
+class CatalogModel(_Wire):
+    store: StoreModel
+    products: list[ProductModel]
+
+
+class OfferModel(_Wire):
+    """The merchant's terms on the table (the structured extension)."""
+
+    price: float
+    currency: str
+    extras: list[str]
+
+
+class DealModel(_Wire):
+    id: str
+    price: float
+    currency: str
+    extras: list[str]
+    checkout_url: str
+
+
+class ChatStartModel(_Wire):
+    session_id: str
+    greeting: str
+    next: str
+    offer: OfferModel
+
+
+class ReplyModel(_Wire):
+    message: str
+    closed: bool
+    next: str | None
+    offer: OfferModel | None = None
+    deal: DealModel | None = None
+
+
+class LineModel(_Wire):
+    speaker: Literal["shopper", "merchant"]
+    message: str
+
+
+class HistoryModel(_Wire):
+    session_id: str
+    history: list[LineModel]
+    closed: bool
+    product_id: str
+    deal: DealModel | None = None
+
+
+class StartBody(BaseModel):
+    product_id: str
+
+
+class MessageBody(BaseModel):
+    message: str
+
+
+def openapi_operations() -> dict[tuple[str, str], Operation]:
+    """negotiate.v1's operations as the OpenAPI document describes them."""
+    tag = ("negotiate.v1",)
+    product_id = Param("product_id", {"type": "string"}, required=True, description="A product's id")
+    message = Param("message", {"type": "string"}, required=True, description="The shopper's turn, URL-encoded")
+    chat = f"{CHAT_PREFIX}/{{session_id}}"
+    return {
+        ("get", "/negotiate.json"): Operation("The discovery document", {200: DescriptorModel}, tags=tag),
+        ("get", "/.well-known/negotiate.json"): Operation("The discovery document", {200: DescriptorModel}, tags=tag),
+        ("get", CATALOG_PATH): Operation("The live product list", {200: CatalogModel}, tags=tag),
+        ("get", START_PATH): Operation("Start a chat about one product", {201: ChatStartModel, 400: ErrorBody,
+                                       404: ErrorBody, 429: ErrorBody}, query=(product_id,), tags=tag),
+        ("post", START_PATH): Operation("Start a chat (a widget's POST)", {201: ChatStartModel, 400: ErrorBody,
+                                        404: ErrorBody, 429: ErrorBody}, body=StartBody, tags=tag),
+        ("get", f"{chat}/say"): Operation("Send one shopper turn", {200: ReplyModel, 400: ErrorBody,
+                                          404: ErrorBody}, query=(message,), tags=tag),
+        ("post", f"{chat}/message"): Operation("Send one shopper turn (a widget's POST)", {200: ReplyModel,
+                                               400: ErrorBody, 404: ErrorBody}, body=MessageBody, tags=tag),
+        ("get", chat): Operation("The conversation so far", {200: HistoryModel, 404: ErrorBody}, tags=tag),
+        ("get", "/"): Operation("The store front", {200: HTML}, tags=("pages",)),
+        ("get", "/store/p/{product_id}"): Operation("A product's page", {200: HTML, 404: ErrorBody}, tags=("pages",)),
+        ("get", "/checkout/{deal_id}"): Operation("A negotiated deal's checkout page", {200: HTML, 404: ErrorBody},
+                                                  tags=("pages",)),
     }

@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from haggler.errors import Forbidden, HagglerError, InvalidInput
 from haggler.protocols.transactions import accounts, ledger, service
+from haggler.protocols.transactions.views import MAX_ENTRY_ID, MAX_OFFSET, MAX_PAGE
 from haggler.protocols.transactions.accounts import Agent
 from haggler.protocols.transactions.fields import integer, only, parse_body, query_integer
 from haggler.protocols.transactions.idempotency import HEADER, Idempotency, Overtaken, request_hash
@@ -29,7 +30,6 @@ PREFIX = "/v1"
 #: Registration has no agent to scope its keys by, so its keys must be as unguessable as a secret.
 ANONYMOUS_SCOPE, MIN_ANONYMOUS_KEY = "-", 32
 ANONYMOUS_REPLAY = timedelta(minutes=10)
-MAX_PAGE = 100
 
 #: A POST handler: (connection, caller or None, body) -> (status, response body).
 Handler = Callable[[Connection, "Agent | None", dict[str, Any]], tuple[int, Any]]
@@ -151,9 +151,9 @@ class Exchange:
 
         get("/wallets/me", lambda conn, caller, *_: ledger.balance(conn, caller.id).to_json())
         get("/wallets/me/ledger", lambda conn, caller, request, _: {"entries": ledger.entries(
-            conn, caller.id, limit=_page_limit(request), before_id=_optional_int(request, "before"))})
+            conn, caller.id, limit=_page_limit(request), before_id=_optional_int(request, "before", MAX_ENTRY_ID))})
         get("/services", lambda conn, caller, request, _: {"services": accounts.list_services(
-            conn, limit=_page_limit(request), offset=_optional_int(request, "offset") or 0)})
+            conn, limit=_page_limit(request), offset=_optional_int(request, "offset", MAX_OFFSET) or 0)})
         get("/services/{service_id}", lambda conn, caller, request, _: accounts.get_service(
             conn, request.path_params["service_id"]))
         get("/transactions/{transaction_id}", lambda conn, caller, request, writable: service.read(
@@ -194,5 +194,5 @@ def _page_limit(request: Request) -> int:
     return 50 if value is None else value
 
 
-def _optional_int(request: Request, name: str) -> int | None:
-    return query_integer(request.query_params.get(name), name, low=0, high=2**62)
+def _optional_int(request: Request, name: str, high: int) -> int | None:
+    return query_integer(request.query_params.get(name), name, low=0, high=high)

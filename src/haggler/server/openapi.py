@@ -1,0 +1,119 @@
+"""The store's OpenAPI document (``/openapi.json``, ``/docs``): FastAPI's list of routes, with each
+operation's real query parameters, request body and responses filled in from the protocols' own
+views, which own the wire shapes.
+
+The routes read and check their requests themselves (one error vocabulary, each surface's error
+shape), so nothing here runs on a request: it is documentation, and the fuzz test
+(``tests/test_openapi_fuzz.py``) holds every response the store gives to it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+HTML = "text/html"
+_REF = "#/components/schemas/{model}"
+_PATH_PARAM = re.compile(r"{(\w+)}")
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter: its JSON Schema (``{"type": "string"}``, with bounds or an enum)."""
+
+    name: str
+    schema: Mapping[str, Any]
+    required: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What one operation takes and answers. ``responses`` maps a status code to the model of
+    its JSON body, or to :data:`HTML` for a page."""
+
+    summary: str
+    responses: Mapping[int, type[BaseModel] | str]
+    query: tuple[Param, ...] = ()
+    body: type[BaseModel] | None = None
+    body_required: bool = True
+    tags: tuple[str, ...] = field(default=())
+
+
+#: (method, path) → its documentation; method in lower case, path as routed.
+Operations = Mapping[tuple[str, str], Operation]
+
+_REASONS = {200: "OK", 201: "Created", 400: "Bad request: the message names what is wrong",
+            401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
+            405: "Method not allowed", 409: "Conflict", 410: "Gone", 422: "Unprocessable",
+            425: "Too early", 429: "Too many requests: see Retry-After"}
+
+
+def install_openapi(app: FastAPI, operations: Iterable[Operations]) -> None:
+    """Serve the document at ``/openapi.json`` (and Swagger UI at ``/docs``), built once, on first
+    request, from ``operations`` over the app's routes. An operation documented here that the app
+    does not route is an error: the document must describe what is served."""
+    documented: dict[tuple[str, str], Operation] = {}
+    for group in operations:
+        documented.update(group)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = _build(app, documented)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _build(app: FastAPI, documented: Mapping[tuple[str, str], Operation]) -> dict[str, Any]:
+    schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+    models = {m for op in documented.values() for m in _models(op)}
+    _, definitions = models_json_schema([(m, "serialization") for m in sorted(models, key=lambda m: m.__name__)],
+                                        ref_template=_REF)
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components.update(definitions.get("$defs", {}))
+    paths = schema["paths"]
+    for (method, path), op in documented.items():
+        if method not in paths.get(path, {}):
+            raise ValueError(f"OpenAPI documents {method.upper()} {path}, which the app does not serve")
+        paths[path][method] = _operation(path, paths[path][method], op)
+    return schema
+
+
+def _models(op: Operation) -> list[type[BaseModel]]:
+    found = [m for m in op.responses.values() if not isinstance(m, str)]
+    return found + ([op.body] if op.body is not None else [])
+
+
+def _ref(model: type[BaseModel]) -> dict[str, str]:
+    return {"$ref": _REF.format(model=model.__name__)}
+
+
+def _operation(path: str, generated: dict[str, Any], op: Operation) -> dict[str, Any]:
+    out: dict[str, Any] = {"summary": op.summary, "operationId": generated.get("operationId")}
+    if op.tags:
+        out["tags"] = list(op.tags)
+    declared = {p["name"]: p for p in generated.get("parameters", []) if p.get("in") == "path"}
+    path_params = [declared.get(name, {"name": name, "in": "path", "required": True, "schema": {"type": "string"}})
+                   for name in _PATH_PARAM.findall(path)]
+    query = [{"name": p.name, "in": "query", "required": p.required, "schema": dict(p.schema),
+              **({"description": p.description} if p.description else {})} for p in op.query]
+    if path_params or query:
+        out["parameters"] = path_params + query
+    if op.body is not None:
+        out["requestBody"] = {"required": op.body_required,
+                              "content": {"application/json": {"schema": _ref(op.body)}}}
+    out["responses"] = {
+        str(status): {"description": _REASONS.get(status, str(status)),
+                      "content": {HTML: {"schema": {"type": "string"}}} if model == HTML
+                      else {"application/json": {"schema": _ref(model)}}}  # type: ignore[arg-type]
+        for status, model in sorted(op.responses.items())
+    }
+    return out
