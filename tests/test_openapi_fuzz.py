@@ -22,7 +22,7 @@ from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.server.app import create_app
 from haggler.server.config import StoreConfig
-from tests.conftest import secret_catalog_data
+from tests.conftest import SECRET_MARKERS, secret_catalog_data
 from tests.support.servers import ThreadedServer
 
 EXAMPLES = 25
@@ -61,8 +61,10 @@ def test_every_operation_answers_as_documented(db_url: str, tmp_path: Path) -> N
 
 def test_the_document_describes_every_route(store) -> None:  # type: ignore[no-untyped-def]
     """Each operation has a summary and documented response bodies; request bodies are described;
-    the Swagger UI page points at the document."""
-    document = store.http.get("/openapi.json").json()
+    the Swagger UI page points at the document; nothing hidden is in it."""
+    raw = store.http.get("/openapi.json")
+    assert not any(marker in raw.text for marker in SECRET_MARKERS)  # the store's hidden fields stay hidden
+    document = raw.json()
     operations = [(path, method, op) for path, ops in document["paths"].items() for method, op in ops.items()]
     assert len(operations) >= 40
     for path, method, op in operations:
