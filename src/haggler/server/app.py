@@ -21,7 +21,7 @@ from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.transactions.routes import Exchange
-from haggler.server.clientip import client_address, is_trusted
+from haggler.server.clientip import is_trusted, request_client
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.errors import install_error_handlers
@@ -50,8 +50,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         return f"{scheme}://{host}"
 
     def client_of(request: Request) -> str:
-        peer = request.client.host if request.client else None
-        return client_address(peer, request.headers.get("x-forwarded-for"), trusted)
+        return request_client(request.client.host if request.client else None, request.headers, trusted)
 
     agents = _agents_service(config, db)
     exchange = Exchange(db, config.clock, config.exchange)
