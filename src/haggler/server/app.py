@@ -14,17 +14,22 @@ from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
 from haggler.protocols.agents_json.cart import CartService
+from haggler.protocols.agents_json.routes import BODY_WORDING as AGENTS_JSON_BODIES
 from haggler.protocols.agents_json.routes import build_router as agents_json_router
 from haggler.protocols.agents_json.service import AgentsService
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
+from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.transactions.routes import BODY_WORDING as EXCHANGE_BODIES
+from haggler.protocols.transactions.routes import PREFIX as EXCHANGE_PREFIX
 from haggler.protocols.transactions.routes import Exchange
 from haggler.server.clientip import is_trusted, request_client
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
-from haggler.server.errors import install_error_handlers
+from haggler.server.edge import RequestEdge
+from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
@@ -90,6 +95,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.state.service = service
     app.state.agents = agents
     app.state.exchange = exchange
+    # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
+    app.add_middleware(RequestEdge,
+                       wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES)),
+                       default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
