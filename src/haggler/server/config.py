@@ -32,6 +32,9 @@ class StoreConfig:
     #: each request's own base.
     public_url: str | None = None
     trusted_proxies: tuple[Network, ...] = ()
+    #: The hosts the store answers to (``--allowed-host``): ``name`` (any port) or ``name:port``;
+    #: empty means the host of ``public_url``, or without one the loopback names (server/hosts.py).
+    allowed_hosts: tuple[str, ...] = ()
     #: The largest request body read, on every surface; a larger one is refused before it is read.
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     limits: StoreLimits = field(default_factory=StoreLimits)

@@ -3,6 +3,9 @@
 One ASGI middleware for every surface (the store, agents.json, the exchange and whatever comes
 next), answering 400 in the surface's own error shape (``server/errors.py``) when
 
+- the request's host (``Host``, or ``X-Forwarded-Host`` from a ``--trusted-proxy``) is not one
+  the operator allowed (``server/hosts.py``). The checked host is the only one links are built
+  from: :func:`base_url` reads what this middleware stored;
 - the URL's path or query holds a NUL character or bytes that are not UTF-8 (an encoded lone
   surrogate is not UTF-8), which would reach the database as ids and messages;
 - the body is larger than the cap: a ``Content-Length`` over it is refused before a byte of the
@@ -20,13 +23,19 @@ import re
 from typing import Sequence
 from urllib.parse import unquote, unquote_to_bytes
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from haggler.errors import InvalidInput
+from haggler.server.clientip import Network, is_trusted
 from haggler.server.errors import error_response
+from haggler.server.hosts import AllowedHosts, split_host
 from haggler.server.json_body import BodyWording, text_problem
 
-__all__ = ["RequestEdge"]
+__all__ = ["BASE_URL", "RequestEdge", "base_url"]
+
+#: The scope key under which the edge leaves the request's checked base URL.
+BASE_URL = "haggler.base_url"
 
 # An escape of a control character or of a byte of 0x80 or more, or a raw byte that has no place
 # in a URL: only then is a path or query looked at closely (plain ASCII ones are not).
@@ -34,13 +43,23 @@ _SUSPECT = re.compile(rb"%[089a-fA-F]|[^\x21-\x7e]")
 _CLOSE = {"Connection": "close"}
 
 
+def base_url(request: Request) -> str:
+    """The base of every absolute link in a response: ``--public-url``, or the request's own
+    scheme and host as the edge checked them."""
+    return request.scope[BASE_URL]
+
+
 class RequestEdge:
     """``wordings`` pairs a path prefix with the words that surface uses for a refused body;
     paths under no prefix use ``default_wording``."""
 
-    def __init__(self, app: ASGIApp, *, wordings: Sequence[tuple[str, BodyWording]],
+    def __init__(self, app: ASGIApp, *, hosts: AllowedHosts, trusted_proxies: Sequence[Network],
+                 public_url: str | None, wordings: Sequence[tuple[str, BodyWording]],
                  default_wording: BodyWording, max_body_bytes: int) -> None:
         self.app = app
+        self.hosts = hosts
+        self.trusted = tuple(trusted_proxies)
+        self.public = public_url.rstrip("/") if public_url else None
         self.wordings = tuple(wordings)
         self.default_wording = default_wording
         self.max_body = max_body_bytes
@@ -49,14 +68,25 @@ class RequestEdge:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = None
+        hosts: list[bytes] = []
+        forwarded_host = forwarded_proto = length = None
         chunked = False
         for name, value in scope["headers"]:
-            if name == b"content-length":
+            if name == b"host":
+                hosts.append(value)
+            elif name == b"x-forwarded-host":
+                forwarded_host = forwarded_host or value
+            elif name == b"x-forwarded-proto":
+                forwarded_proto = forwarded_proto or value
+            elif name == b"content-length":
                 length = value
             elif name == b"transfer-encoding":
                 chunked = True
-        problem = _url_problem(scope)
+        client = scope.get("client")
+        from_proxy = bool(self.trusted and client and is_trusted(client[0], self.trusted))
+        problem = (self._host_problem(scope, hosts, forwarded_host if from_proxy else None,
+                                      forwarded_proto if from_proxy else None)
+                   or _url_problem(scope))
         too_large = problem is None and length is not None and (not length.isdigit() or int(length) > self.max_body)
         if too_large:
             problem = self._too_large(scope["path"])
@@ -66,6 +96,31 @@ class RequestEdge:
         if chunked:
             receive, send = self._capped(scope["path"], receive, send)
         await self.app(scope, receive, send)
+
+    def _host_problem(self, scope: Scope, hosts: list[bytes], forwarded_host: bytes | None,
+                      forwarded_proto: bytes | None) -> str | None:
+        """Check the host links would be built from, and leave the base URL in the scope."""
+        if len(hosts) > 1:
+            return "the request has more than one Host header"
+        if forwarded_host is not None:
+            header, host = "X-Forwarded-Host", forwarded_host.decode("latin-1").split(",")[0].strip()
+        elif hosts:
+            header, host = "Host", hosts[0].decode("latin-1")
+        else:  # HTTP/1.0 without Host: the address the client connected to
+            server_host, server_port = scope.get("server") or ("", None)
+            header, host = "Host", f"{server_host}:{server_port}" if server_port else server_host
+        if not self.hosts.allows(host):
+            parsed = split_host(host)
+            if parsed is None:
+                return f"{header} {host[:100]!r} is not a host name"
+            return (f"{header} {host[:100]!r} is not a host this store answers to: its operator can allow it "
+                    f"with --allowed-host {parsed[0]}")
+        scheme = scope["scheme"]
+        if forwarded_proto is not None:
+            proto = forwarded_proto.decode("latin-1").split(",")[0].strip().lower()
+            scheme = proto if proto in ("http", "https") else scheme
+        scope[BASE_URL] = self.public or f"{scheme}://{host}"
+        return None
 
     def _too_large(self, path: str) -> str:
         wording = next((w for prefix, w in self.wordings if path.startswith(prefix)), self.default_wording)
