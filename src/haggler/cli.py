@@ -33,6 +33,7 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     public_url: Annotated[Optional[str], typer.Option(help="Public base URL for absolute links (default: each request's own).")] = None,
     trusted_proxy: Annotated[Optional[list[str]], typer.Option(help="CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable).")] = None,
+    allowed_host: Annotated[Optional[list[str]], typer.Option(help="A host the store answers to: NAME (any port) or NAME:PORT; requests for any other Host (or X-Forwarded-Host from a trusted proxy) get 400 (repeatable; default: the host of --public-url, else localhost, 127.0.0.1 and [::1]).")] = None,
     max_chat_starts_per_hour: Annotated[int, typer.Option(help="Chats one client IP may start per hour.")] = 8,
     max_messages_per_chat: Annotated[int, typer.Option(help="Shopper messages per chat; the merchant wraps up at the last.")] = 30,
     idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
@@ -60,6 +61,7 @@ def serve(
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
     from haggler.server.config import StoreConfig
+    from haggler.server.hosts import AllowedHosts
     from haggler.storage.database import DatabaseError
 
     try:
@@ -69,12 +71,14 @@ def serve(
         agents = AgentsSettings(session_ttl_seconds=session_ttl, max_sessions=max_sessions,
                                 requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
+        if allowed_host:
+            AllowedHosts(allowed_host)  # a bad name stops start-up here, named, rather than in create_app
     except (CatalogError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
-                         limits=limits, merchant=merchant, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
+                         allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
                          data_dir=data_dir, seed=seed, sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
     try:
         application = create_app(config)

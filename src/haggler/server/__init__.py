@@ -1,1 +1,1 @@
-"""App assembly: configuration, client addresses, CORS, the JSON error edge."""
+"""App assembly: configuration, client addresses, allowed hosts, CORS, the request edge, the JSON error edge."""

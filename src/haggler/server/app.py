@@ -16,20 +16,25 @@ from starlette.concurrency import run_in_threadpool
 from haggler import __version__
 from haggler.protocols.agents_json import views as agents_json_views
 from haggler.protocols.agents_json.cart import CartService
+from haggler.protocols.agents_json.routes import BODY_WORDING as AGENTS_JSON_BODIES
 from haggler.protocols.agents_json.routes import build_router as agents_json_router
 from haggler.protocols.agents_json.service import AgentsService
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
+from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.transactions import views as transactions_views
-from haggler.protocols.transactions.routes import PREFIX as TRANSACTIONS_PREFIX
+from haggler.protocols.transactions.routes import BODY_WORDING as EXCHANGE_BODIES
+from haggler.protocols.transactions.routes import PREFIX as EXCHANGE_PREFIX
 from haggler.protocols.transactions.routes import Exchange
-from haggler.server.clientip import client_address, is_trusted
+from haggler.server.clientip import request_client
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
-from haggler.server.errors import install_error_handlers
+from haggler.server.edge import RequestEdge, base_url
+from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
+from haggler.server.hosts import AllowedHosts
 from haggler.server.openapi import Operation, install_openapi
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
@@ -48,21 +53,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     service = ChatService(config.catalog, db, config.limits, config.clock, seed=config.seed,
                           merchant=config.merchant)
     trusted = config.trusted_proxies
-    public = config.public_url.rstrip("/") if config.public_url else None
-
-    def base_of(request: Request) -> str:
-        if public:
-            return public
-        scheme, host = request.url.scheme, request.headers.get("host") or request.url.netloc
-        peer = request.client.host if request.client else None
-        if trusted and peer and is_trusted(peer, trusted):
-            scheme = request.headers.get("x-forwarded-proto", scheme).split(",")[0].strip()
-            host = request.headers.get("x-forwarded-host", host).split(",")[0].strip()
-        return f"{scheme}://{host}"
+    hosts = AllowedHosts.for_store(config.allowed_hosts, config.public_url)
 
     def client_of(request: Request) -> str:
-        peer = request.client.host if request.client else None
-        return client_address(peer, request.headers.get("x-forwarded-for"), trusted)
+        return request_client(request.client.host if request.client else None, request.headers, trusted)
 
     agents = _agents_service(config, db)
     exchange = Exchange(db, config.clock, config.exchange)
@@ -104,11 +98,15 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.state.service = service
     app.state.agents = agents
     app.state.exchange = exchange
+    # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
+    app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
+                       wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES)),
+                       default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
-    app.include_router(negotiate_v1_router(service, base_of, client_of, write_slots=2 if db.is_sqlite else 20))
-    app.include_router(agents_json_router(agents, base_of, client_of))
+    app.include_router(negotiate_v1_router(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
+    app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(exchange.router())
 
     @app.get("/healthz")
@@ -118,7 +116,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     install_openapi(app, [
         negotiate_v1_views.openapi_operations(),
         agents_json_views.openapi_operations(agents.capabilities, checkout_page=agents.cart is not None),
-        transactions_views.openapi_operations(TRANSACTIONS_PREFIX),
+        transactions_views.openapi_operations(EXCHANGE_PREFIX),
         {("get", "/healthz"): Operation("Liveness", {200: Health})},
     ])
 

@@ -4,12 +4,18 @@ The socket's peer address is the truth. ``X-Forwarded-For`` is believed only whe
 is one of the operator's trusted proxies (``--trusted-proxy CIDR``); then the client is the
 right-most address in the header that is not itself a trusted proxy. Anyone else sending the
 header gets it ignored, so nobody dodges a limit by inventing addresses.
+
+A header sent as several lines is one list, the lines' values joined in order (RFC 9110 §5.3):
+a proxy that appends a line of its own instead of extending the client's (HAProxy does) puts the
+address it saw last, where it belongs, and the client's forged first line stays a forgery.
 """
 
 from __future__ import annotations
 
 import ipaddress
 from typing import Sequence
+
+from starlette.datastructures import Headers
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -34,7 +40,15 @@ def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
     return any(ip in net for net in trusted)
 
 
+def request_client(peer: str | None, headers: Headers, trusted: Sequence[Network]) -> str:
+    """The client of a request from ``peer``: see :func:`client_address`, over every
+    ``X-Forwarded-For`` line of the request."""
+    return client_address(peer, ", ".join(headers.getlist("x-forwarded-for")), trusted)
+
+
 def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequence[Network]) -> str:
+    """``peer``, or the right-most address of ``forwarded_for`` that is not a trusted proxy when
+    ``peer`` is one."""
     peer = peer or "unknown"
     if not trusted or not forwarded_for or not is_trusted(peer, trusted):
         return peer

@@ -16,6 +16,8 @@ from haggler.server.clientip import Network
 DEFAULT_DB_URL = "sqlite:///haggler.db"
 #: Where the store keeps what is not in the database: the audit signing key.
 DEFAULT_DATA_DIR = Path("haggler-data")
+#: The largest request body any surface reads (the exchange's inputs are the largest bodies).
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
 
 
 def utc_now() -> datetime:
@@ -30,6 +32,11 @@ class StoreConfig:
     #: each request's own base.
     public_url: str | None = None
     trusted_proxies: tuple[Network, ...] = ()
+    #: The hosts the store answers to (``--allowed-host``): ``name`` (any port) or ``name:port``;
+    #: empty means the host of ``public_url``, or without one the loopback names (server/hosts.py).
+    allowed_hosts: tuple[str, ...] = ()
+    #: The largest request body read, on every surface; a larger one is refused before it is read.
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     limits: StoreLimits = field(default_factory=StoreLimits)
     merchant: MerchantSettings = field(default_factory=MerchantSettings)
     agents: AgentsSettings = field(default_factory=AgentsSettings)

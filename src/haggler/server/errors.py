@@ -45,8 +45,9 @@ def status_for(exc: HagglerError) -> int:
 ENVELOPE_PREFIX = "/.well-known/agents"
 
 
-def _error(request: Request, status: int, message: str, headers: dict[str, str] | None = None) -> JSON:
-    if request.url.path.startswith(ENVELOPE_PREFIX):
+def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None) -> JSON:
+    """An error in the shape of the surface that serves ``path``."""
+    if path.startswith(ENVELOPE_PREFIX):
         return JSON({"ok": False, "error": message}, status_code=status, headers=headers)
     return error(status, message, headers)
 
@@ -55,18 +56,18 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HagglerError)
     async def _domain(request: Request, exc: HagglerError) -> JSON:
         headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, (RateLimited, InFlight)) else None
-        return _error(request, status_for(exc), exc.message, headers)
+        return error_response(request.url.path, status_for(exc), exc.message, headers)
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSON:
         message = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
-        return _error(request, exc.status_code, message, getattr(exc, "headers", None))
+        return error_response(request.url.path, exc.status_code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSON:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path"))
-        return _error(request, 400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
+        return error_response(request.url.path, 400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
 
     app.add_middleware(_ContainUnexpected)
 
@@ -99,4 +100,4 @@ class _ContainUnexpected:
             if started:
                 raise
             log.exception("unhandled error", exc_info=exc)
-            await _error(Request(scope), 500, "internal server error")(scope, receive, send)
+            await error_response(scope["path"], 500, "internal server error")(scope, receive, send)

@@ -41,6 +41,31 @@ def test_x_forwarded_for_from_a_trusted_proxy_identifies_clients(make_store):
     assert store.start(**{"X-Forwarded-For": "203.0.113.9, 198.51.100.1"}).status_code == 429
 
 
+def start_with_forwarded_lines(store, *lines: str):
+    """A chat start whose X-Forwarded-For comes as one header line per value, in this order."""
+    pid = store.catalog.products[0].id
+    return store.http.get("/api/store/chat/start", params={"product_id": pid},
+                          headers=[("X-Forwarded-For", line) for line in lines])
+
+
+def test_x_forwarded_for_sent_as_several_lines_is_one_list_and_the_proxys_line_counts(make_store):
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=1),
+                       trusted_proxies=parse_networks(["127.0.0.0/8"]))
+    # HAProxy appends a line with the address it saw instead of extending the client's line.
+    assert start_with_forwarded_lines(store, "203.0.113.9", "198.51.100.1").status_code == 201
+    assert store.start(**{"X-Forwarded-For": "198.51.100.1"}).status_code == 429  # the same client
+    assert start_with_forwarded_lines(store, "203.0.113.9", "198.51.100.2").status_code == 201  # another one
+
+
+def test_a_forged_first_x_forwarded_for_line_does_not_dodge_the_limit(make_store):
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=1),
+                       trusted_proxies=parse_networks(["127.0.0.0/8"]))
+    assert start_with_forwarded_lines(store, "198.51.100.1").status_code == 201
+    for forged in ("203.0.113.10", "203.0.113.11, 203.0.113.12", "10.9.8.7"):
+        refused = start_with_forwarded_lines(store, forged, "198.51.100.1")
+        assert refused.status_code == 429, (forged, refused.text)
+
+
 @pytest.mark.parametrize(("peer", "header", "trusted", "expected"), [
     ("10.0.0.5", "1.2.3.4", [], "10.0.0.5"),
     ("10.0.0.5", "1.2.3.4", ["10.0.0.0/8"], "1.2.3.4"),

@@ -7,25 +7,28 @@ requests and writes responses.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
-from haggler.errors import InvalidInput
 from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH, Capability
 from haggler.protocols.agents_json.service import AgentsService
+from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON
 
-__all__ = ["SESSION_HEADER", "build_router"]
+__all__ = ["BODY_WORDING", "SESSION_HEADER", "build_router"]
 
 SESSION_HEADER = "X-Agent-Session"
 MANIFEST_PATH = "/.well-known/agents.json"
 #: Where the human completes a checkout (the page the checkout capability hands off to).
 CHECKOUT_PAGE_PATH = "/checkout/cart/{checkout_id}"
-_MAX_BODY = 64 * 1024
+#: How this surface words a refused body (the request edge uses it for bodies over the size cap).
+BODY_WORDING = BodyWording(too_large="the request body is too large (at most {limit} bytes)",
+                           not_object="the request body must be a JSON object of parameters")
+_SESSION_BODY = BODY_WORDING._replace(
+    not_object="the session body must be a JSON object (agent_name, agent_version, purpose)")
 
 
 def build_router(service: AgentsService, base_of: Callable[[Request], str],
@@ -38,7 +41,7 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
 
     @router.post(SESSION_PATH, status_code=201)
     async def create_session(request: Request) -> JSON:
-        body = await _json_body(request)
+        body = await read_json_body(request, _SESSION_BODY)
         data = await run_in_threadpool(lambda: service.create_session(client_of(request), body))
         return JSON({"ok": True, "data": data}, status_code=201)
 
@@ -82,21 +85,6 @@ def _route(service: AgentsService, capability: Capability, base_of: Callable[[Re
         return in_query
 
     async def in_body(request: Request) -> JSON:
-        body = await _json_body(request)
-        if body is not None and not isinstance(body, dict):
-            raise InvalidInput("the request body must be a JSON object of parameters")
-        return await run_in_threadpool(call, request, body or {}, False)
+        body = await read_json_body(request, BODY_WORDING)
+        return await run_in_threadpool(call, request, body, False)
     return in_body
-
-
-async def _json_body(request: Request) -> object:
-    """The request's JSON body, or None when it has none."""
-    raw = await request.body()
-    if not raw.strip():
-        return None
-    if len(raw) > _MAX_BODY:
-        raise InvalidInput(f"the request body is too large (at most {_MAX_BODY} bytes)")
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"the request body is not valid JSON: {exc}") from None

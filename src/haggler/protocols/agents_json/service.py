@@ -94,7 +94,7 @@ class AgentsService:
 
     # -- sessions ------------------------------------------------------------------------------------
 
-    def create_session(self, client: str, body: object) -> dict[str, Any]:
+    def create_session(self, client: str, body: dict[str, Any]) -> dict[str, Any]:
         self.limiter.hit(client)
         created = self.sessions.create(client, body)
         return {"session_token": created.token, "session_id": created.session.id,

@@ -12,7 +12,7 @@ import math
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable
+from typing import Any, Callable
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -85,7 +85,7 @@ class SessionService:
         self.ttl = timedelta(seconds=ttl_seconds)
         self.max_sessions = max_sessions
 
-    def create(self, client: str, body: object) -> CreatedSession:
+    def create(self, client: str, body: dict[str, Any]) -> CreatedSession:
         """Open a session for ``client``; refuses (429) past ``max_sessions`` active ones."""
         agent = _agent_fields(body)
         token = secrets.token_urlsafe(32)
@@ -124,11 +124,7 @@ class SessionService:
         return session
 
 
-def _agent_fields(body: object) -> dict[str, str | None]:
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise InvalidInput("the session body must be a JSON object (agent_name, agent_version, purpose)")
+def _agent_fields(body: dict[str, Any]) -> dict[str, str | None]:
     unknown = sorted(set(body) - set(AGENT_FIELDS))
     if unknown:
         raise InvalidInput(f"unknown parameter {unknown[0]!r} (parameters: {', '.join(AGENT_FIELDS)})")

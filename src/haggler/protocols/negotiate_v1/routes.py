@@ -3,7 +3,6 @@ and the store's pages."""
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any, Callable
 
@@ -15,9 +14,12 @@ from haggler.catalog import PRODUCT_ID_PATTERN
 from haggler.errors import InvalidInput, NotFound
 from haggler.protocols.negotiate_v1 import pages, views
 from haggler.protocols.negotiate_v1.service import ChatReply, ChatService
+from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON, dump_json
 
 _SESSION_ID = PRODUCT_ID_PATTERN  # tokens are URL-safe base64: the same alphabet
+#: How the store words a refused body (the request edge uses it for bodies over the size cap).
+BODY_WORDING = BodyWording(not_json="the request body is not valid JSON")
 
 
 def build_router(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
@@ -69,7 +71,7 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
 
     @router.post(views.START_PATH)
     async def start_chat_post(request: Request) -> JSON:
-        body = await _json_body(request)
+        body = await _json_post_body(request)
         return await in_writer(_start, request, body.get("product_id"))
 
     def _say(request: Request, session_id: str, message: Any) -> JSON:
@@ -88,7 +90,7 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
 
     @router.post("/api/store/chat/{session_id}/message")
     async def say_post(request: Request, session_id: str) -> JSON:
-        body = await _json_body(request)
+        body = await _json_post_body(request)
         return await in_writer(_say, request, session_id, body.get("message"))
 
     @router.get("/api/store/chat/{session_id}")
@@ -141,14 +143,8 @@ def _reply_view(reply: ChatReply, base: str, session_id: str) -> dict[str, Any]:
     return view
 
 
-async def _json_body(request: Request) -> dict[str, Any]:
-    content_type = request.headers.get("content-type", "")
-    if "json" not in content_type:
+async def _json_post_body(request: Request) -> dict[str, Any]:
+    """The optional POSTs of §5 take JSON only: a form or text body is told so before it is read."""
+    if "json" not in request.headers.get("content-type", ""):
         raise InvalidInput("send a JSON body with Content-Type: application/json")
-    try:
-        body = json.loads(await request.body() or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput("the request body is not valid JSON") from exc
-    if not isinstance(body, dict):
-        raise InvalidInput("the request body must be a JSON object")
-    return body
+    return await read_json_body(request, BODY_WORDING)

@@ -1,5 +1,6 @@
 """Checks for the exchange's JSON request fields: each names the field it refuses, so that an
-agent reading the 400 knows exactly what to fix."""
+agent reading the 400 knows exactly what to fix. The body itself (size, strict JSON, nesting, text
+that can be stored) was checked by the request edge and its JSON reader (``server/json_body.py``)."""
 
 from __future__ import annotations
 
@@ -10,27 +11,6 @@ from haggler.errors import InvalidInput
 
 #: The largest free-form JSON value (input, scope modifications, output) kept, serialized.
 MAX_JSON_BYTES = 16 * 1024
-#: The largest request body read at all.
-MAX_BODY_BYTES = 64 * 1024
-
-
-def _no_constants(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
-def parse_body(raw: bytes) -> dict[str, Any]:
-    """A request body: a JSON object (an empty body is ``{}``), strict JSON only — no NaN or
-    Infinity, which could not be sent back as JSON — and bounded in size and nesting."""
-    if len(raw) > MAX_BODY_BYTES:
-        raise InvalidInput(f"the request body is larger than {MAX_BODY_BYTES} bytes")
-    if not raw.strip():
-        return {}
-    try:
-        body = json.loads(raw, parse_constant=_no_constants)
-    except (ValueError, RecursionError) as exc:
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise InvalidInput(f"the request body is not valid JSON: {reason}") from None
-    return body_object(body)
 
 
 def integer(value: object, name: str, *, low: int, high: int) -> int:
@@ -50,17 +30,7 @@ def text(value: object, name: str, *, max_length: int, allow_empty: bool = False
         raise InvalidInput(f"{name} must not be empty")
     if len(value) > max_length:
         raise InvalidInput(f"{name} is longer than {max_length} characters")
-    if "\x00" in value or not _encodable(value):
-        raise InvalidInput(f"{name} must be valid UTF-8 text without NUL characters")
     return value
-
-
-def _encodable(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate such as "\ud800", valid in JSON but not in UTF-8
-        return False
-    return True
 
 
 def one_of(value: object, name: str, choices: tuple[str, ...]) -> str:
@@ -78,8 +48,6 @@ def json_object(value: object, name: str) -> dict[str, Any]:
 def free_json(value: object, name: str) -> str:
     """Any JSON value the exchange stores but does not interpret, serialized, within the size limit."""
     encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if not _encodable(encoded):
-        raise InvalidInput(f"{name} must hold valid UTF-8 text (no lone surrogates)")
     if len(encoded.encode("utf-8")) > MAX_JSON_BYTES:
         raise InvalidInput(f"{name} is larger than {MAX_JSON_BYTES} bytes")
     return encoded
@@ -92,12 +60,6 @@ def query_integer(raw: str | None, name: str, *, low: int, high: int) -> int | N
     if not raw.isascii() or not raw.isdigit() or len(raw) > 19:
         raise InvalidInput(f"{name} must be a whole number, not {raw[:40]!r}")
     return integer(int(raw), name, low=low, high=high)
-
-
-def body_object(body: object) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise InvalidInput("the request body must be a JSON object")
-    return body
 
 
 def only(body: dict[str, Any], allowed: tuple[str, ...]) -> None:

@@ -19,14 +19,17 @@ from haggler.errors import Forbidden, HagglerError, InvalidInput
 from haggler.protocols.transactions import accounts, ledger, service
 from haggler.protocols.transactions.views import MAX_ENTRY_ID, MAX_OFFSET, MAX_PAGE
 from haggler.protocols.transactions.accounts import Agent
-from haggler.protocols.transactions.fields import integer, only, parse_body, query_integer
+from haggler.protocols.transactions.fields import integer, only, query_integer
 from haggler.protocols.transactions.idempotency import HEADER, Idempotency, Overtaken, request_hash
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.errors import status_for
+from haggler.server.json_body import BodyWording, parse_json_body
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
 
 PREFIX = "/v1"
+#: How the exchange words a refused body (the request edge uses it for bodies over the size cap).
+BODY_WORDING = BodyWording()
 #: Registration has no agent to scope its keys by, so its keys must be as unguessable as a secret.
 ANONYMOUS_SCOPE, MIN_ANONYMOUS_KEY = "-", 32
 ANONYMOUS_REPLAY = timedelta(minutes=10)
@@ -66,7 +69,7 @@ class Exchange:
         """``prepare`` runs after authentication in a transaction of its own, for upkeep that must
         stick even when the request itself is then refused (an offer's expiry)."""
         caller = None if anonymous else self._caller(request)
-        body = parse_body(raw)
+        body = parse_json_body(raw, BODY_WORDING)
         if prepare is not None:
             prepare()
         key = request.headers.get(HEADER)
