@@ -44,6 +44,7 @@ async def run(seeds: int, structured: bool, floor_margin: float) -> list[tuple[i
         app = create_app(StoreConfig(catalog=catalog, db_url=f"sqlite:///{Path(tmp) / 'bench.db'}", data_dir=Path(tmp) / "data",
                                      limits=StoreLimits(max_chat_starts_per_hour_per_ip=10**9),
                                      merchant=MerchantSettings(floor_margin=floor_margin),
+                                     allowed_hosts=("store.test",),
                                      sweep_interval_seconds=None))
         transport = httpx.ASGITransport(app=app)
         results = []
