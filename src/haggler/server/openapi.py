@@ -16,12 +16,18 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
 HTML = "text/html"
 _REF = "#/components/schemas/{model}"
 _PATH_PARAM = re.compile(r"{(\w+)}")
+
+
+class WireModel(BaseModel):
+    """A wire shape as the document describes it: exactly these fields (extra ones are a mismatch)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 @dataclass(frozen=True)

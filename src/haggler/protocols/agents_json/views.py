@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, Field, create_model
 
 from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH, Capability, Param
 from haggler.protocols.agents_json.sessions import AGENT_FIELDS
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.negotiate_v1.views import ProductModel
-from haggler.server.openapi import HTML, Operation
+from haggler.server.openapi import HTML, Operation, WireModel
 from haggler.server.openapi import Param as OpenAPIParam
 from haggler.server.responses import ErrorBody
 
@@ -40,11 +40,7 @@ def build_manifest(*, site_name: str, site_url: str, description: str | None, ca
 # -- the wire shapes, for the OpenAPI document (the dicts built above are what is sent) -------------
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class EnvelopeError(_Wire):
+class EnvelopeError(WireModel):
     """Every agents.json error: ``{"ok": false, "error": "..."}``."""
 
     ok: Literal[False]
@@ -64,23 +60,23 @@ class ManifestModel(BaseModel):
 
 #: The session's body: who the agent is, each field optional and bounded as the service checks it.
 SessionBody: type[BaseModel] = create_model(
-    "SessionBody", __base__=_Wire,
+    "SessionBody", __base__=WireModel,
     **{name: (str | None, Field(None, max_length=limit)) for name, limit in AGENT_FIELDS.items()})  # type: ignore[call-overload]
 
 
-class SessionCreated(_Wire):
+class SessionCreated(WireModel):
     session_token: str
     session_id: str
     expires_at: str
     capabilities: list[str]
 
 
-class SessionEnded(_Wire):
+class SessionEnded(WireModel):
     session_id: str
     ended: bool
 
 
-class ArtifactModel(_Wire):
+class ArtifactModel(WireModel):
     """A signed audit artifact, served as is (not wrapped) so that it can be saved and verified."""
 
     session_id: str
@@ -94,7 +90,7 @@ class ArtifactModel(_Wire):
     public_key: str
 
 
-class PageModel(_Wire):
+class PageModel(WireModel):
     items: list[ProductModel]
     page: int
     limit: int
@@ -109,7 +105,7 @@ class DetailModel(ProductModel):
     negotiable: bool
 
 
-class PointerModel(_Wire):
+class PointerModel(WireModel):
     protocol: Literal["negotiate.v1"]
     product_id: str
     discovery_url: str
@@ -119,7 +115,7 @@ class PointerModel(_Wire):
     redeem: str
 
 
-class CartLineModel(_Wire):
+class CartLineModel(WireModel):
     item_id: str
     name: str
     quantity: int
@@ -135,7 +131,7 @@ class CartLineModel(_Wire):
     negotiated: bool
 
 
-class CartModel(_Wire):
+class CartModel(WireModel):
     lines: list[CartLineModel]
     item_count: int
     total_cents: int
@@ -143,7 +139,7 @@ class CartModel(_Wire):
     currency: str
 
 
-class CheckoutModel(_Wire):
+class CheckoutModel(WireModel):
     checkout_id: str
     url: str
     lines: list[CartLineModel]
@@ -155,7 +151,7 @@ class CheckoutModel(_Wire):
 
 def _envelope(model: type[BaseModel]) -> type[BaseModel]:
     """``{"ok": true, "data": <model>}``, the spec's success envelope."""
-    return create_model(f"{model.__name__}Envelope", __base__=_Wire, ok=(Literal[True], ...), data=(model, ...))
+    return create_model(f"{model.__name__}Envelope", __base__=WireModel, ok=(Literal[True], ...), data=(model, ...))
 
 
 #: What each capability's ``data`` is.
@@ -188,7 +184,7 @@ def _body_model(capability: Capability) -> type[BaseModel]:
                             max_length=param.max_length if param.type == "string" else None)
         fields[name] = (kind if param.required else kind | None, constraints)
     title = "".join(part.title() for part in capability.name.split("."))
-    return create_model(f"{title}Body", __base__=_Wire, **fields)
+    return create_model(f"{title}Body", __base__=WireModel, **fields)
 
 
 def openapi_operations(capabilities: Iterable[Capability], *, checkout_page: bool) -> dict[tuple[str, str], Operation]:

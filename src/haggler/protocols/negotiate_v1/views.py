@@ -16,7 +16,7 @@ from haggler.catalog import Catalog, ProductFacts, Store
 from haggler.engine import Terms
 from haggler.money import to_decimal_number
 from haggler.protocols.negotiate_v1.settings import StoreLimits
-from haggler.server.openapi import HTML, Operation, Param
+from haggler.server.openapi import HTML, Operation, Param, WireModel
 from haggler.server.responses import ErrorBody
 from haggler.storage.chats import DealRow
 
@@ -166,11 +166,7 @@ def deal_view(deal: DealRow, base: str) -> dict[str, Any]:
 # -- the wire shapes, for the OpenAPI document (the dicts above are what is sent) -----------------
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StoreModel(_Wire):
+class StoreModel(WireModel):
     name: str
     city: str | None = None
     rep_name: str
@@ -178,7 +174,7 @@ class StoreModel(_Wire):
     policy: str
 
 
-class ProductModel(_Wire):
+class ProductModel(WireModel):
     id: str
     name: str
     subtitle: str
@@ -192,7 +188,7 @@ class ProductModel(_Wire):
     start_chat_url: str
 
 
-class LimitsModel(_Wire):
+class LimitsModel(WireModel):
     max_chat_starts_per_hour_per_ip: int
     max_messages_per_chat: int
     session_idle_ttl_seconds: int
@@ -200,7 +196,7 @@ class LimitsModel(_Wire):
     currency: str
 
 
-class DescriptorModel(_Wire):
+class DescriptorModel(WireModel):
     """The discovery document (§2)."""
 
     model_config = ConfigDict(extra="allow")
@@ -211,12 +207,12 @@ class DescriptorModel(_Wire):
     limits: LimitsModel
 
 
-class CatalogModel(_Wire):
+class CatalogModel(WireModel):
     store: StoreModel
     products: list[ProductModel]
 
 
-class OfferModel(_Wire):
+class OfferModel(WireModel):
     """The merchant's terms on the table (the structured extension)."""
 
     price: float
@@ -224,7 +220,7 @@ class OfferModel(_Wire):
     extras: list[str]
 
 
-class DealModel(_Wire):
+class DealModel(WireModel):
     id: str
     price: float
     currency: str
@@ -232,14 +228,14 @@ class DealModel(_Wire):
     checkout_url: str
 
 
-class ChatStartModel(_Wire):
+class ChatStartModel(WireModel):
     session_id: str
     greeting: str
     next: str
     offer: OfferModel
 
 
-class ReplyModel(_Wire):
+class ReplyModel(WireModel):
     message: str
     closed: bool
     next: str | None
@@ -247,12 +243,12 @@ class ReplyModel(_Wire):
     deal: DealModel | None = None
 
 
-class LineModel(_Wire):
+class LineModel(WireModel):
     speaker: Literal["shopper", "merchant"]
     message: str
 
 
-class HistoryModel(_Wire):
+class HistoryModel(WireModel):
     session_id: str
     history: list[LineModel]
     closed: bool

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from haggler.server.openapi import Operation, Param
+from haggler.server.openapi import Operation, Param, WireModel
 from haggler.server.responses import ErrorBody
 
 if TYPE_CHECKING:
@@ -79,42 +79,38 @@ def message_view(row: Any, offer: Offer | None) -> dict[str, Any]:
 # -- the wire shapes, for the OpenAPI document (the dicts above are what is sent) -----------------
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SLAModel(_Wire):
+class SLAModel(WireModel):
     latencyMs: int = Field(ge=1, le=3_600_000)
     timeoutMs: int = Field(ge=1, le=3_600_000)
     retries: int = Field(ge=0, le=10)
 
 
-class SLAChange(_Wire):
+class SLAChange(WireModel):
     latencyMs: int | None = Field(None, ge=1, le=3_600_000)
     timeoutMs: int | None = Field(None, ge=1, le=3_600_000)
     retries: int | None = Field(None, ge=0, le=10)
 
 
-class RegisterBody(_Wire):
+class RegisterBody(WireModel):
     name: str = Field(max_length=200)
 
 
-class Registered(_Wire):
+class Registered(WireModel):
     id: str
     name: str
     apiKey: str
 
 
-class DepositBody(_Wire):
+class DepositBody(WireModel):
     amountCents: int = Field(ge=1)
 
 
-class BalanceModel(_Wire):
+class BalanceModel(WireModel):
     availableCents: int
     heldCents: int
 
 
-class LedgerEntryModel(_Wire):
+class LedgerEntryModel(WireModel):
     id: int
     kind: str
     availableDeltaCents: int
@@ -125,11 +121,11 @@ class LedgerEntryModel(_Wire):
     createdAt: str
 
 
-class LedgerModel(_Wire):
+class LedgerModel(WireModel):
     entries: list[LedgerEntryModel]
 
 
-class ServiceBody(_Wire):
+class ServiceBody(WireModel):
     name: str = Field(max_length=200)
     description: str | None = Field(None, max_length=5000)
     basePriceCents: int = Field(ge=1)
@@ -137,7 +133,7 @@ class ServiceBody(_Wire):
     sla: SLAModel
 
 
-class ServiceModel(_Wire):
+class ServiceModel(WireModel):
     id: str
     providerId: str
     name: str
@@ -148,23 +144,23 @@ class ServiceModel(_Wire):
     createdAt: str
 
 
-class ServicesModel(_Wire):
+class ServicesModel(WireModel):
     services: list[ServiceModel]
 
 
-class TermsModel(_Wire):
+class TermsModel(WireModel):
     priceCents: int = Field(ge=1)
     sla: SLAChange | None = None
     scopeModifications: Any = None
 
 
-class OnTheTable(_Wire):
+class OnTheTable(WireModel):
     by: Literal["consumer", "provider"]
     terms: TermsModel
     expiresAt: str | None
 
 
-class TransactionBody(_Wire):
+class TransactionBody(WireModel):
     serviceId: str = Field(max_length=40)
     maxPriceCents: int = Field(ge=1)
     input: Any
@@ -173,7 +169,7 @@ class TransactionBody(_Wire):
     expiresInSeconds: int | None = Field(None, ge=1, le=3600)
 
 
-class TransactionModel(_Wire):
+class TransactionModel(WireModel):
     id: str
     serviceId: str
     consumerId: str
@@ -195,22 +191,22 @@ class TransactionModel(_Wire):
     updatedAt: str
 
 
-class NegotiateBody(_Wire):
+class NegotiateBody(WireModel):
     type: Literal["counter_offer", "accept", "reject", "withdraw"]
     terms: TermsModel | None = None
     message: str | None = Field(None, max_length=2000)
     expiresInSeconds: int | None = Field(None, ge=1, le=3600)
 
 
-class CompleteBody(_Wire):
+class CompleteBody(WireModel):
     output: Any = None
 
 
-class EmptyBody(_Wire):
+class EmptyBody(WireModel):
     pass
 
 
-class MessageModel(_Wire):
+class MessageModel(WireModel):
     round: int
     sender: Literal["consumer", "provider"]
     type: Literal["initial_offer", "counter_offer", "accept", "reject", "withdraw"]
@@ -220,7 +216,7 @@ class MessageModel(_Wire):
     createdAt: str
 
 
-class MessagesModel(_Wire):
+class MessagesModel(WireModel):
     messages: list[MessageModel]
 
 
