@@ -1,0 +1,282 @@
+"""The system negotiator: the embedded, deterministic advocate for one user in a match negotiation.
+
+Spec 002 ("Index Negotiator", "Seed Assessment", "Roles"). Two advocates, one per user, debate
+whether a proposed match serves both. This one needs no API key and no network: it reads both
+users' profiles and intents and forms its own judgement from explainable features —
+
+* **what my user gets**: each of my user's needs (its profile's ``seeks`` and its intents) is met
+  when the other user *brings* it: declares it in ``offers``/``skills``, *is* it (``role``,
+  ``title``, ``headline``, ``stage``, ``industry``...), or affirmed it in a message earlier in
+  this negotiation. A need for an exchange (a job, clients, capital, mentorship) is met only by
+  someone who offers that exchange (see :mod:`haggler.agents.match_text`);
+* **what the other user gets** from my user, the same way, plus *evidence*: sentences of my
+  user's own free text (``bio``, ``experience``...) that show it can give what the other seeks.
+  An advocate knows its own user; it answers the other side's objections by quoting them;
+* **keyword depth**: concepts both profiles mention, reported when they are all the match has;
+* **the seed**: its score and the concepts its reasoning cites, checked against the above. The
+  seed is a starting point (spec), never the verdict: a high score on a match that gives my user
+  nothing is still rejected.
+
+How it decides (``decide``), in order:
+
+1. the first turn is ``propose`` — the protocol's opening — whatever the judgement; its
+   reasoning says honestly what the advocate thinks, and its message states what my user offers;
+2. my user gets nothing → ``reject`` (one-sided against my user, or keyword-deep);
+3. no objection left → ``accept``. Objections are my user's unmet needs and, when the other user
+   would get nothing at all from mine, the other user's needs: a one-sided match does not hold;
+4. on the last turn the cap allows, or when it already countered and the other side's latest
+   turn answered nothing, countering again is pointless: it makes a final call — ``accept`` when
+   at least half of my user's needs are met and the other user gets something, else ``reject``;
+5. otherwise ``counter``, naming each objection concretely ("my user seeks "a design co-founder",
+   which your user does not offer").
+
+Only the other side's ``message`` is read for answers — it is where an advocate speaks to the
+other side; reasoning is its own account — and only its sentences that neither negate nor seek
+(see :func:`~haggler.agents.match_text.affirmed_concepts`), so an objection repeated back never
+counts as its answer. It never uses ``question`` (personal agents only).
+
+Roles follow who offers what: the user whose offers meet the other's needs is ``agent``, the one
+receiving is ``patient``, both ways is ``peer``; being someone another seeks (a founder a mentor
+wants to advise) is not offering. With no exchange either way, the seed's actors decide.
+
+Pure: no I/O, no clock, no randomness — the same context gives the same turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from haggler.agents.match_context import (
+    ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext,
+)
+from haggler.agents.match_text import Need, affirmed_concepts, concepts, need_from, sentences
+
+__all__ = ["Judgement", "decide", "judge"]
+
+#: Profile fields that declare what a user offers.
+_DECLARED = ("offers", "skills")
+#: Profile fields that say who a user is: met needs for such a person, but are not an offer.
+_IDENTITY = ("role", "title", "headline", "stage", "industry", "sector", "company", "expertise")
+#: Profile fields that say what a user seeks.
+_SEEKS = ("seeks", "needs", "lookingFor", "looking_for")
+#: Free-text fields an advocate quotes as evidence for its own user.
+_FREE_TEXT = ("bio", "about", "experience", "background", "summary")
+
+
+def _texts(profile: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
+    """The strings under ``keys`` (a string, or a list whose strings are kept)."""
+    found: list[str] = []
+    for key in keys:
+        value = profile.get(key)
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(v for v in value if isinstance(v, str))
+    return found
+
+
+def _all_texts(user: UserContext) -> list[str]:
+    texts = _texts(user.profile, user.profile.keys())
+    for intent in user.intents:
+        texts.append(intent.description)
+        texts.extend(intent.tags)
+    return texts
+
+
+def _concepts_of(texts: Iterable[str]) -> frozenset[str]:
+    return frozenset().union(*(concepts(t) for t in texts))
+
+
+def _needs(user: UserContext) -> tuple[Need, ...]:
+    """A user's needs: its profile's seeks and its intents (tags folded in), each with some
+    substance — "a co-founder" alone asks for nothing anyone can check."""
+    texts = _texts(user.profile, _SEEKS)
+    texts += [" ".join((i.description, *i.tags)) for i in user.intents]
+    needs = (need_from(t) for t in dict.fromkeys(texts))
+    return tuple(n for n in needs if not n.empty)
+
+
+def _met(need: Need, brings: frozenset[str], about: frozenset[str]) -> bool:
+    """Whether someone who ``brings`` these concepts (and whose profile is ``about`` these) meets
+    ``need``. The need's head must be brought — its exchange, else one of its skills, else (a need
+    that names only a field) its field; the rest qualifies it, so the profile must touch it."""
+    if need.exchanges:
+        head, qualifiers = need.exchanges, (need.skills, need.domains)
+    elif need.skills:
+        head, qualifiers = need.skills, (need.domains,)
+    else:
+        head, qualifiers = need.domains, ()
+    return bool(head & brings) and all(q & about for q in qualifiers if q)
+
+
+_WITH = re.compile(r"\bwith\b", re.IGNORECASE)
+
+
+def _evidence(user: UserContext, needs: Sequence[Need], about: frozenset[str]) -> dict[Need, str]:
+    """For each of ``needs`` the user's declared offers do not meet, the first affirmative
+    sentence of the user's own free text that does: the answer its advocate gives. Only what
+    comes before "with" is the user's own claim: "worked closely with engineering teams" is a
+    product manager's sentence, not an engineer's."""
+    free = [s for text in _texts(user.profile, _FREE_TEXT) for s in sentences(text)]
+    found: dict[Need, str] = {}
+    for need in needs:
+        for sentence in free:
+            if _met(need, affirmed_concepts(_WITH.split(sentence)[0]), about):
+                found[need] = sentence
+                break
+    return found
+
+
+def _affirmed_by(speaker: str, history: Iterable[MatchTurn]) -> frozenset[str]:
+    """What ``speaker``'s advocate has affirmed in its messages so far."""
+    return frozenset().union(*(affirmed_concepts(t.message or "") for t in history if t.speaker == speaker))
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """One advocate's reading of the match, from its own user's side."""
+
+    own_needs: tuple[Need, ...]
+    #: My user's needs the other user meets (declared, identity, or affirmed in a message).
+    met_own: tuple[Need, ...]
+    other_needs: tuple[Need, ...]
+    #: The other user's needs my user meets (declared, identity, or evidence from its own text).
+    met_other: tuple[Need, ...]
+    #: My user's answers: other user's need → the sentence of my user's text that meets it.
+    evidence: Mapping[Need, str]
+    #: Concepts both users' profiles and intents mention.
+    shared: frozenset[str]
+    roles: Roles
+
+    @property
+    def unmet_own(self) -> tuple[Need, ...]:
+        return tuple(n for n in self.own_needs if n not in self.met_own)
+
+    @property
+    def unmet_other(self) -> tuple[Need, ...]:
+        return tuple(n for n in self.other_needs if n not in self.met_other)
+
+    @property
+    def objections(self) -> tuple[tuple[str, Need], ...]:
+        """("own", need) for my user's unmet needs; ("other", need) for the other user's when it
+        would get nothing from mine."""
+        own = tuple(("own", n) for n in self.unmet_own)
+        return own + (() if self.met_other else tuple(("other", n) for n in self.other_needs))
+
+    @property
+    def serves_both(self) -> bool:
+        """The final call: at least half of my user's needs met, and the other user gets something."""
+        return bool(self.met_other) and 2 * len(self.met_own) >= len(self.own_needs) > 0
+
+
+def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
+    """The advocate's judgement given ``history`` (default: the context's whole history)."""
+    own, other = context.own, context.other
+    history = context.history if history is None else history
+    own_about, other_about = _concepts_of(_all_texts(own)), _concepts_of(_all_texts(other))
+    own_offered = _concepts_of(_texts(own.profile, _DECLARED))
+    own_identity = _concepts_of(_texts(own.profile, _IDENTITY))
+    other_offered = _concepts_of(_texts(other.profile, _DECLARED)) | _affirmed_by(other.user_id, history)
+    other_identity = _concepts_of(_texts(other.profile, _IDENTITY))
+
+    own_needs, other_needs = _needs(own), _needs(other)
+    met_own = tuple(n for n in own_needs if _met(n, other_offered | other_identity, other_about))
+    declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
+    evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
+    met_other = tuple(n for n in other_needs if n in declared or n in evidence)
+
+    gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
+    receives = any(_met(n, other_offered, other_about) for n in own_needs)
+    return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
+                     _roles(gives, receives, context))
+
+
+def _roles(gives: bool, receives: bool, context: MatchContext) -> Roles:
+    """Roles from who offers what; with no offer either way, the seed's actors, else peers."""
+    if gives and receives:
+        return Roles("peer", "peer")
+    if gives:
+        return Roles("agent", "patient")
+    if receives:
+        return Roles("patient", "agent")
+    named = {user: role for user, role in context.seed.actors if role in ROLES}
+    return Roles(named.get(context.own.user_id, "peer"), named.get(context.other.user_id, "peer"))
+
+
+def _quoted(text: str) -> str:
+    """A need's text, safe to embed in one sentence (no sentence breaks inside)."""
+    return '"' + " ".join(text.replace(".", ",").replace("!", ",").replace("?", ",").replace(";", ",").split()) + '"'
+
+
+def _objection_sentence(whose: str, need: Need) -> str:
+    if whose == "own":
+        return f"My user seeks {_quoted(need.text)}, which your user does not offer."
+    return f"Your user seeks {_quoted(need.text)}, which my user does not offer."
+
+
+def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
+    parts = []
+    if j.own_needs:
+        parts.append(f"My user's needs met: {len(j.met_own)} of {len(j.own_needs)}"
+                     + (f" ({', '.join(_quoted(n.text) for n in j.met_own)})" if j.met_own else "") + ".")
+    else:
+        parts.append("My user states no need this match could meet.")
+    parts.append(f"The other user's needs my user meets: {len(j.met_other)} of {len(j.other_needs)}.")
+    parts.extend(_objection_sentence(whose, need) for whose, need in j.objections)
+    if not j.met_own and not j.met_other and j.shared:
+        parts.append(f"Shared keywords only ({', '.join(sorted(j.shared)[:6])}): neither gives the other anything.")
+    seed = context.seed
+    cited = sorted(concepts(seed.reasoning) & j.shared - _concepts_of(n.text for n in j.met_own + j.met_other))
+    note = f" It cites {', '.join(cited[:4])}, which is common ground, not an exchange." if cited else ""
+    parts.append(f"Seed score {seed.score} was a starting point; this is my own reading.{note}")
+    parts.append(verdict)
+    return " ".join(parts)
+
+
+def _message(context: MatchContext, j: Judgement, action: MatchAction) -> str:
+    """What my advocate tells the other side: my user's offers and evidence, then objections."""
+    if action is MatchAction.ACCEPT:
+        return "My user accepts: the match meets what my user seeks."
+    if action is MatchAction.REJECT:
+        return "My user declines: the match does not give my user what it seeks."
+    offers = _texts(context.own.profile, _DECLARED)
+    lines = [f"My user offers {', '.join(offers)}."] if offers else []
+    lines += [f"From my user's background: {sentence}" for sentence in dict.fromkeys(j.evidence.values())]
+    lines += [_objection_sentence(whose, need) for whose, need in j.objections]
+    return " ".join(lines)
+
+
+def _progressed(context: MatchContext, j: Judgement) -> bool:
+    """Whether the other side's latest turn answered any of my user's unmet needs."""
+    before = judge(context, context.history[:-1])
+    return len(j.met_own) > len(before.met_own)
+
+
+def decide(context: MatchContext) -> MatchTurn:
+    """This advocate's next turn (see the module docstring for the order of the rules)."""
+    j = judge(context)
+    own_id = context.own.user_id
+    if context.turn_number == 1:
+        action = MatchAction.PROPOSE
+        verdict = ("I propose it: both users stand to gain." if j.serves_both and not j.objections
+                   else "I propose it for the other side to test; my concerns are stated above.")
+    elif not j.met_own:
+        action = MatchAction.REJECT
+        verdict = ("Rejected: one-sided, my user gets nothing from it." if j.met_other
+                   else "Rejected: the overlap is keyword-deep; nothing is exchanged.")
+    elif not j.objections:
+        action, verdict = MatchAction.ACCEPT, "Accepted: my user's needs are met and the other user gains too."
+    elif (context.max_turns is not None and context.turn_number >= context.max_turns) or (
+            any(t.speaker == own_id and t.action is MatchAction.COUNTER for t in context.history)
+            and not _progressed(context, j)):
+        if j.serves_both:
+            action, verdict = MatchAction.ACCEPT, "Accepted: the core of what my user seeks is met; the gaps remain."
+        else:
+            action, verdict = MatchAction.REJECT, "Rejected: my objections stand unanswered."
+    else:
+        action, verdict = MatchAction.COUNTER, "Countering: the objections above must be answered."
+    assessment = Assessment(_reasoning(context, j, verdict), j.roles)
+    return MatchTurn(own_id, action, assessment, _message(context, j, action))
