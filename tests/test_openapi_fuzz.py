@@ -74,3 +74,27 @@ def test_the_document_describes_every_route(store) -> None:  # type: ignore[no-u
     assert document["paths"]["/api/store/chat/start"]["get"]["parameters"][0]["name"] == "product_id"
     docs = store.http.get("/docs")
     assert docs.status_code == 200 and "/openapi.json" in docs.text
+
+
+def test_two_wire_models_with_one_name_are_refused() -> None:
+    """Components are keyed by class name, so a protocol's model must not shadow another's."""
+    import pytest
+    from fastapi import FastAPI
+
+    from haggler.server.openapi import Operation, WireModel, install_openapi
+
+    def shape(field: str) -> type[WireModel]:
+        return type("Shape", (WireModel,), {"__annotations__": {field: int}})
+
+    app = FastAPI()
+
+    @app.get("/a")
+    def a() -> None: ...
+
+    @app.get("/b")
+    def b() -> None: ...
+
+    install_openapi(app, [{("get", "/a"): Operation("a", {200: shape("x")}),
+                           ("get", "/b"): Operation("b", {200: shape("y")})}])
+    with pytest.raises(ValueError, match="'Shape'"):
+        app.openapi()

@@ -476,11 +476,11 @@ class MerchantAgent:
         """``target``, but at least one price unit below the ask and on the price grid."""
         return min(target, (ask.price_cents - self.unit) // self.unit * self.unit)
 
-    def _time_price(self, clock: Clock, extras: tuple[str, ...]) -> int:
+    def _time_price(self, clock: Clock, lowest: int) -> int:
         """Where the concession curve puts the price of a package now: list price at the start,
-        its lowest quote at the last offer the shopper can still answer, Boulware in between
-        (firm early, fast late) — most shoppers only move for real when the deadline nears."""
-        lowest = self.lowest_quote(extras)
+        ``lowest`` (the package's lowest quote) at the last offer the shopper can still answer,
+        Boulware in between (firm early, fast late) — most shoppers only move for real when the
+        deadline nears."""
         room = self.product.list_price_cents - lowest
         if room <= 0:
             return lowest
@@ -497,7 +497,7 @@ class MerchantAgent:
         offers = state.shopper_offers
         moved = offers[-1] - max(offers[:-1]) if len(offers) >= 2 else None
         lowest = self.lowest_quote(ask.extras)
-        target = self._time_price(clock, ask.extras)
+        target = self._time_price(clock, lowest)
         if offers:
             target = max(target, self._forecast(state))
         lowball = price < self.product.list_price_cents * self.LOWBALL

@@ -81,6 +81,11 @@ def install_openapi(app: FastAPI, operations: Iterable[Operations]) -> None:
 def _build(app: FastAPI, documented: Mapping[tuple[str, str], Operation]) -> dict[str, Any]:
     schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
     models = {m for op in documented.values() for m in _models(op)}
+    names = [m.__name__ for m in models]
+    clashes = sorted({name for name in names if names.count(name) > 1})
+    if clashes:
+        # Components are keyed by class name: two shapes under one name would silently become one.
+        raise ValueError(f"two different wire models share the name {clashes[0]!r}; rename one")
     _, definitions = models_json_schema([(m, "serialization") for m in sorted(models, key=lambda m: m.__name__)],
                                         ref_template=_REF)
     components = schema.setdefault("components", {}).setdefault("schemas", {})

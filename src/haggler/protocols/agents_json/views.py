@@ -3,6 +3,7 @@ API enforces, plus the session, rate-limit and audit settings the store runs wit
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any, Iterable, Literal
 
 from pydantic import BaseModel, Field, create_model
@@ -149,8 +150,10 @@ class CheckoutModel(WireModel):
     created_at: str
 
 
+@cache
 def _envelope(model: type[BaseModel]) -> type[BaseModel]:
-    """``{"ok": true, "data": <model>}``, the spec's success envelope."""
+    """``{"ok": true, "data": <model>}``, the spec's success envelope: one class per data model,
+    however many capabilities answer with it (the document names each shape once)."""
     return create_model(f"{model.__name__}Envelope", __base__=WireModel, ok=(Literal[True], ...), data=(model, ...))
 
 
