@@ -16,7 +16,7 @@ from sqlalchemy import Connection, insert, select
 
 from haggler.errors import InvalidInput, NotFound, Unauthorized
 from haggler.protocols.transactions import ledger, views
-from haggler.protocols.transactions.fields import integer, json_object, one_of, only, text
+from haggler.protocols.fields import integer, json_object, one_of, only, text
 from haggler.storage.schema import exchange_agents, services
 from haggler.trust.hashing import secret_hash
 

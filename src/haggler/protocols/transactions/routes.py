@@ -19,7 +19,7 @@ from haggler.errors import Forbidden, HagglerError, InvalidInput
 from haggler.protocols.transactions import accounts, ledger, service
 from haggler.protocols.transactions.views import MAX_ENTRY_ID, MAX_OFFSET, MAX_PAGE
 from haggler.protocols.transactions.accounts import Agent
-from haggler.protocols.transactions.fields import integer, only, query_integer
+from haggler.protocols.fields import integer, only, query_integer
 from haggler.protocols.transactions.idempotency import HEADER, Idempotency, Overtaken, request_hash
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.errors import status_for

@@ -38,7 +38,7 @@ from haggler.engine import (
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
 from haggler.protocols.transactions import ledger, views
 from haggler.protocols.transactions.accounts import NEGOTIABLE, Agent, parse_sla, service_row
-from haggler.protocols.transactions.fields import free_json, integer, json_object, one_of, only, text
+from haggler.protocols.fields import free_json, integer, json_object, one_of, only, text
 from haggler.storage.schema import exchange_transactions, negotiation_messages, services
 
 CONSUMER, PROVIDER = "consumer", "provider"

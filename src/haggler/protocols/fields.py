@@ -1,4 +1,4 @@
-"""Checks for the exchange's JSON request fields: each names the field it refuses, so that an
+"""Checks for JSON request fields (every protocol with a JSON body): each names the field it refuses, so that an
 agent reading the 400 knows exactly what to fix. The body itself (size, strict JSON, nesting, text
 that can be stored) was checked by the request edge and its JSON reader (``server/json_body.py``)."""
 
