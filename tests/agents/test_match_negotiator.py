@@ -22,6 +22,7 @@ import pytest
 
 from haggler.agents.match_context import MatchAction, MatchContext, parse_context
 from haggler.agents.match_negotiator import decide, judge
+from haggler.agents.match_text import DOMAINS, concepts, need_from
 from haggler.errors import InvalidInput
 
 def load_pairs(name: str) -> list[dict]:
@@ -34,9 +35,12 @@ CAP = 6
 #: The floor on the share of games whose outcome matches the label. 64 games (32 pairs, each side
 #: opening once): 90% allows six wrong games, so one misread pair in each order fails it three times over.
 ACCURACY_FLOOR = 0.90
-#: Measured on the held-out set before any change prompted by it: 52/68 = 76.5%. The floor sits
-#: just under the measured value so that a regression of one pair (two games) fails.
-HELDOUT_FLOOR = 0.75
+#: Measured on the held-out set before any change prompted by it: 52/68 = 76.5%. After two general
+#: fixes in match_text (listed domains such as "saas" were stemmed to "saa" and never matched; "lead"
+#: as in "lead investor" is a seniority modifier like "senior"): 56/68 = 82.4%. The six pairs still
+#: misread are printed; they are left alone rather than tuned away. The floor sits just under the
+#: measured value, so any lost game fails and a change that moves it must move the floor knowingly.
+HELDOUT_FLOOR = 0.82
 
 
 def context(own: dict, other: dict, seed: dict, history: list[dict], cap: int | None = CAP) -> MatchContext:
@@ -271,6 +275,16 @@ def test_keyword_deep_rejection_says_so() -> None:
     # Dana's bio says she "worked closely with engineering teams": working with engineers is
     # not offering engineering, so it is no evidence for Raj's need of a CTO.
     assert judge(context(pms["a"], pms["b"], pms["seed"], [])).met_other == ()
+
+
+def test_listed_domains_and_seniority_words() -> None:
+    """Every listed domain is reachable (the stemmer once turned "saas" into "saa" and "robotics"
+    into "robotic"); "developer tools" is the devtools domain spelt out; "lead" in "lead investor"
+    or "tech lead" says how senior, not what is sought."""
+    assert all(concepts(domain) == {domain} for domain in DOMAINS)
+    assert concepts("developer tools") == concepts("a devtools company") == {"devtools"}
+    assert need_from("SaaS companies as paying clients").domains == {"saas"}
+    assert concepts("a lead investor") == concepts("an investor") == {"capital"}
 
 
 def test_deterministic() -> None:
