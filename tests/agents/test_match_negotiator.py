@@ -14,8 +14,6 @@
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,13 +22,8 @@ from haggler.agents.match_context import MatchAction, MatchContext, parse_contex
 from haggler.agents.match_negotiator import decide, judge
 from haggler.agents.match_text import DOMAINS, concepts, need_from
 from haggler.errors import InvalidInput
+from tests.support.match_pairs import HELDOUT, PAIRS
 
-def load_pairs(name: str) -> list[dict]:
-    return json.loads((Path(__file__).with_name(name)).read_text())["pairs"]
-
-
-PAIRS = load_pairs("match_pairs.json")
-HELDOUT = load_pairs("match_pairs_heldout.json")
 CAP = 6
 #: The floor on the share of games whose outcome matches the label. 64 games (32 pairs, each side
 #: opening once): 90% allows six wrong games, so one misread pair in each order fails it three times over.
