@@ -3,6 +3,10 @@
 * Every labelled pair of ``match_pairs.json`` played as a full system–system negotiation under
   the cap of 6, each side opening once: the accuracy is printed and held to a floor, and each
   category is held to its behaviour (good pairs accepted; superficial and one-sided never).
+* The held-out pairs of ``match_pairs_heldout.json`` — written after the negotiator, never used to
+  tune it — played the same way: their accuracy is printed and held to a floor just under the
+  measured value. No per-pair assertions there: the number is the honest estimate of how the
+  negotiator does on profiles it was not built around, and a per-pair test would invite tuning.
 * Unit tests: roles, the first turn, never ``question``, concrete objections, answered
   objections, the cap, determinism, malformed input.
 """
@@ -10,21 +14,26 @@
 from __future__ import annotations
 
 import copy
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from haggler.agents.match_context import MatchAction, MatchContext, parse_context
 from haggler.agents.match_negotiator import decide, judge
+from haggler.agents.match_text import DOMAINS, concepts, need_from
 from haggler.errors import InvalidInput
+from tests.support.match_pairs import HELDOUT, PAIRS
 
-PAIRS = json.loads((Path(__file__).with_name("match_pairs.json")).read_text())["pairs"]
 CAP = 6
 #: The floor on the share of games whose outcome matches the label. 64 games (32 pairs, each side
 #: opening once): 90% allows six wrong games, so one misread pair in each order fails it three times over.
 ACCURACY_FLOOR = 0.90
+#: Measured on the held-out set before any change prompted by it: 52/68 = 76.5%. After two general
+#: fixes in match_text (listed domains such as "saas" were stemmed to "saa" and never matched; "lead"
+#: as in "lead investor" is a seniority modifier like "senior"): 56/68 = 82.4%. The six pairs still
+#: misread are printed; they are left alone rather than tuned away. The floor sits just under the
+#: measured value, so any lost game fails and a change that moves it must move the floor knowingly.
+HELDOUT_FLOOR = 0.82
 
 
 def context(own: dict, other: dict, seed: dict, history: list[dict], cap: int | None = CAP) -> MatchContext:
@@ -50,8 +59,15 @@ def outcome(history: list[dict]) -> str:
     return {"accept": "accepted", "reject": "rejected"}.get(last, "stalled")
 
 
-GAMES = [(pair, first) for pair in PAIRS for first in ("a", "b")]
+def games(pairs: list[dict]) -> list[tuple[dict, str]]:
+    """Each pair twice, each side opening once: the opener's advocate speaks first and last."""
+    return [(pair, first) for pair in pairs for first in ("a", "b")]
+
+
+GAMES = games(PAIRS)
 RESULTS = {(pair["id"], first): play(pair, first) for pair, first in GAMES}
+HELDOUT_GAMES = games(HELDOUT)
+HELDOUT_RESULTS = {(pair["id"], first): play(pair, first) for pair, first in HELDOUT_GAMES}
 
 
 def expected(pair: dict) -> str:
@@ -62,21 +78,45 @@ def matches_label(pair: dict, history: list[dict]) -> bool:
     return (outcome(history) == "accepted") == (pair["category"] == "good")
 
 
-def test_the_labelled_set_is_varied_enough() -> None:
-    categories = [pair["category"] for pair in PAIRS]
-    assert len(PAIRS) >= 30
-    assert {c: categories.count(c) >= 8 for c in ("good", "superficial", "one_sided")} == \
-        {"good": True, "superficial": True, "one_sided": True}
-    assert len({pair["id"] for pair in PAIRS}) == len(PAIRS)
+@pytest.mark.parametrize("pairs,least", [
+    (PAIRS, {"good": 8, "superficial": 8, "one_sided": 8}),
+    (HELDOUT, {"good": 12, "superficial": 9, "one_sided": 9}),
+], ids=["labelled", "heldout"])
+def test_the_labelled_set_is_varied_enough(pairs: list[dict], least: dict[str, int]) -> None:
+    categories = [pair["category"] for pair in pairs]
+    assert len(pairs) >= 30
+    assert {c: categories.count(c) >= n for c, n in least.items()} == dict.fromkeys(least, True)
+    assert len({pair["id"] for pair in pairs}) == len(pairs)
+    assert all(pair["gets_nothing"] in ("a", "b") for pair in pairs if pair["category"] == "one_sided")
+
+
+def test_the_heldout_set_is_new() -> None:
+    """Held out means no pair, and no user, reused from the set the negotiator was built on."""
+    seen = {pair["id"] for pair in PAIRS}
+    users = {pair[side]["userId"] for pair in PAIRS for side in "ab"}
+    assert not seen & {pair["id"] for pair in HELDOUT}
+    assert not users & {pair[side]["userId"] for pair in HELDOUT for side in "ab"}
+
+
+def accuracy(games_: list[tuple[dict, str]], results: dict[tuple[str, str], list[dict]],
+             label: str) -> tuple[float, list[str]]:
+    """The share of games whose outcome matches the label (printed), and the wrong ones."""
+    right = [matches_label(pair, results[pair["id"], first]) for pair, first in games_]
+    wrong = [f"{pair['id']} ({first} opens): {outcome(results[pair['id'], first])}, expected {expected(pair)}"
+             for (pair, first), ok in zip(games_, right) if not ok]
+    print(f"\n{label}: {sum(right)}/{len(right)} = {sum(right) / len(right):.1%}")
+    return sum(right) / len(right), wrong
 
 
 def test_accuracy_over_the_labelled_pairs() -> None:
-    right = [matches_label(pair, RESULTS[pair["id"], first]) for pair, first in GAMES]
-    accuracy = sum(right) / len(right)
-    wrong = [f"{pair['id']} ({first} opens): {outcome(RESULTS[pair['id'], first])}, expected {expected(pair)}"
-             for (pair, first), ok in zip(GAMES, right) if not ok]
-    print(f"\nmatch negotiator accuracy: {sum(right)}/{len(right)} = {accuracy:.1%}")
-    assert accuracy >= ACCURACY_FLOOR, wrong
+    measured, wrong = accuracy(GAMES, RESULTS, "match negotiator accuracy")
+    assert measured >= ACCURACY_FLOOR, wrong
+
+
+def test_accuracy_over_the_heldout_pairs() -> None:
+    measured, wrong = accuracy(HELDOUT_GAMES, HELDOUT_RESULTS, "match negotiator held-out accuracy")
+    print("\n".join(wrong))
+    assert measured >= HELDOUT_FLOOR, wrong
 
 
 @pytest.mark.parametrize("pair,first", GAMES, ids=[f"{p['id']}-{f}" for p, f in GAMES])
@@ -228,6 +268,16 @@ def test_keyword_deep_rejection_says_so() -> None:
     # Dana's bio says she "worked closely with engineering teams": working with engineers is
     # not offering engineering, so it is no evidence for Raj's need of a CTO.
     assert judge(context(pms["a"], pms["b"], pms["seed"], [])).met_other == ()
+
+
+def test_listed_domains_and_seniority_words() -> None:
+    """Every listed domain is reachable (the stemmer once turned "saas" into "saa" and "robotics"
+    into "robotic"); "developer tools" is the devtools domain spelt out; "lead" in "lead investor"
+    or "tech lead" says how senior, not what is sought."""
+    assert all(concepts(domain) == {domain} for domain in DOMAINS)
+    assert concepts("developer tools") == concepts("a devtools company") == {"devtools"}
+    assert need_from("SaaS companies as paying clients").domains == {"saas"}
+    assert concepts("a lead investor") == concepts("an investor") == {"capital"}
 
 
 def test_deterministic() -> None:

@@ -54,7 +54,7 @@ from haggler.agents.match_context import (
 )
 from haggler.agents.match_text import Need, affirmed_concepts, concepts, need_from, sentences
 
-__all__ = ["Judgement", "decide", "judge"]
+__all__ = ["Judgement", "decide", "judge", "offer_meeting", "offer_roles"]
 
 #: Profile fields that declare what a user offers.
 _DECLARED = ("offers", "skills")
@@ -130,6 +130,18 @@ def _evidence(user: UserContext, needs: Sequence[Need], about: frozenset[str]) -
     return found
 
 
+def offer_meeting(giver: UserContext, need: Need) -> str | None:
+    """The giver's own words that meet ``need``: the first declared offer or identity field that
+    meets it on its own, else the first sentence of its free text that does (as :func:`judge`
+    quotes evidence); None when nothing does. Whoever explains a match names the offer, not only
+    the need: "backend engineering" says more than "meets the need for a technical co-founder"."""
+    about = _concepts_of(_all_texts(giver))
+    for text in _texts(giver.profile, _DECLARED + _IDENTITY):
+        if _met(need, concepts(text), about):
+            return text
+    return _evidence(giver, [need], about).get(need)
+
+
 def _affirmed_by(speaker: str, history: Iterable[MatchTurn]) -> frozenset[str]:
     """What ``speaker``'s advocate has affirmed in its messages so far."""
     return frozenset().union(*(affirmed_concepts(t.message or "") for t in history if t.speaker == speaker))
@@ -150,6 +162,11 @@ class Judgement:
     #: Concepts both users' profiles and intents mention.
     shared: frozenset[str]
     roles: Roles
+    #: Whether my user *offers* something the other seeks (declared, or evidence from its own
+    #: text); being who the other seeks is not offering. What the roles are drawn from.
+    gives: bool
+    #: Whether the other user's declared offers meet one of my user's needs.
+    receives: bool
 
     @property
     def unmet_own(self) -> tuple[Need, ...]:
@@ -191,17 +208,25 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
     return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
-                     _roles(gives, receives, context))
+                     _roles(gives, receives, context), gives, receives)
 
 
-def _roles(gives: bool, receives: bool, context: MatchContext) -> Roles:
-    """Roles from who offers what; with no offer either way, the seed's actors, else peers."""
+def offer_roles(gives: bool, receives: bool) -> Roles | None:
+    """(my user's role, the other's) from who offers what: both ways peers, one way agent (the
+    giver) and patient; None when neither offers the other anything, for the caller to decide."""
     if gives and receives:
         return Roles("peer", "peer")
     if gives:
         return Roles("agent", "patient")
     if receives:
         return Roles("patient", "agent")
+    return None
+
+
+def _roles(gives: bool, receives: bool, context: MatchContext) -> Roles:
+    """Roles from who offers what; with no offer either way, the seed's actors, else peers."""
+    if (roles := offer_roles(gives, receives)) is not None:
+        return roles
     named = {user: role for user, role in context.seed.actors if role in ROLES}
     return Roles(named.get(context.own.user_id, "peer"), named.get(context.other.user_id, "peer"))
 
