@@ -103,6 +103,7 @@ def _met(need: Need, brings: frozenset[str], about: frozenset[str]) -> bool:
     """Whether someone who ``brings`` these concepts (and whose profile is ``about`` these) meets
     ``need``. The need's head must be brought — its exchange, else one of its skills, else (a need
     that names only a field) its field; the rest qualifies it, so the profile must touch it."""
+    qualifiers: tuple[frozenset[str], ...]
     if need.exchanges:
         head, qualifiers = need.exchanges, (need.skills, need.domains)
     elif need.skills:

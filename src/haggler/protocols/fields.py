@@ -62,8 +62,10 @@ def query_integer(raw: str | None, name: str, *, low: int, high: int) -> int | N
     return integer(int(raw), name, low=low, high=high)
 
 
-def only(body: dict[str, Any], allowed: tuple[str, ...]) -> None:
-    """Refuse unknown fields: a typo ("maxPriceCent") must not be silently ignored."""
+def only(body: dict[str, Any], allowed: tuple[str, ...], *, where: str | None = None) -> None:
+    """Refuse unknown fields: a typo ("maxPriceCent") must not be silently ignored. ``where``
+    names the enclosing object when the fields are nested."""
     unknown = sorted(set(body) - set(allowed))
     if unknown:
-        raise InvalidInput(f"unknown field {unknown[0]!r}; allowed: {', '.join(allowed)}")
+        field = f"{where}.{unknown[0]}" if where else unknown[0]
+        raise InvalidInput(f"unknown field {field!r}; allowed: {', '.join(allowed)}")

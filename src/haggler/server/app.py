@@ -25,6 +25,9 @@ from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.matching.routes import BODY_WORDING as MATCHING_BODIES
+from haggler.protocols.matching.routes import PATH_PREFIXES as MATCHING_PATHS
+from haggler.protocols.matching.routes import Matching
 from haggler.protocols.transactions import views as transactions_views
 from haggler.protocols.transactions.routes import BODY_WORDING as EXCHANGE_BODIES
 from haggler.protocols.transactions.routes import PREFIX as EXCHANGE_PREFIX
@@ -60,11 +63,13 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     agents = _agents_service(config, db)
     exchange = Exchange(db, config.clock, config.exchange)
+    matching = Matching(db, config.clock, config.matching)
 
     def sweep() -> None:
         # Each job on its own: one failing must not starve the others.
         for job, done in ((service.sweep, "closed %d idle chats"), (agents.sweep, "ended %d expired agent sessions"),
-                          (exchange.sweep, "cancelled %d transactions whose offer expired")):
+                          (exchange.sweep, "cancelled %d transactions whose offer expired"),
+                          (matching.sweep, "applied deadlines to %d match negotiations")):
             try:
                 count = job()
             except Exception:
@@ -98,9 +103,11 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.state.service = service
     app.state.agents = agents
     app.state.exchange = exchange
+    app.state.matching = matching
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
-                       wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES)),
+                       wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),
+                                *((prefix, MATCHING_BODIES) for prefix in MATCHING_PATHS)),
                        default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
@@ -108,6 +115,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(negotiate_v1_router(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
     app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(exchange.router())
+    app.include_router(matching.router())
 
     @app.get("/healthz")
     def healthz() -> JSON:

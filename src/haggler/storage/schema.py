@@ -315,3 +315,112 @@ store_secrets = Table(
     Column("value", String(128), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
 )
+
+# -- match negotiation (spec 002) ------------------------------------------------------------------
+# People, their agents, the opportunities proposed between them, and each opportunity's
+# negotiation stored as an A2A conversation: a task, one message per turn, an outcome artifact.
+
+match_users = Table(
+    "match_users",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("profile", Text, nullable=False),  # JSON object, free-form
+    Column("intents", Text, nullable=False),  # JSON list of {description, tags}
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+match_agents = Table(
+    "match_agents",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("user_id", String(40), ForeignKey("match_users.id"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("negotiation_mode", String(16), nullable=False),  # enabled | disabled
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_match_agents_user", match_agents.c.user_id)
+
+opportunities = Table(
+    "opportunities",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("source_user_id", String(40), ForeignKey("match_users.id"), nullable=False),
+    Column("candidate_user_id", String(40), ForeignKey("match_users.id"), nullable=False),
+    Column("seed", Text, nullable=False),  # JSON seed assessment, as given
+    Column("score", Integer, nullable=False),  # the evaluator's; negotiation never re-scores
+    Column("discovery_query", Text, nullable=True),
+    # negotiating | pending | rejected | stalled | accepted | declined
+    Column("status", String(16), nullable=False),
+    Column("negotiation_id", String(40), nullable=False),
+    Column("agreed_roles", Text, nullable=True),  # JSON [{userId, role}], once pending
+    Column("source_answer", String(16), nullable=True),  # accept | decline
+    Column("candidate_answer", String(16), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+a2a_conversations = Table(
+    "a2a_conversations",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("participants", Text, nullable=False),  # JSON ["agent:{userId}", "agent:{userId}"]
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+a2a_tasks = Table(
+    "a2a_tasks",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("conversation_id", String(40), ForeignKey("a2a_conversations.id"), nullable=False),
+    Column("type", String(32), nullable=False),  # negotiation
+    # submitted | working | waiting_for_agent | claimed | completed
+    Column("state", String(24), nullable=False),
+    Column("opportunity_id", String(40), nullable=False),
+    Column("source_user_id", String(40), nullable=False),
+    Column("candidate_user_id", String(40), nullable=False),
+    # Whether each side had a personal agent when the negotiation started (fixes the cap).
+    Column("source_personal", Boolean, nullable=False),
+    Column("candidate_personal", Boolean, nullable=False),
+    Column("max_turns", Integer, nullable=True),  # None: no cap; never 0
+    # The parked turn: whose it is, who claimed it, and the deadlines.
+    Column("waiting_user_id", String(40), nullable=True),
+    Column("claimed_by", String(40), nullable=True),
+    Column("claim_deadline", UTCDateTime, nullable=True),
+    Column("parked_at", UTCDateTime, nullable=True),
+    Column("park_deadline", UTCDateTime, nullable=True),
+    Column("expires_at", UTCDateTime, nullable=True),  # personal-vs-personal timeout
+    Column("turn_context", Text, nullable=True),  # JSON, while parked or claimed
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_a2a_tasks_pickup", a2a_tasks.c.waiting_user_id, a2a_tasks.c.state, a2a_tasks.c.parked_at)
+Index("ix_a2a_tasks_park_deadline", a2a_tasks.c.state, a2a_tasks.c.park_deadline)
+Index("ix_a2a_tasks_claim_deadline", a2a_tasks.c.state, a2a_tasks.c.claim_deadline)
+Index("ix_a2a_tasks_expiry", a2a_tasks.c.state, a2a_tasks.c.expires_at)
+Index("ix_a2a_tasks_opportunity", a2a_tasks.c.opportunity_id)
+
+a2a_messages = Table(
+    "a2a_messages",
+    metadata,
+    Column("task_id", String(40), ForeignKey("a2a_tasks.id"), primary_key=True),
+    Column("seq", Integer, primary_key=True),  # 1-based turn number
+    Column("id", String(40), nullable=False, unique=True),
+    Column("sender", String(40), nullable=False),  # the user id whose side took the turn
+    Column("taken_by", String(16), nullable=False),  # system | personal
+    Column("agent_id", String(40), nullable=True),  # the personal agent, when one took it
+    Column("data", Text, nullable=False),  # JSON {action, assessment, message?}
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+a2a_artifacts = Table(
+    "a2a_artifacts",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("task_id", String(40), ForeignKey("a2a_tasks.id"), nullable=False, unique=True),
+    Column("name", String(64), nullable=False),
+    Column("data", Text, nullable=False),  # JSON outcome
+    Column("created_at", UTCDateTime, nullable=False),
+)

@@ -1,0 +1,370 @@
+"""A match negotiation's life: start, system turns, parking, pickup, respond, deadlines, outcome.
+
+Spec 002 ("Flow", "Turn Delivery (Polling)", "Parked-turn lifecycle", "Outcome Determination").
+The negotiation is an A2A task; its turns are messages; its outcome is an artifact. The task's
+``state`` moves ``submitted`` → ``working`` → ``waiting_for_agent`` → ``claimed`` → ``working`` …
+→ ``completed``. Turns are replayed into the engine on every change, so the engine decides
+alternation and the cap and this module never counts turns itself.
+
+Every change locks the task row first (``FOR UPDATE`` on PostgreSQL; SQLite writes are
+serialized). Pickup and respond are compare-and-swap updates on ``state``, so two agents of one
+user racing for a turn get one claim, and a respond racing a claim expiry has one winner.
+Deadlines are stored timestamps, enforced whenever a task is touched and by :func:`sweep_due`.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, insert, or_, select, update
+
+from haggler.agents.match_context import MatchContext, MatchTurn, SeedAssessment
+from haggler.agents.match_negotiator import decide
+from haggler.engine import Negotiation, OutcomeKind, Rules
+from haggler.errors import Conflict, Forbidden, NotFound
+from haggler.protocols.matching import turns
+from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
+from haggler.protocols.matching.settings import MatchingSettings
+from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
+
+SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
+SYSTEM, PERSONAL = "system", "personal"
+TURN_CAP, TIMEOUT = "turn_cap", "timeout"
+OUTCOME_ARTIFACT = "negotiation-outcome"
+#: Tasks the sweep handles per database transaction.
+SWEEP_BATCH = 50
+
+
+def participant(user_id: str) -> str:
+    """A user's side in the A2A conversation (spec: "A2A Conversation Integration")."""
+    return f"agent:{user_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTurn:
+    number: int
+    turn: MatchTurn
+    taken_by: str
+    agent_id: str | None
+    at: datetime
+    message_id: str
+
+
+# -- starting -------------------------------------------------------------------------------------
+
+def start(conn: Connection, opportunity: dict[str, Any], *, source_personal: bool, candidate_personal: bool,
+          settings: MatchingSettings, now: datetime) -> str:
+    """Create the conversation and the ``submitted`` negotiation task; :func:`advance` runs it.
+    Returns the task id, which is the negotiation id."""
+    conversation_id, task_id = "ctx_" + secrets.token_urlsafe(12), "neg_" + secrets.token_urlsafe(12)
+    source, candidate = opportunity["source_user_id"], opportunity["candidate_user_id"]
+    conn.execute(insert(a2a_conversations).values(
+        id=conversation_id, participants=json.dumps([participant(source), participant(candidate)]), created_at=now))
+    both_personal = source_personal and candidate_personal
+    conn.execute(insert(a2a_tasks).values(
+        id=task_id, conversation_id=conversation_id, type="negotiation", state=SUBMITTED,
+        opportunity_id=opportunity["id"], source_user_id=source, candidate_user_id=candidate,
+        source_personal=source_personal, candidate_personal=candidate_personal,
+        max_turns=settings.caps.for_sides(source_personal, candidate_personal),
+        # The timeout is the safety valve of an uncapped personal-vs-personal negotiation only.
+        expires_at=now + timedelta(seconds=settings.negotiation_timeout_seconds) if both_personal else None,
+        created_at=now, updated_at=now))
+    return task_id
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+def task_row(conn: Connection, task_id: str, *, lock: bool = False) -> Any:
+    query = select(a2a_tasks).where(a2a_tasks.c.id == task_id)
+    row = conn.execute(query.with_for_update() if lock else query).first()
+    if row is None:
+        raise NotFound(f"unknown negotiation: {task_id}")
+    return row
+
+
+def stored_turns(conn: Connection, task_id: str) -> list[StoredTurn]:
+    rows = conn.execute(select(a2a_messages).where(a2a_messages.c.task_id == task_id).order_by(a2a_messages.c.seq))
+    return [StoredTurn(row.seq, turns.turn_from_json(row.sender, json.loads(row.data)), row.taken_by,
+                       row.agent_id, row.created_at, row.id) for row in rows]
+
+
+def artifact_of(conn: Connection, task_id: str) -> tuple[str, dict[str, Any]] | None:
+    """The outcome artifact's id and data, once the negotiation has ended."""
+    row = conn.execute(select(a2a_artifacts.c.id, a2a_artifacts.c.data).where(a2a_artifacts.c.task_id == task_id)).first()
+    return None if row is None else (row.id, json.loads(row.data))
+
+
+def _opportunity(conn: Connection, task: Any) -> Any:
+    return conn.execute(select(opportunities).where(opportunities.c.id == task.opportunity_id)).one()
+
+
+def _rules(task: Any) -> Rules:
+    return Rules((task.source_user_id, task.candidate_user_id), strict_alternation=True, max_turns=task.max_turns)
+
+
+def _negotiation(task: Any, history: list[StoredTurn]) -> Negotiation:
+    return turns.replay(_rules(task), ((t.turn, t.at) for t in history))
+
+
+def _is_personal(task: Any, user_id: str) -> bool:
+    return bool(task.source_personal if user_id == task.source_user_id else task.candidate_personal)
+
+
+def _seed(opportunity: Any) -> SeedAssessment:
+    seed = json.loads(opportunity.seed)
+    return SeedAssessment(int(seed["score"]), seed["reasoning"], seed["valencyRole"],
+                          tuple((a["userId"], a["role"]) for a in seed.get("actors", [])))
+
+
+def _context(conn: Connection, task: Any, speaker: str, history: list[StoredTurn]) -> MatchContext:
+    other = task.candidate_user_id if speaker == task.source_user_id else task.source_user_id
+    return MatchContext(own=user_context(user_row(conn, speaker)), other=user_context(user_row(conn, other)),
+                        seed=_seed(_opportunity(conn, task)), history=tuple(t.turn for t in history),
+                        max_turns=task.max_turns)
+
+
+def _next_speaker(task: Any, history: list[StoredTurn]) -> str:
+    if not history:
+        return str(task.source_user_id)  # the initiating side presents the case
+    last = history[-1].turn.speaker
+    return str(task.candidate_user_id if last == task.source_user_id else task.source_user_id)
+
+
+# -- advancing ------------------------------------------------------------------------------------
+
+def advance(conn: Connection, task_id: str, settings: MatchingSettings, now: datetime) -> None:
+    """Run a ``submitted`` or ``working`` negotiation forward: the system negotiator takes every
+    turn of a side without a personal agent, until the negotiation ends or a personal agent's
+    turn is parked. Anything else (parked, claimed, completed) is left as it is."""
+    task = task_row(conn, task_id, lock=True)
+    if task.state not in (SUBMITTED, WORKING):
+        return
+    _set(conn, task_id, now, state=WORKING)
+    _run(conn, task_row(conn, task_id), settings, now, system_takes=False)
+
+
+def _run(conn: Connection, task: Any, settings: MatchingSettings, now: datetime, *, system_takes: bool) -> None:
+    """Take system turns until a personal turn is due (parked) or the negotiation ends.
+    ``system_takes``: the next turn is a personal side's whose parked turn timed out."""
+    history = stored_turns(conn, task.id)
+    negotiation = _negotiation(task, history)
+    while negotiation.outcome is None:
+        speaker = _next_speaker(task, history)
+        if _is_personal(task, speaker) and not system_takes:
+            _park(conn, task, speaker, history, settings, now)
+            return
+        system_takes = False
+        turn = decide(_context(conn, task, speaker, history))
+        history.append(_record(conn, task, negotiation, turn, SYSTEM, None, now))
+    _finalize(conn, task, history, negotiation, now)
+
+
+def _record(conn: Connection, task: Any, negotiation: Negotiation, turn: MatchTurn, taken_by: str,
+            agent_id: str | None, now: datetime) -> StoredTurn:
+    """Apply the turn to the engine (refusing it when it breaks a rule) and store it as a message."""
+    turns.apply(negotiation, turn, now, personal=taken_by == PERSONAL)
+    number, at = len(negotiation.turns), negotiation.turns[-1].at
+    message_id = "msg_" + secrets.token_urlsafe(12)
+    conn.execute(insert(a2a_messages).values(task_id=task.id, seq=number, id=message_id, sender=turn.speaker,
+                                             taken_by=taken_by, agent_id=agent_id,
+                                             data=json.dumps(turn.to_json()), created_at=at))
+    return StoredTurn(number, turn, taken_by, agent_id, at, message_id)
+
+
+def _park(conn: Connection, task: Any, speaker: str, history: list[StoredTurn], settings: MatchingSettings,
+          now: datetime) -> None:
+    """Park a personal agent's turn: its whole context is written down, with a fallback deadline."""
+    context = _context(conn, task, speaker, history)
+    opportunity = _opportunity(conn, task)
+    turn_context = {
+        "negotiationId": task.id,
+        "opportunityId": task.opportunity_id,
+        "turnNumber": len(history) + 1,
+        "maxTurns": task.max_turns,
+        "counterpartyAction": history[-1].turn.action.value if history else None,
+        "ownUser": context_json(context.own),
+        "otherUser": context_json(context.other),
+        "seedAssessment": json.loads(opportunity.seed),
+        "history": [history_entry(t) for t in history],
+    }
+    if opportunity.discovery_query is not None:
+        turn_context["discoveryQuery"] = opportunity.discovery_query
+    _set(conn, task.id, now, state=WAITING, waiting_user_id=speaker, claimed_by=None, claim_deadline=None,
+         parked_at=now, park_deadline=now + timedelta(seconds=settings.parked_timeout_seconds),
+         turn_context=json.dumps(turn_context))
+
+
+def history_entry(stored: StoredTurn) -> dict[str, Any]:
+    """A turn as the history of a turn context carries it: ``parse_context`` reads it back."""
+    return {"turnNumber": stored.number, "speaker": stored.turn.speaker, **stored.turn.to_json()}
+
+
+def _finalize(conn: Connection, task: Any, history: list[StoredTurn], negotiation: Negotiation | None,
+              now: datetime) -> None:
+    """Write the outcome artifact, complete the task and move the opportunity on (spec:
+    "Outcome Determination"). ``negotiation`` None: the personal-vs-personal timeout ended it."""
+    kind = negotiation.outcome.kind if negotiation is not None and negotiation.outcome else None
+    outcome = compute_outcome(task, history, kind, now)
+    conn.execute(insert(a2a_artifacts).values(id="art_" + secrets.token_urlsafe(12), task_id=task.id,
+                                              name=OUTCOME_ARTIFACT, data=json.dumps(outcome), created_at=now))
+    _set(conn, task.id, now, state=COMPLETED, waiting_user_id=None, claimed_by=None, claim_deadline=None,
+         park_deadline=None, turn_context=None)
+    status = "pending" if outcome["hasOpportunity"] else "rejected" if "reason" not in outcome else "stalled"
+    conn.execute(update(opportunities).where(opportunities.c.id == task.opportunity_id).values(
+        status=status, updated_at=now,
+        agreed_roles=json.dumps(outcome["agreedRoles"]) if outcome["hasOpportunity"] else None))
+
+
+def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | None, now: datetime) -> dict[str, Any]:
+    """``hasOpportunity``, ``agreedRoles`` (each side's ``ownUser`` from its own last turn),
+    ``reasoning``, ``turnCount`` and, without a terminal action, ``reason``."""
+    count = len(history)
+    if kind is OutcomeKind.AGREED:
+        last_own: dict[str, str] = {}
+        for stored in history:
+            last_own[stored.turn.speaker] = stored.turn.assessment.suggested_roles.own_user
+        roles = [{"userId": user, "role": last_own[user]} for user in (task.source_user_id, task.candidate_user_id)]
+        return {"hasOpportunity": True, "agreedRoles": roles, "turnCount": count,
+                "reasoning": f"Accepted on turn {count}: {history[-1].turn.assessment.reasoning}"}
+    if kind is OutcomeKind.REJECTED:
+        return {"hasOpportunity": False, "agreedRoles": [], "turnCount": count,
+                "reasoning": f"Rejected on turn {count}: {history[-1].turn.assessment.reasoning}"}
+    if kind is OutcomeKind.TURN_CAP:
+        return {"hasOpportunity": False, "agreedRoles": [], "turnCount": count, "reason": TURN_CAP,
+                "reasoning": f"The turn cap of {task.max_turns} was reached without accept or reject."}
+    return {"hasOpportunity": False, "agreedRoles": [], "turnCount": count, "reason": TIMEOUT,
+            "reasoning": f"No resolution before the negotiation timed out at {task.expires_at.isoformat()} "
+                         f"after {count} turns."}
+
+
+def _set(conn: Connection, task_id: str, now: datetime, **values: Any) -> None:
+    conn.execute(update(a2a_tasks).where(a2a_tasks.c.id == task_id).values(updated_at=now, **values))
+
+
+# -- deadlines ------------------------------------------------------------------------------------
+
+def enforce(conn: Connection, task_id: str, settings: MatchingSettings, now: datetime) -> None:
+    """Apply whatever deadline of this task has passed, in the spec's order: the negotiation
+    timeout ends it; an unanswered claim returns to waiting; a turn parked too long is taken by
+    the system negotiator. A ``submitted`` task left behind (a crash after its 201) is run."""
+    task = task_row(conn, task_id, lock=True)
+    if task.state == COMPLETED:
+        return
+    if task.expires_at is not None and task.expires_at <= now:
+        _finalize(conn, task, stored_turns(conn, task.id), None, now)
+        return
+    if task.state == CLAIMED and task.claim_deadline <= now:
+        # Back in the queue with its original parking time and fallback deadline.
+        _set(conn, task.id, now, state=WAITING, claimed_by=None, claim_deadline=None)
+        task = task_row(conn, task_id)
+    if task.state == WAITING and task.park_deadline <= now:
+        _set(conn, task.id, now, state=WORKING, waiting_user_id=None, park_deadline=None, turn_context=None)
+        _run(conn, task_row(conn, task_id), settings, now, system_takes=True)
+    elif task.state in (SUBMITTED, WORKING):
+        advance(conn, task_id, settings, now)
+
+
+def is_due(task: Any, now: datetime) -> bool:
+    """Whether :func:`enforce` would change this task now (the same test as :func:`due_tasks`)."""
+    if task.state == COMPLETED:
+        return False
+    return bool(task.state == SUBMITTED or (task.expires_at is not None and task.expires_at <= now)
+                or (task.state == CLAIMED and task.claim_deadline <= now)
+                or (task.state == WAITING and task.park_deadline <= now))
+
+
+def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, limit: int = SWEEP_BATCH) -> list[str]:
+    """Tasks with a deadline passed (or left ``submitted``), oldest first."""
+    query = select(a2a_tasks.c.id).where(a2a_tasks.c.state != COMPLETED, or_(
+        a2a_tasks.c.expires_at <= now,
+        (a2a_tasks.c.state == CLAIMED) & (a2a_tasks.c.claim_deadline <= now),
+        (a2a_tasks.c.state == WAITING) & (a2a_tasks.c.park_deadline <= now),
+        a2a_tasks.c.state == SUBMITTED))
+    if user_id is not None:
+        query = query.where(or_(a2a_tasks.c.source_user_id == user_id, a2a_tasks.c.candidate_user_id == user_id))
+    return list(conn.execute(query.order_by(a2a_tasks.c.created_at, a2a_tasks.c.id).limit(limit)).scalars())
+
+
+# -- polling --------------------------------------------------------------------------------------
+
+def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: datetime) -> dict[str, Any] | None:
+    """Claim the oldest turn waiting for the agent's user (a compare-and-swap on ``state``), or
+    return the claim this agent already holds. None: nothing waits."""
+    held = conn.execute(select(a2a_tasks.c.id).where(
+        a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == agent.id, a2a_tasks.c.claim_deadline > now)
+        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(1)).scalar()
+    if held is not None:
+        return claim_view(task_row(conn, held))
+    candidates = conn.execute(select(a2a_tasks.c.id).where(
+        a2a_tasks.c.waiting_user_id == agent.user_id, a2a_tasks.c.state == WAITING)
+        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(5)).scalars().all()
+    for task_id in candidates:
+        won = conn.execute(update(a2a_tasks).where(
+            a2a_tasks.c.id == task_id, a2a_tasks.c.state == WAITING, a2a_tasks.c.waiting_user_id == agent.user_id)
+            .values(state=CLAIMED, claimed_by=agent.id, updated_at=now,
+                    claim_deadline=now + timedelta(seconds=settings.claim_timeout_seconds))).rowcount
+        if won:
+            return claim_view(task_row(conn, task_id))
+        # An empty update: another agent of this user claimed it first; try the next one.
+    return None
+
+
+def claim_view(task: Any) -> dict[str, Any]:
+    """What a pickup answers: the parked turn context plus the claim."""
+    context = json.loads(task.turn_context)
+    return {**context, "claimedBy": task.claimed_by, "deadline": task.claim_deadline.isoformat(),
+            "parkDeadline": task.park_deadline.isoformat()}
+
+
+def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], settings: MatchingSettings,
+            now: datetime) -> None:
+    """Take the claimed turn: compare-and-swap ``claimed`` (by this agent, claim unexpired) →
+    ``working``, store the turn, then finish, take the system's turn or park the counterpart's."""
+    turn = turns.parse_turn(body, agent.user_id)  # a malformed body is a 400 before anything is touched
+    task = task_row(conn, task_id, lock=True)
+    if agent.user_id not in (task.source_user_id, task.candidate_user_id):
+        raise Forbidden("this negotiation is not your user's")
+    if task.state != CLAIMED or task.claimed_by != agent.id:
+        raise Conflict(_not_yours(task, agent.id, now))
+    won = conn.execute(update(a2a_tasks).where(
+        a2a_tasks.c.id == task_id, a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == agent.id,
+        a2a_tasks.c.claim_deadline > now).values(
+        state=WORKING, claimed_by=None, claim_deadline=None, waiting_user_id=None, park_deadline=None,
+        turn_context=None, updated_at=now)).rowcount
+    if not won:
+        raise Conflict("your claim on this turn expired; pick the turn up again")
+    if task.expires_at is not None and task.expires_at <= now:
+        raise Conflict("the negotiation timed out; it takes no more turns")
+    history = stored_turns(conn, task_id)
+    negotiation = _negotiation(task, history)
+    history.append(_record(conn, task, negotiation, turn, PERSONAL, agent.id, now))
+    if negotiation.outcome is not None:
+        _finalize(conn, task, history, negotiation, now)
+    else:
+        _run(conn, task_row(conn, task_id), settings, now, system_takes=False)
+
+
+def _not_yours(task: Any, agent_id: str, now: datetime) -> str:
+    if task.state == COMPLETED:
+        return "the negotiation is over; it takes no more turns"
+    if task.state == CLAIMED and task.claimed_by != agent_id:
+        return "another agent holds the claim on this turn"
+    if task.state == CLAIMED:
+        return "your claim on this turn expired; pick the turn up again"
+    return f"the negotiation is {task.state}: pick the turn up before responding"
+
+
+def waiting_for(conn: Connection, user_id: str) -> list[str]:
+    """The negotiations whose parked turn is the user's (waiting or claimed), oldest first."""
+    return list(conn.execute(select(a2a_tasks.c.id).where(
+        a2a_tasks.c.waiting_user_id == user_id, a2a_tasks.c.state.in_((WAITING, CLAIMED)))
+        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id)).scalars())
+
+
+def require_party(task: Any, caller: Principal) -> None:
+    if not caller.may_see(task.source_user_id, task.candidate_user_id):
+        raise Forbidden("only the operator and the two users see this negotiation")

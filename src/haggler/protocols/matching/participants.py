@@ -1,0 +1,188 @@
+"""Users, their agents, and who is calling.
+
+A user's API key and an agent's API key are shown once, at creation, and stored only as their
+SHA-256. The operator authenticates with the token the server was started with, compared in
+constant time; with no token configured nobody is the operator, so operator routes answer 403
+rather than falling open.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from haggler.agents.match_context import UserContext, UserIntent
+from haggler.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from haggler.protocols.fields import json_object, one_of, only, text
+from haggler.storage.schema import match_agents, match_users
+from haggler.trust.hashing import secret_hash
+
+USER_KEY_PREFIX, AGENT_KEY_PREFIX = "hmu_", "hma_"
+ENABLED, DISABLED = "enabled", "disabled"
+MAX_INTENTS, MAX_TAGS = 50, 20
+MAX_PROFILE_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a request comes from: the operator, a user (by the user's key) or an agent (by its key)."""
+
+    kind: str  # operator | user | agent
+    user_id: str | None = None
+    agent_id: str | None = None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.kind == "operator"
+
+    def require_operator(self) -> None:
+        if not self.is_operator:
+            raise Forbidden("this route is for the operator (Authorization: Bearer <operator token>)")
+
+    def may_see(self, *user_ids: str) -> bool:
+        """The operator sees everything; a user, or a user's agent, sees what involves that user."""
+        return self.is_operator or self.user_id in user_ids
+
+
+OPERATOR = Principal("operator")
+
+
+def authenticate(conn: Connection, authorization: str | None, operator_token: str | None) -> Principal:
+    """The principal an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
+    scheme, _, credential = (authorization or "").partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential:
+        raise Unauthorized("send your key as 'Authorization: Bearer <key>'")
+    if operator_token is not None and hmac.compare_digest(credential.encode(), operator_token.encode()):
+        return OPERATOR
+    if credential.startswith(AGENT_KEY_PREFIX):
+        row = conn.execute(select(match_agents.c.id, match_agents.c.user_id)
+                           .where(match_agents.c.key_hash == secret_hash(credential))).first()
+        if row is not None:
+            return Principal("agent", user_id=row.user_id, agent_id=row.id)
+    elif credential.startswith(USER_KEY_PREFIX):
+        user_id = conn.execute(select(match_users.c.id).where(match_users.c.key_hash == secret_hash(credential))).scalar()
+        if user_id is not None:
+            return Principal("user", user_id=user_id)
+    raise Unauthorized("unknown key")
+
+
+# -- users -----------------------------------------------------------------------------------------
+
+def parse_intents(value: object) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidInput("intents must be a list of {description, tags?}")
+    if len(value) > MAX_INTENTS:
+        raise InvalidInput(f"intents: at most {MAX_INTENTS}")
+    intents = []
+    for i, item in enumerate(value):
+        where = f"intents[{i}]"
+        intent = json_object(item, where)
+        only(intent, ("description", "tags"), where=where)
+        tags = intent.get("tags", [])
+        if not isinstance(tags, list) or len(tags) > MAX_TAGS:
+            raise InvalidInput(f"{where}.tags must be a list of at most {MAX_TAGS} strings")
+        intents.append({"description": text(intent.get("description"), f"{where}.description", max_length=2000),
+                        "tags": [text(tag, f"{where}.tags[{j}]", max_length=100) for j, tag in enumerate(tags)]})
+    return intents
+
+
+def create_user(conn: Connection, body: dict[str, Any], at: datetime) -> tuple[dict[str, Any], str]:
+    """A new user; returns its view and its API key (the only time the key is seen)."""
+    only(body, ("name", "profile", "intents"))
+    profile = json_object(body.get("profile", {}), "profile")
+    encoded = json.dumps(profile)
+    if len(encoded.encode()) > MAX_PROFILE_BYTES:
+        raise InvalidInput(f"profile: at most {MAX_PROFILE_BYTES} bytes of JSON")
+    row = {"id": "usr_" + secrets.token_urlsafe(12), "name": text(body.get("name"), "name", max_length=200),
+           "profile": encoded, "intents": json.dumps(parse_intents(body.get("intents"))), "created_at": at}
+    api_key = USER_KEY_PREFIX + secrets.token_urlsafe(32)
+    conn.execute(insert(match_users).values(**row, key_hash=secret_hash(api_key)))
+    return user_view(row), api_key
+
+
+def user_row(conn: Connection, user_id: str) -> Any:
+    row = conn.execute(select(match_users).where(match_users.c.id == user_id)).first()
+    if row is None:
+        raise NotFound(f"unknown user: {user_id}")
+    return row
+
+
+def user_view(row: Any) -> dict[str, Any]:
+    data = row if isinstance(row, dict) else row._mapping
+    return {"id": data["id"], "name": data["name"], "profile": json.loads(data["profile"]),
+            "intents": json.loads(data["intents"])}
+
+
+def user_context(row: Any) -> UserContext:
+    """What a negotiator reads of a user: the profile (with the name, when the profile has none)
+    and the intents."""
+    profile = json.loads(row.profile)
+    profile.setdefault("name", row.name)
+    intents = tuple(UserIntent(i["description"], tuple(i.get("tags", ()))) for i in json.loads(row.intents))
+    return UserContext(row.id, profile, intents)
+
+
+def context_json(user: UserContext) -> dict[str, Any]:
+    """A user's projected context, shaped as ``parse_context`` reads it."""
+    return {"userId": user.user_id, "profile": dict(user.profile),
+            "intents": [{"description": i.description, "tags": list(i.tags)} for i in user.intents]}
+
+
+# -- agents ----------------------------------------------------------------------------------------
+
+def create_agent(conn: Connection, caller: Principal, user_id: str, body: dict[str, Any],
+                 at: datetime) -> tuple[dict[str, Any], str]:
+    """A new agent for ``user_id`` (by the operator or by that user); returns its view and key."""
+    if not (caller.is_operator or (caller.kind == "user" and caller.user_id == user_id)):
+        raise Forbidden("only the operator or the user themself can add an agent to a user")
+    user_row(conn, user_id)
+    only(body, ("name", "negotiationMode"))
+    row = {"id": "agt_" + secrets.token_urlsafe(12), "user_id": user_id,
+           "name": text(body.get("name"), "name", max_length=200),
+           "negotiation_mode": one_of(body.get("negotiationMode", ENABLED), "negotiationMode", (ENABLED, DISABLED)),
+           "created_at": at}
+    api_key = AGENT_KEY_PREFIX + secrets.token_urlsafe(32)
+    conn.execute(insert(match_agents).values(**row, key_hash=secret_hash(api_key)))
+    return agent_view(row), api_key
+
+
+def agent_row(conn: Connection, agent_id: str) -> Any:
+    row = conn.execute(select(match_agents).where(match_agents.c.id == agent_id)).first()
+    if row is None:
+        raise NotFound(f"unknown agent: {agent_id}")
+    return row
+
+
+def agent_view(row: Any) -> dict[str, Any]:
+    data = row if isinstance(row, dict) else row._mapping
+    return {"id": data["id"], "userId": data["user_id"], "name": data["name"],
+            "negotiationMode": data["negotiation_mode"]}
+
+
+def calling_agent(conn: Connection, caller: Principal, agent_id: str) -> Any:
+    """The agent of a polling route: the path's agent must be the key's own agent (which
+    belongs to its user by construction), and it must be negotiating."""
+    if caller.kind != "agent" or caller.agent_id != agent_id:
+        raise Forbidden("use the API key of the agent named in the path")
+    row = agent_row(conn, agent_id)
+    if row.user_id != caller.user_id:  # assertAgentOwnership: cannot fail unless keys were moved
+        raise Forbidden("this agent does not belong to the key's user")
+    if row.negotiation_mode != ENABLED:
+        raise Forbidden("this agent's negotiationMode is disabled: it takes no turns")
+    return row
+
+
+def has_personal_agent(conn: Connection, user_id: str) -> bool:
+    """Spec "Roles": a user with an enabled agent is a personal participant."""
+    return conn.execute(select(match_agents.c.id).where(match_agents.c.user_id == user_id,
+                                                        match_agents.c.negotiation_mode == ENABLED)
+                        .limit(1)).first() is not None

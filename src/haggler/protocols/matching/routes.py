@@ -1,0 +1,250 @@
+"""The matching service's JSON API under ``/api`` (spec 002): operator, users, agents, polling.
+
+Each request is one database transaction. Deadlines that have passed are applied first, in
+transactions of their own, so that their effect sticks even when the request is then refused
+(a respond whose claim expired is a 409, and the turn is back in the queue). A new opportunity's
+negotiation runs after its 201 has been sent (the opportunity is visible as ``negotiating``
+first, as the spec asks); the sweep runs any negotiation a crash left ``submitted``.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any, Callable
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy import Connection
+from starlette.background import BackgroundTask
+from starlette.concurrency import run_in_threadpool
+
+from haggler.errors import Forbidden, InvalidInput
+from haggler.protocols.matching import insights, negotiations, opportunities, participants
+from haggler.protocols.matching.participants import Principal
+from haggler.protocols.matching.settings import MatchingSettings
+from haggler.server.json_body import BodyWording, parse_json_body
+from haggler.server.responses import JSON
+from haggler.storage.database import Database
+
+log = logging.getLogger("haggler")
+
+PREFIX = "/api"
+#: The matching API's own paths (``/api/store`` is negotiate.v1's), for the request edge's wordings.
+PATH_PREFIXES = tuple(PREFIX + part for part in ("/users", "/agents", "/opportunities", "/negotiations"))
+#: How the matching API words a refused body (the request edge uses it for bodies over the size cap).
+BODY_WORDING = BodyWording()
+WAITING_FILTER = negotiations.WAITING
+
+
+class Matching:
+    def __init__(self, db: Database, clock: Callable[[], datetime], settings: MatchingSettings | None = None) -> None:
+        self.db = db
+        self.clock = clock
+        self.settings = settings or MatchingSettings()
+
+    # -- upkeep ---------------------------------------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Apply every passed deadline and run negotiations left ``submitted``; returns how many
+        negotiations it touched."""
+        touched = 0
+        while True:
+            now = self.clock()
+            with self.db.read() as conn:
+                due = negotiations.due_tasks(conn, now)
+            for task_id in due:
+                self._enforce(task_id, now)
+            touched += len(due)
+            if len(due) < negotiations.SWEEP_BATCH:
+                return touched
+
+    def _enforce(self, task_id: str, now: datetime) -> None:
+        with self.db.write() as conn:
+            negotiations.enforce(conn, task_id, self.settings, now)
+
+    def enforce_for_user(self, user_id: str) -> None:
+        now = self.clock()
+        with self.db.read() as conn:
+            due = negotiations.due_tasks(conn, now, user_id=user_id)
+        for task_id in due:
+            self._enforce(task_id, now)
+
+    def run_negotiation(self, task_id: str) -> None:
+        """Run a new negotiation's system turns, up to its end or its first parked turn."""
+        with self.db.write() as conn:
+            negotiations.advance(conn, task_id, self.settings, self.clock())
+
+    # -- operations, shared by the routes and the MCP tools ------------------------------------------
+
+    def caller(self, authorization: str | None) -> Principal:
+        with self.db.read() as conn:
+            return participants.authenticate(conn, authorization, self.settings.operator_token)
+
+    def pickup(self, caller: Principal, agent_id: str) -> dict[str, Any] | None:
+        with self.db.read() as conn:
+            agent = participants.calling_agent(conn, caller, agent_id)
+        self.enforce_for_user(agent.user_id)
+        with self.db.write() as conn:
+            return negotiations.pickup(conn, agent, self.settings, self.clock())
+
+    def respond(self, caller: Principal, agent_id: str, negotiation_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        with self.db.read() as conn:
+            agent = participants.calling_agent(conn, caller, agent_id)
+            negotiations.task_row(conn, negotiation_id)  # 404 before anything else
+        self._enforce(negotiation_id, self.clock())
+        with self.db.write() as conn:
+            negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
+            return opportunities.negotiation_view(conn, caller, negotiation_id)
+
+    def negotiation(self, caller: Principal, negotiation_id: str) -> dict[str, Any]:
+        now = self.clock()
+        with self.db.read() as conn:
+            task = negotiations.task_row(conn, negotiation_id)
+            negotiations.require_party(task, caller)
+            due = negotiations.is_due(task, now)
+        if due:
+            self._enforce(negotiation_id, now)
+        with self.db.read() as conn:
+            return opportunities.negotiation_view(conn, caller, negotiation_id)
+
+    def waiting(self, caller: Principal, agent_id: str) -> list[dict[str, Any]]:
+        """The negotiations whose turn is this agent's user's (waiting or claimed)."""
+        with self.db.read() as conn:
+            agent = participants.calling_agent(conn, caller, agent_id)
+        self.enforce_for_user(agent.user_id)
+        with self.db.read() as conn:
+            return [_waiting_entry(negotiations.task_row(conn, task_id))
+                    for task_id in negotiations.waiting_for(conn, agent.user_id)]
+
+    # -- routes ---------------------------------------------------------------------------------------
+
+    def router(self) -> APIRouter:
+        router = APIRouter(prefix=PREFIX)
+        now = self.clock
+        settings = self.settings
+
+        def post(path: str, handler: Callable[..., tuple[int, Any]], *,
+                 after: Callable[[Any], Callable[[], None] | None] | None = None) -> None:
+            """``handler(conn, caller, body, **path_params)`` runs in one write transaction;
+            ``after(data)`` may name work to run once the response is sent."""
+            async def endpoint(request: Request) -> Response:
+                raw = await request.body()
+
+                def handle() -> Response:
+                    caller = self.caller(request.headers.get("authorization"))
+                    body = parse_json_body(raw, BODY_WORDING) if raw.strip() else {}
+                    with self.db.write() as conn:
+                        status, data = handler(conn, caller, body, **request.path_params)
+                    job = after(data) if after else None
+                    return JSON(data, status_code=status, background=BackgroundTask(job) if job else None)
+                return await run_in_threadpool(handle)
+            router.add_api_route(path, endpoint, methods=["POST"])
+
+        def get(path: str, view: Callable[..., Any]) -> None:
+            def endpoint(request: Request) -> JSON:
+                caller = self.caller(request.headers.get("authorization"))
+                return JSON(view(caller, request, **request.path_params))
+            router.add_api_route(path, endpoint, methods=["GET"])
+
+        def read(fn: Callable[[Connection], Any]) -> Any:
+            with self.db.read() as conn:
+                return fn(conn)
+
+        def create_user(conn: Connection, caller: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+            caller.require_operator()
+            user, api_key = participants.create_user(conn, body, now())
+            return 201, {**user, "apiKey": api_key}
+
+        def create_agent(conn: Connection, caller: Principal, body: dict[str, Any], user_id: str) -> tuple[int, Any]:
+            agent, api_key = participants.create_agent(conn, caller, user_id, body, now())
+            return 201, {**agent, "apiKey": api_key}
+
+        def create_opportunity(conn: Connection, caller: Principal, body: dict[str, Any]) -> tuple[int, Any]:
+            caller.require_operator()
+            return 201, opportunities.create(conn, body, settings, now())
+
+        def discover(conn: Connection, caller: Principal, body: dict[str, Any], user_id: str) -> tuple[int, Any]:
+            caller.require_operator()
+            return 200, opportunities.discover_for(conn, user_id, body, settings, now())
+
+        def answer(accept: bool) -> Callable[..., tuple[int, Any]]:
+            def handler(conn: Connection, caller: Principal, body: dict[str, Any], opportunity_id: str) -> tuple[int, Any]:
+                if body:
+                    raise InvalidInput("this request takes no body")
+                return 200, opportunities.answer(conn, caller, opportunity_id, accept, now())
+            return handler
+
+        def run_all(opened: list[dict[str, Any]]) -> Callable[[], None] | None:
+            ids = [o["negotiationId"] for o in opened]
+
+            def run() -> None:
+                for task_id in ids:
+                    self._run_quietly(task_id)
+            return run if ids else None
+
+        post("/users", create_user)
+        post("/users/{user_id}/agents", create_agent)
+        post("/users/{user_id}/discover", discover, after=lambda data: run_all(data["opportunities"]))
+        post("/opportunities", create_opportunity, after=lambda data: run_all([data]))
+        post("/opportunities/{opportunity_id}/accept", answer(True))
+        post("/opportunities/{opportunity_id}/decline", answer(False))
+
+        def user_view(caller: Principal, _: Request, user_id: str) -> Any:
+            if not caller.may_see(user_id):
+                raise Forbidden("only the operator and the user themself see a user")
+            return read(lambda conn: participants.user_view(participants.user_row(conn, user_id)))
+
+        def agent_view(caller: Principal, _: Request, agent_id: str) -> Any:
+            row = read(lambda conn: participants.agent_row(conn, agent_id))
+            if not caller.may_see(row.user_id):
+                raise Forbidden("only the operator, the user and the user's agents see an agent")
+            return participants.agent_view(row)
+
+        def insights_view(caller: Principal, _: Request) -> Any:
+            caller.require_operator()
+            return read(insights.insights)
+
+        def list_view(caller: Principal, request: Request, agent_id: str) -> Any:
+            status = request.query_params.get("status", WAITING_FILTER)
+            if status != WAITING_FILTER:
+                raise InvalidInput(f"status must be {WAITING_FILTER}")
+            return {"negotiations": self.waiting(caller, agent_id)}
+
+        get("/users/{user_id}", user_view)
+        get("/agents/{agent_id}", agent_view)
+        get("/opportunities/{opportunity_id}",
+            lambda caller, _, opportunity_id: read(lambda conn: opportunities.get(conn, caller, opportunity_id)))
+        get("/negotiations/insights", insights_view)
+        get("/negotiations/{negotiation_id}", lambda caller, _, negotiation_id: self.negotiation(caller, negotiation_id))
+        get("/agents/{agent_id}/negotiations", list_view)
+
+        async def pickup(request: Request, agent_id: str) -> Response:
+            def handle() -> Response:
+                claim = self.pickup(self.caller(request.headers.get("authorization")), agent_id)
+                return Response(status_code=204) if claim is None else JSON(claim)
+            return await run_in_threadpool(handle)
+
+        async def respond(request: Request, agent_id: str, negotiation_id: str) -> JSON:
+            raw = await request.body()
+
+            def handle() -> JSON:
+                caller = self.caller(request.headers.get("authorization"))
+                return JSON(self.respond(caller, agent_id, negotiation_id, parse_json_body(raw, BODY_WORDING)))
+            return await run_in_threadpool(handle)
+
+        router.add_api_route("/agents/{agent_id}/negotiations/pickup", pickup, methods=["POST"])
+        router.add_api_route("/agents/{agent_id}/negotiations/{negotiation_id}/respond", respond, methods=["POST"])
+        return router
+
+    def _run_quietly(self, task_id: str) -> None:
+        """Run a negotiation after its 201; a failure leaves it ``submitted`` for the sweep."""
+        try:
+            self.run_negotiation(task_id)
+        except Exception:  # noqa: BLE001 - the sweep retries it; the client already has its 201
+            log.exception("negotiation %s did not start; the sweep will retry it", task_id)
+
+
+def _waiting_entry(task: Any) -> dict[str, Any]:
+    return {"negotiationId": task.id, "opportunityId": task.opportunity_id, "state": task.state,
+            "parkedAt": task.parked_at.isoformat(), "parkDeadline": task.park_deadline.isoformat()}

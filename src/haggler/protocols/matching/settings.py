@@ -1,0 +1,54 @@
+"""The matching service's operator settings (kept apart from the routes so that configuration
+imports nothing heavy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+HOUR = 3600
+
+
+@dataclass(frozen=True)
+class TurnCaps:
+    """Turn caps by scenario (spec: "Turn cap"): a positive number of turns, or None for no cap.
+
+    Never 0: the public implementation stored "unlimited" as 0 and once read 0 as "finalize after
+    every turn"; here 0 is refused where a cap is configured and nothing else means unlimited."""
+
+    system_system: int | None = 6
+    mixed: int | None = 8
+    personal_personal: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("system_system", "mixed", "personal_personal"):
+            cap = getattr(self, name)
+            if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+                raise ValueError(f"turn cap {name} must be a positive number of turns or None (no cap), not {cap!r}")
+
+    def for_sides(self, source_personal: bool, candidate_personal: bool) -> int | None:
+        if source_personal and candidate_personal:
+            return self.personal_personal
+        if source_personal or candidate_personal:
+            return self.mixed
+        return self.system_system
+
+
+@dataclass(frozen=True)
+class MatchingSettings:
+    #: The bearer token of the operator API; None: operator routes answer 403.
+    operator_token: str | None = None
+    #: How long a claimed turn may go unanswered before it returns to waiting_for_agent.
+    claim_timeout_seconds: int = 6 * HOUR
+    #: How long a parked turn waits for a pickup, from first parking, before the system takes it.
+    parked_timeout_seconds: int = 24 * HOUR
+    #: The safety valve of a personal-vs-personal negotiation, from its start.
+    negotiation_timeout_seconds: int = 24 * HOUR
+    caps: TurnCaps = TurnCaps()
+
+    def __post_init__(self) -> None:
+        for name in ("claim_timeout_seconds", "parked_timeout_seconds", "negotiation_timeout_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+        if self.operator_token is not None and len(self.operator_token) < 16:
+            raise ValueError("the operator token must be at least 16 characters")
