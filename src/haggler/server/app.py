@@ -27,6 +27,8 @@ from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_r
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.matching.routes import BODY_WORDING as MATCHING_BODIES
 from haggler.protocols.matching.routes import PATH_PREFIXES as MATCHING_PATHS
+from haggler.protocols.matching import views as matching_views
+from haggler.protocols.matching.routes import PREFIX as MATCHING_PREFIX
 from haggler.protocols.matching.routes import Matching
 from haggler.protocols.transactions import views as transactions_views
 from haggler.protocols.transactions.routes import BODY_WORDING as EXCHANGE_BODIES
@@ -98,8 +100,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url="/docs", redoc_url=None,
                   openapi_url="/openapi.json", lifespan=lifespan,
-                  description="A haggler store: negotiate.v1 chat, the agents.json surface and the /v1 "
-                              "transactions exchange.")
+                  description="A haggler store: negotiate.v1 chat, the agents.json surface, the /v1 "
+                              "transactions exchange and /api match negotiation.")
     app.state.service = service
     app.state.agents = agents
     app.state.exchange = exchange
@@ -125,6 +127,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         negotiate_v1_views.openapi_operations(),
         agents_json_views.openapi_operations(agents.capabilities, checkout_page=agents.cart is not None),
         transactions_views.openapi_operations(EXCHANGE_PREFIX),
+        matching_views.openapi_operations(MATCHING_PREFIX),
         {("get", "/healthz"): Operation("Liveness", {200: Health})},
     ])
 

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
 
 HTML = "text/html"
+#: A response with no body (a 204).
+NO_BODY = "no body"
 _REF = "#/components/schemas/{model}"
 _PATH_PARAM = re.compile(r"{(\w+)}")
 
@@ -57,7 +59,7 @@ class Operation:
 Operations = Mapping[tuple[str, str], Operation]
 
 _REASONS = {200: "OK", 201: "Created", 400: "Bad request: the message names what is wrong",
-            401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
+            204: "No content", 401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
             405: "Method not allowed", 409: "Conflict", 410: "Gone", 422: "Unprocessable",
             425: "Too early", 429: "Too many requests: see Retry-After"}
 
@@ -121,10 +123,14 @@ def _operation(path: str, generated: dict[str, Any], op: Operation) -> dict[str,
     if op.body is not None:
         out["requestBody"] = {"required": op.body_required,
                               "content": {"application/json": {"schema": _ref(op.body)}}}
-    out["responses"] = {
-        str(status): {"description": _REASONS.get(status, str(status)),
-                      "content": {HTML: {"schema": {"type": "string"}}} if model == HTML
-                      else {"application/json": {"schema": _ref(model)}}}  # type: ignore[arg-type]
-        for status, model in sorted(op.responses.items())
-    }
+    out["responses"] = {str(status): _response(status, model) for status, model in sorted(op.responses.items())}
     return out
+
+
+def _response(status: int, model: type[BaseModel] | str) -> dict[str, Any]:
+    described: dict[str, Any] = {"description": _REASONS.get(status, str(status))}
+    if model == HTML:
+        described["content"] = {HTML: {"schema": {"type": "string"}}}
+    elif model != NO_BODY:
+        described["content"] = {"application/json": {"schema": _ref(model)}}  # type: ignore[arg-type]
+    return described
