@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["DOMAINS", "EXCHANGES", "Need", "affirmed_concepts", "concepts", "need_from", "sentences"]
+__all__ = ["DOMAINS", "EXCHANGES", "THEMES", "Need", "affirmed_concepts", "concepts", "need_from", "sentences"]
 
 #: Needs for these are met only by someone who offers the same exchange.
 EXCHANGES = frozenset({"employment", "clients", "capital", "mentorship"})
@@ -67,6 +67,9 @@ _FAMILIES = {
     "founder": "founder ceo",
 }
 _SYNONYMS = {word: concept for concept, words in _FAMILIES.items() for word in words.split()}
+#: The named concepts (skill families, exchanges, fields): what an objection can be *about*, as
+#: opposed to the incidental words and numbers of its sentence.
+THEMES = frozenset(_FAMILIES) | DOMAINS
 
 _GENERIC = frozenset("""
 a an the and or for to of in on with at by from my our your their we i me us you he she they who whom

@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, select
 
-from haggler.agents.match_text import concepts
+from haggler.agents.match_text import THEMES, concepts
 from haggler.protocols.matching.negotiations import COMPLETED, TIMEOUT, TURN_CAP
 from haggler.storage.schema import a2a_artifacts, a2a_messages, a2a_tasks, opportunities
 
@@ -45,7 +45,7 @@ def insights(conn: Connection) -> dict[str, Any]:
         turn = json.loads(data)
         if turn["action"] in _OBJECTING:
             objections += 1
-            themes.update(concepts(turn["assessment"]["reasoning"]))
+            themes.update(concepts(turn["assessment"]["reasoning"]) & THEMES)
     return {
         "negotiations": len(rows),
         "byMatchType": {kind: _rates(counts) for kind, counts in sorted(by_type.items())},

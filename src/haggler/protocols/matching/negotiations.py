@@ -301,7 +301,7 @@ def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: dateti
         return claim_view(task_row(conn, held))
     candidates = conn.execute(select(a2a_tasks.c.id).where(
         a2a_tasks.c.waiting_user_id == agent.user_id, a2a_tasks.c.state == WAITING)
-        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(5)).scalars().all()
+        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id).limit(5)).scalars().all()
     for task_id in candidates:
         won = conn.execute(update(a2a_tasks).where(
             a2a_tasks.c.id == task_id, a2a_tasks.c.state == WAITING, a2a_tasks.c.waiting_user_id == agent.user_id)
@@ -362,7 +362,7 @@ def waiting_for(conn: Connection, user_id: str) -> list[str]:
     """The negotiations whose parked turn is the user's (waiting or claimed), oldest first."""
     return list(conn.execute(select(a2a_tasks.c.id).where(
         a2a_tasks.c.waiting_user_id == user_id, a2a_tasks.c.state.in_((WAITING, CLAIMED)))
-        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id)).scalars())
+        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id)).scalars())
 
 
 def require_party(task: Any, caller: Principal) -> None:

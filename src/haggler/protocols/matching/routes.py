@@ -98,15 +98,27 @@ class Matching:
             return opportunities.negotiation_view(conn, caller, negotiation_id)
 
     def negotiation(self, caller: Principal, negotiation_id: str) -> dict[str, Any]:
-        now = self.clock()
         with self.db.read() as conn:
-            task = negotiations.task_row(conn, negotiation_id)
-            negotiations.require_party(task, caller)
-            due = negotiations.is_due(task, now)
-        if due:
-            self._enforce(negotiation_id, now)
+            negotiations.require_party(negotiations.task_row(conn, negotiation_id), caller)
+        self._enforce_if_due(negotiation_id)
         with self.db.read() as conn:
             return opportunities.negotiation_view(conn, caller, negotiation_id)
+
+    def opportunity(self, caller: Principal, opportunity_id: str) -> dict[str, Any]:
+        with self.db.read() as conn:
+            negotiation_id = opportunities.get(conn, caller, opportunity_id)["negotiationId"]
+        self._enforce_if_due(negotiation_id)
+        with self.db.read() as conn:
+            return opportunities.get(conn, caller, opportunity_id)
+
+    def _enforce_if_due(self, negotiation_id: str) -> None:
+        """A read shows the negotiation as its deadlines make it now: a passed deadline, or a
+        negotiation whose start has not run yet, is applied first (a write only when one is due)."""
+        now = self.clock()
+        with self.db.read() as conn:
+            due = negotiations.is_due(negotiations.task_row(conn, negotiation_id), now)
+        if due:
+            self._enforce(negotiation_id, now)
 
     def waiting(self, caller: Principal, agent_id: str) -> list[dict[str, Any]]:
         """The negotiations whose turn is this agent's user's (waiting or claimed)."""
@@ -213,8 +225,7 @@ class Matching:
 
         get("/users/{user_id}", user_view)
         get("/agents/{agent_id}", agent_view)
-        get("/opportunities/{opportunity_id}",
-            lambda caller, _, opportunity_id: read(lambda conn: opportunities.get(conn, caller, opportunity_id)))
+        get("/opportunities/{opportunity_id}", lambda caller, _, opportunity_id: self.opportunity(caller, opportunity_id))
         get("/negotiations/insights", insights_view)
         get("/negotiations/{negotiation_id}", lambda caller, _, negotiation_id: self.negotiation(caller, negotiation_id))
         get("/agents/{agent_id}/negotiations", list_view)
