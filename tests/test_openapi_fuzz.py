@@ -19,12 +19,14 @@ import httpx
 
 from haggler.catalog import parse_catalog
 from haggler.protocols.agents_json.settings import AgentsSettings
+from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.server.app import create_app
 from haggler.server.config import StoreConfig
 from tests.conftest import SECRET_MARKERS, secret_catalog_data
 from tests.support.servers import ThreadedServer
 
+OPERATOR_TOKEN = "fuzzing-operator-token-0123456789"
 EXAMPLES = 25
 SEED = 20261124
 CHECKS = "not_a_server_error,response_schema_conformance,content_type_conformance"
@@ -49,14 +51,20 @@ def test_every_operation_answers_as_documented(db_url: str, tmp_path: Path) -> N
     app = create_app(StoreConfig(
         catalog=parse_catalog(secret_catalog_data()), db_url=db_url, data_dir=tmp_path / "data", seed=5,
         limits=StoreLimits(max_chat_starts_per_hour_per_ip=10**6),
-        agents=AgentsSettings(requests_per_minute=10**6, max_sessions=10**6), sweep_interval_seconds=None))
+        agents=AgentsSettings(requests_per_minute=10**6, max_sessions=10**6), sweep_interval_seconds=None,
+        matching=MatchingSettings(operator_token=OPERATOR_TOKEN)))
     with ThreadedServer(app) as server:
-        command = [_cli(), "run", f"{server.base}/openapi.json", "--checks", CHECKS, "--max-examples", str(EXAMPLES),
-                   "--seed", str(SEED), "--generation-deterministic", "--no-color", *_credentials(server.base)]
-        # In tmp_path: schemathesis keeps a crash cache in its working directory.
-        result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
-    assert "passed" in result.stdout
+        def fuzz(*options: str) -> None:
+            command = [_cli(), "run", f"{server.base}/openapi.json", "--checks", CHECKS, "--max-examples",
+                       str(EXAMPLES), "--seed", str(SEED), "--generation-deterministic", "--no-color", *options]
+            # In tmp_path: schemathesis keeps a crash cache in its working directory.
+            result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path)
+            assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+            assert "passed" in result.stdout
+
+        fuzz(*_credentials(server.base))
+        # The match negotiation API again as its operator, who reaches past the 401s.
+        fuzz("--include-tag", "match negotiation", "-H", f"Authorization: Bearer {OPERATOR_TOKEN}")
 
 
 def test_the_document_describes_every_route(store) -> None:  # type: ignore[no-untyped-def]
