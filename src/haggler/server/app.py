@@ -25,6 +25,7 @@ from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.matching import mcp_tools
 from haggler.protocols.matching.routes import BODY_WORDING as MATCHING_BODIES
 from haggler.protocols.matching.routes import PATH_PREFIXES as MATCHING_PATHS
 from haggler.protocols.matching import views as matching_views
@@ -66,6 +67,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     agents = _agents_service(config, db)
     exchange = Exchange(db, config.clock, config.exchange)
     matching = Matching(db, config.clock, config.matching)
+    matching_mcp = mcp_tools.build_server(matching)
 
     def sweep() -> None:
         # Each job on its own: one failing must not starve the others.
@@ -90,7 +92,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         if config.sweep_interval_seconds:
             tasks.append(asyncio.create_task(_every(config.sweep_interval_seconds, sweep, "idle sweep")))
         try:
-            yield
+            # The MCP transport's task group: stateless requests each run in it.
+            async with matching_mcp.session_manager.run():
+                yield
         finally:
             for task in tasks:
                 task.cancel()
@@ -118,6 +122,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(exchange.router())
     app.include_router(matching.router())
+    # Spec 002 "MCP Tools": a plain route (not a Mount), so /mcp has no redirect and other paths
+    # keep the app's own 404; it still passes the request edge and CORS like every route.
+    app.router.routes.extend(mcp_tools.mount(matching_mcp))
 
     @app.get("/healthz")
     def healthz() -> JSON:
