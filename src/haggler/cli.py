@@ -385,6 +385,108 @@ def compare_protocols(
         raise _fail(str(exc)) from None
 
 
+match_app = typer.Typer(help="Bilateral match negotiation (spec 002): personal agents and insights.",
+                        no_args_is_help=True)
+app.add_typer(match_app, name="match")
+
+
+@match_app.command("agent")
+def match_agent(
+    server: Annotated[str, typer.Option(help="The matching server's base URL, e.g. http://127.0.0.1:8000.")],
+    agent_id: Annotated[str, typer.Option(help="The personal agent's id (agt_...).")],
+    api_key: Annotated[str, typer.Option(envvar="HAGGLER_AGENT_API_KEY", show_envvar=True,
+                                         help="The agent's API key (hma_...).")],
+    interval: Annotated[float, typer.Option(help="Seconds between polls while no turn waits.")] = 30.0,
+    once: Annotated[bool, typer.Option("--once", help="Handle the turns waiting now, then exit.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 30.0,
+) -> None:
+    """Run a user's personal agent: poll for its negotiation turns, decide and respond.
+
+    Each parked turn is decided by the deterministic negotiator. An agent whose negotiationMode
+    is disabled does not poll: its user's turns fall to the system negotiator after the parked
+    timeout."""
+    import math
+    import signal
+    from datetime import datetime
+
+    from haggler.agents.match_runtime import AgentError, MatchAgentRuntime
+
+    if not server.startswith(("http://", "https://")):
+        raise _fail(f"--server must be an http(s) URL, got {server!r}")
+    if not (0 < interval < math.inf and 0 < timeout < math.inf):
+        raise _fail("--interval and --timeout must be positive numbers of seconds")
+
+    def log(line: str) -> None:
+        typer.echo(f"{datetime.now():%H:%M:%S} {line}")
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)  # a service manager's stop is a Ctrl-C
+    try:
+        with MatchAgentRuntime(server, agent_id, api_key, interval=interval, timeout=timeout, log=log) as runtime:
+            status = runtime.run(once=once)
+    except AgentError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(code=1) from None
+    except KeyboardInterrupt:
+        log("stopped")
+        return
+    if status:
+        raise typer.Exit(code=status)
+
+
+@match_app.command("insights")
+def match_insights(
+    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Negotiation insights: outcomes by match type, the objections raised most, turns taken."""
+    from haggler.protocols.matching.insights import insights
+    from haggler.storage.database import DatabaseError, open_database
+
+    try:
+        database = open_database(db)
+    except DatabaseError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        with database.read() as conn:
+            data = insights(conn)
+    finally:
+        database.dispose()
+    if as_json:
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    console = _wide_console()
+    count = data["negotiations"]
+    console.print(f"{count} completed negotiation{'s' if count != 1 else ''}, "
+                  f"{data['objectingTurns']} objecting turn{'s' if data['objectingTurns'] != 1 else ''}")
+    if not count:
+        return
+    outcomes = Table(title="Outcomes by match type")
+    for column in ("match type", "negotiations", "accepted", "rejected", "stalled"):
+        outcomes.add_column(column, justify="left" if column == "match type" else "right")
+    for kind, rates in data["byMatchType"].items():
+        outcomes.add_row(kind, str(rates["negotiations"]),
+                         *(f"{rates[k]} ({rates[k + 'Rate']:.0%})" for k in ("accepted", "rejected", "stalled")))
+    console.print(outcomes)
+    if data["objectionThemes"]:
+        themes = Table(title="Objection themes")
+        themes.add_column("theme")
+        themes.add_column("turns", justify="right")
+        for theme in data["objectionThemes"]:
+            themes.add_row(theme["theme"], str(theme["turns"]))
+        console.print(themes)
+    turns = Table(title="Turns per negotiation")
+    for column in ("scenario", "turns", "negotiations"):
+        turns.add_column(column, justify="left" if column == "scenario" else "right")
+    for scenario, counts in data["turnCounts"].items():
+        for n, how_many in counts.items():
+            turns.add_row(scenario, n, str(how_many))
+    console.print(turns)
+
+
 def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()
