@@ -93,3 +93,45 @@ def test_deals_lists_recorded_deals_as_table_and_json(tmp_path):
 def test_deals_on_an_empty_database(tmp_path):
     result = haggler("deals", "--db", f"sqlite:///{tmp_path}/empty.db", "--json", cwd=tmp_path)
     assert result.returncode == 0 and json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize(("args", "env", "needle"), [
+    (("--claim-timeout", "0"), {}, "--claim-timeout must be a positive number of seconds"),
+    (("--parked-timeout", "-5"), {}, "--parked-timeout must be a positive number of seconds"),
+    (("--negotiation-timeout", "0"), {}, "--negotiation-timeout must be a positive number of seconds"),
+    (("--negotiation-timeout", "soon"), {}, "--negotiation-timeout"),
+    (("--operator-token", "short"), {}, "--operator-token must be at least 16 characters"),
+    ((), {"HAGGLER_OPERATOR_TOKEN": "short"}, "--operator-token must be at least 16 characters"),
+])
+def test_serve_refuses_bad_matching_options(tmp_path, args, env, needle):
+    import os
+
+    result = subprocess.run([sys.executable, "-m", "haggler", "serve", "--port", "1", *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+    assert result.returncode == 2
+    assert needle in " ".join(result.stderr.replace("│", " ").split())
+    assert "Traceback" not in result.stderr and "short" not in result.stderr.replace("--operator-token", "")
+
+
+def test_serve_sweeps_at_least_as_often_as_its_shortest_deadline():
+    from haggler.cli import matching_settings, sweep_interval
+
+    defaults = matching_settings(None, 6 * 3600, 24 * 3600, 24 * 3600)
+    assert sweep_interval(3600, defaults) == 60.0
+    assert sweep_interval(3600, matching_settings(None, 6 * 3600, 24 * 3600, 20)) == 5.0
+    assert sweep_interval(2, defaults) == 1.0
+
+
+@pytest.mark.slow
+def test_serve_runs_the_matching_api_with_its_options(tmp_path, monkeypatch):
+    token = "a-long-enough-operator-token"
+    monkeypatch.setenv("HAGGLER_OPERATOR_TOKEN", token)
+    with ProcessServer("--negotiation-timeout", "30", "--parked-timeout", "60", "--claim-timeout", "10",
+                       cwd=tmp_path) as server:
+        anonymous = httpx.post(f"{server.base}/api/users", json={"name": "Ann"},
+                               headers={"Authorization": "Bearer not-the-token"})
+        assert anonymous.status_code == 401
+        created = httpx.post(f"{server.base}/api/users", json={"name": "Ann"},
+                             headers={"Authorization": f"Bearer {token}"})
+        assert created.status_code == 201 and created.json()["apiKey"].startswith("hmu_")
+    assert "match negotiation at http://" in server.log()

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from haggler.catalog import CatalogError, load_catalog
 from haggler.money import format_money, to_decimal_number
+from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
@@ -23,6 +24,25 @@ err = Console(stderr=True)
 def _fail(message: str) -> typer.Exit:
     err.print(f"[bold red]error:[/] {message}")
     return typer.Exit(code=2)
+
+
+_MATCHING_DEFAULTS = MatchingSettings()
+#: MatchingSettings' field names as ``serve`` spells them, for its error messages.
+_MATCHING_OPTIONS = {"claim_timeout_seconds": "--claim-timeout", "parked_timeout_seconds": "--parked-timeout",
+                     "negotiation_timeout_seconds": "--negotiation-timeout", "the operator token": "--operator-token"}
+
+
+def matching_settings(operator_token: str | None, claim_timeout: int, parked_timeout: int,
+                      negotiation_timeout: int) -> MatchingSettings:
+    """``serve``'s matching options as settings; a bad value is a ValueError naming the option."""
+    try:
+        return MatchingSettings(operator_token=operator_token or None, claim_timeout_seconds=claim_timeout,
+                                parked_timeout_seconds=parked_timeout, negotiation_timeout_seconds=negotiation_timeout)
+    except ValueError as exc:
+        message = str(exc)
+        for name, option in _MATCHING_OPTIONS.items():
+            message = message.replace(name, option)
+        raise ValueError(message) from None
 
 
 @app.command()
@@ -49,6 +69,19 @@ def serve(
     audit: Annotated[bool, typer.Option(help="Produce signed audit trails of agents.json sessions.")] = True,
     deposits: Annotated[bool, typer.Option(help="Let exchange agents fund their wallets with POST /v1/wallets/me/deposit "
                                                 "(a sandbox feature: switch it off in production).")] = True,
+    operator_token: Annotated[Optional[str], typer.Option(
+        envvar="HAGGLER_OPERATOR_TOKEN", show_envvar=True,
+        help="Bearer token of the match-negotiation operator API under /api (at least 16 characters; "
+             "without it the operator routes answer 403).")] = None,
+    claim_timeout: Annotated[int, typer.Option(
+        help="Seconds a personal agent may hold a picked-up turn before it returns to the queue.")]
+        = _MATCHING_DEFAULTS.claim_timeout_seconds,
+    parked_timeout: Annotated[int, typer.Option(
+        help="Seconds a parked turn waits for its personal agent before the system negotiator takes it.")]
+        = _MATCHING_DEFAULTS.parked_timeout_seconds,
+    negotiation_timeout: Annotated[int, typer.Option(
+        help="Seconds a negotiation between two personal agents may run before it ends as stalled.")]
+        = _MATCHING_DEFAULTS.negotiation_timeout_seconds,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
@@ -71,6 +104,7 @@ def serve(
         agents = AgentsSettings(session_ttl_seconds=session_ttl, max_sessions=max_sessions,
                                 requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
+        matching = matching_settings(operator_token, claim_timeout, parked_timeout, negotiation_timeout)
         if allowed_host:
             AllowedHosts(allowed_host)  # a bad name stops start-up here, named, rather than in create_app
     except (CatalogError, ValueError) as exc:
@@ -79,17 +113,28 @@ def serve(
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
-                         data_dir=data_dir, seed=seed, sweep_interval_seconds=min(60.0, max(1.0, idle_ttl / 4)))
+                         matching=matching, data_dir=data_dir, seed=seed,
+                         sweep_interval_seconds=sweep_interval(idle_ttl, matching))
     try:
         application = create_app(config)
     except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
     err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
               f"negotiate.v1 at http://{host}:{port}/negotiate.json")
+    err.print(f"match negotiation at http://{host}:{port}/api" + (
+        "" if matching.operator_token else " (no --operator-token: its operator routes answer 403)"))
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
     uvicorn.run(application, host=host, port=port, proxy_headers=False, log_level=log_level,
                 timeout_graceful_shutdown=5)
+
+
+def sweep_interval(idle_ttl: int, matching: MatchingSettings) -> float:
+    """How often deadlines are swept: a quarter of the shortest of them, between 1 s and a minute
+    (reads apply a passed deadline too; the sweep catches the negotiations nobody reads)."""
+    shortest = min(idle_ttl, matching.claim_timeout_seconds, matching.parked_timeout_seconds,
+                   matching.negotiation_timeout_seconds)
+    return min(60.0, max(1.0, shortest / 4))
 
 
 @app.command()
@@ -338,6 +383,108 @@ def compare_protocols(
         main_compare(runs, seed, out, _wide_console(), report)
     except (ValueError, RuntimeError) as exc:
         raise _fail(str(exc)) from None
+
+
+match_app = typer.Typer(help="Bilateral match negotiation (spec 002): personal agents and insights.",
+                        no_args_is_help=True)
+app.add_typer(match_app, name="match")
+
+
+@match_app.command("agent")
+def match_agent(
+    server: Annotated[str, typer.Option(help="The matching server's base URL, e.g. http://127.0.0.1:8000.")],
+    agent_id: Annotated[str, typer.Option(help="The personal agent's id (agt_...).")],
+    api_key: Annotated[str, typer.Option(envvar="HAGGLER_AGENT_API_KEY", show_envvar=True,
+                                         help="The agent's API key (hma_...).")],
+    interval: Annotated[float, typer.Option(help="Seconds between polls while no turn waits.")] = 30.0,
+    once: Annotated[bool, typer.Option("--once", help="Handle the turns waiting now, then exit.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 30.0,
+) -> None:
+    """Run a user's personal agent: poll for its negotiation turns, decide and respond.
+
+    Each parked turn is decided by the deterministic negotiator. An agent whose negotiationMode
+    is disabled does not poll: its user's turns fall to the system negotiator after the parked
+    timeout."""
+    import math
+    import signal
+    from datetime import datetime
+
+    from haggler.agents.match_runtime import AgentError, MatchAgentRuntime
+
+    if not server.startswith(("http://", "https://")):
+        raise _fail(f"--server must be an http(s) URL, got {server!r}")
+    if not (0 < interval < math.inf and 0 < timeout < math.inf):
+        raise _fail("--interval and --timeout must be positive numbers of seconds")
+
+    def log(line: str) -> None:
+        typer.echo(f"{datetime.now():%H:%M:%S} {line}")
+
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)  # a service manager's stop is a Ctrl-C
+    try:
+        with MatchAgentRuntime(server, agent_id, api_key, interval=interval, timeout=timeout, log=log) as runtime:
+            status = runtime.run(once=once)
+    except AgentError as exc:
+        err.print(f"[bold red]error:[/] {exc}")
+        raise typer.Exit(code=1) from None
+    except KeyboardInterrupt:
+        log("stopped")
+        return
+    if status:
+        raise typer.Exit(code=status)
+
+
+@match_app.command("insights")
+def match_insights(
+    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+) -> None:
+    """Negotiation insights: outcomes by match type, the objections raised most, turns taken."""
+    from haggler.protocols.matching.insights import insights
+    from haggler.storage.database import DatabaseError, open_database
+
+    try:
+        database = open_database(db)
+    except DatabaseError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        with database.read() as conn:
+            data = insights(conn)
+    finally:
+        database.dispose()
+    if as_json:
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    console = _wide_console()
+    count = data["negotiations"]
+    console.print(f"{count} completed negotiation{'s' if count != 1 else ''}, "
+                  f"{data['objectingTurns']} objecting turn{'s' if data['objectingTurns'] != 1 else ''}")
+    if not count:
+        return
+    outcomes = Table(title="Outcomes by match type")
+    for column in ("match type", "negotiations", "accepted", "rejected", "stalled"):
+        outcomes.add_column(column, justify="left" if column == "match type" else "right")
+    for kind, rates in data["byMatchType"].items():
+        outcomes.add_row(kind, str(rates["negotiations"]),
+                         *(f"{rates[k]} ({rates[k + 'Rate']:.0%})" for k in ("accepted", "rejected", "stalled")))
+    console.print(outcomes)
+    if data["objectionThemes"]:
+        themes = Table(title="Objection themes")
+        themes.add_column("theme")
+        themes.add_column("turns", justify="right")
+        for theme in data["objectionThemes"]:
+            themes.add_row(theme["theme"], str(theme["turns"]))
+        console.print(themes)
+    turns = Table(title="Turns per negotiation")
+    for column in ("scenario", "turns", "negotiations"):
+        turns.add_column(column, justify="left" if column == "scenario" else "right")
+    for scenario, counts in data["turnCounts"].items():
+        for n, how_many in counts.items():
+            turns.add_row(scenario, n, str(how_many))
+    console.print(turns)
 
 
 def _wide_console() -> Console:

@@ -1,0 +1,32 @@
+"""examples/matching_demo.py as a user runs it: a server, two personal-agent processes, three
+negotiations and their three outcomes (about 25 s: it waits out a 20 s negotiation timeout)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+DEMO = Path(__file__).resolve().parents[1] / "examples" / "matching_demo.py"
+
+
+@pytest.mark.slow
+def test_the_matching_demo_shows_pending_rejected_and_stalled(tmp_path):
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, str(DEMO)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Jonas ↔ Rachel (personal agent vs personal agent): pending" in out
+    assert "Jonas: propose (personal)" in out and "Rachel: counter (personal)" in out
+    assert "Yusuf ↔ Elif (system negotiator on both sides): rejected" in out
+    assert "Yusuf: propose (system) → Elif: reject (system)" in out
+    assert "Jonas ↔ Noor (personal agent vs personal agent, one offline): stalled (reason timeout)" in out
+    assert "all three outcomes seen" in out
+    assert out.count("stopped") == 2  # both agent processes shut down on Ctrl-C
+    assert "completed negotiations" in out  # haggler match insights ran on the demo's database
+    assert elapsed < 90
+    assert list(tmp_path.iterdir()) == []  # nothing left behind in the working directory
