@@ -319,9 +319,12 @@ def _error(response: httpx.Response, what: str) -> str:
 
 
 async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, budget: itertools.count,
-                     max_turns: int, think: float) -> None:
-    """Pick up, decide, respond, until nothing is parked for this agent (or the turn budget is spent)."""
+                     max_turns: int, think: float, start_after: float = 0.0) -> None:
+    """Pick up, decide, respond, until nothing is parked for this agent (or the turn budget is
+    spent), pausing ``think`` seconds after each respond; the first pickup waits ``start_after``."""
     base = f"/api/agents/{agent.agent_id}/negotiations"
+    if start_after:
+        await asyncio.sleep(start_after)
     while next(budget) < max_turns:
         t0 = time.perf_counter()
         response = await client.post(f"{base}/pickup", headers=agent.auth)
@@ -355,12 +358,14 @@ async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, 
 
 async def run_agents(base: str, keys: list[AgentKey], max_turns: int, think: float, seconds: float,
                      server_pid: int) -> AgentRun:
+    """The agents, each on its own connection. With ``think`` > 0 their first pickups are spread
+    evenly over the first think time, so that they do not poll in lockstep."""
     run = AgentRun()
     budget = itertools.count()
     async with open_clients(base, len(keys)) as pool:
         before = cpu_sample(server_pid)
-        tasks = [asyncio.create_task(agent_loop(client, key, run, budget, max_turns, think))
-                 for client, key in zip(pool, keys)]
+        tasks = [asyncio.create_task(agent_loop(client, key, run, budget, max_turns, think, think * k / len(keys)))
+                 for k, (client, key) in enumerate(zip(pool, keys))]
         try:
             _, pending = await asyncio.wait(tasks, timeout=seconds)
         finally:
