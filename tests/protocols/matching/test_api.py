@@ -395,8 +395,10 @@ def test_a_disabled_agent_takes_no_turns(op):
 def test_operator_routes_need_the_operator_token(make_store):
     """No token configured: operator routes answer 403; a wrong token is a 401."""
     store = make_store()
-    error(store.http.post("/api/users", json={"name": "x"}, headers=bearer(TOKEN)), 401)
-    error(store.http.post("/api/users", json={"name": "x"}), 401)
+    for headers in (bearer(TOKEN), {}):
+        error(store.http.post("/api/users", json={"name": "x"}, headers=headers), 403, "--operator-token")
+        error(store.http.get("/api/negotiations/insights", headers=headers), 403, "--operator-token")
+    error(store.http.post("/api/opportunities", json={}), 403)
     configured = make_store(matching=SETTINGS)
     op = Operator(configured.http)
     user = op.user(pair("good")["a"])
@@ -404,6 +406,7 @@ def test_operator_routes_need_the_operator_token(make_store):
     error(user.get("/api/negotiations/insights"), 403, "operator")
     error(user.post("/api/opportunities", {}), 403, "operator")
     error(Operator(configured.http, token="wrong-token-000000000000").post("/api/users", {"name": "x"}), 401)
+    error(configured.http.post("/api/users", json={"name": "x"}), 401)
 
 
 def test_keys_are_shown_once_and_stored_hashed(store, op):

@@ -28,7 +28,7 @@ from haggler import __version__
 from haggler.errors import Conflict, Forbidden, HagglerError, InvalidInput
 from haggler.protocols.matching import negotiations, turns
 from haggler.protocols.matching.participants import Principal
-from haggler.protocols.matching.routes import WAITING_FILTER, Matching
+from haggler.protocols.matching.routes import Matching
 from haggler.server.errors import status_for
 
 #: Where the app serves the MCP endpoint.
@@ -143,7 +143,7 @@ def build_server(matching: Matching) -> MCPServer:
     server = MCPServer("haggler-matching", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool()
-    def list_negotiations(ctx: Context, status: Literal["waiting_for_agent"] = WAITING_FILTER) -> dict[str, Any]:
+    def list_negotiations(ctx: Context, status: Literal["waiting_for_agent"] = "waiting_for_agent") -> dict[str, Any]:
         """Negotiations whose turn is your user's: waiting_for_agent (the only filter), oldest
         first, including one you or another of your user's agents has already claimed."""
         caller = _guarded(lambda: _agent(matching, ctx))

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, insert, or_, select, update
+from sqlalchemy import Connection, insert, or_, select, union, update
 
-from haggler.agents.match_context import MatchContext, MatchTurn, SeedAssessment
+from haggler.agents.match_context import MatchContext, MatchTurn, SeedAssessment, UserContext
 from haggler.agents.match_negotiator import decide
 from haggler.engine import Negotiation, OutcomeKind, Rules
 from haggler.errors import Conflict, Forbidden, NotFound
@@ -33,6 +33,8 @@ from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_message
 
 SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
 SYSTEM, PERSONAL = "system", "personal"
+#: The states of a negotiation still running.
+_OPEN = (SUBMITTED, WORKING, WAITING, CLAIMED)
 TURN_CAP, TIMEOUT = "turn_cap", "timeout"
 OUTCOME_ARTIFACT = "negotiation-outcome"
 #: Tasks the sweep handles per database transaction.
@@ -120,11 +122,24 @@ def _seed(opportunity: Any) -> SeedAssessment:
                           tuple((a["userId"], a["role"]) for a in seed.get("actors", [])))
 
 
-def _context(conn: Connection, task: Any, speaker: str, history: list[StoredTurn]) -> MatchContext:
-    other = task.candidate_user_id if speaker == task.source_user_id else task.source_user_id
-    return MatchContext(own=user_context(user_row(conn, speaker)), other=user_context(user_row(conn, other)),
-                        seed=_seed(_opportunity(conn, task)), history=tuple(t.turn for t in history),
-                        max_turns=task.max_turns)
+@dataclass(frozen=True, slots=True)
+class _Parties:
+    """What every turn of one negotiation is decided from besides its history: both users and the
+    opportunity (read once per run of turns, not once per turn)."""
+
+    users: dict[str, UserContext]
+    opportunity: Any
+
+    @classmethod
+    def load(cls, conn: Connection, task: Any) -> "_Parties":
+        users = {user_id: user_context(user_row(conn, user_id))
+                 for user_id in (task.source_user_id, task.candidate_user_id)}
+        return cls(users, _opportunity(conn, task))
+
+    def context(self, task: Any, speaker: str, history: list[StoredTurn]) -> MatchContext:
+        other = task.candidate_user_id if speaker == task.source_user_id else task.source_user_id
+        return MatchContext(own=self.users[speaker], other=self.users[other], seed=_seed(self.opportunity),
+                            history=tuple(t.turn for t in history), max_turns=task.max_turns)
 
 
 def _next_speaker(task: Any, history: list[StoredTurn]) -> str:
@@ -152,13 +167,14 @@ def _run(conn: Connection, task: Any, settings: MatchingSettings, now: datetime,
     ``system_takes``: the next turn is a personal side's whose parked turn timed out."""
     history = stored_turns(conn, task.id)
     negotiation = _negotiation(task, history)
+    parties = _Parties.load(conn, task)
     while negotiation.outcome is None:
         speaker = _next_speaker(task, history)
         if _is_personal(task, speaker) and not system_takes:
-            _park(conn, task, speaker, history, settings, now)
+            _park(conn, task, parties, speaker, history, settings, now)
             return
         system_takes = False
-        turn = decide(_context(conn, task, speaker, history))
+        turn = decide(parties.context(task, speaker, history))
         history.append(_record(conn, task, negotiation, turn, SYSTEM, None, now))
     _finalize(conn, task, history, negotiation, now)
 
@@ -175,11 +191,11 @@ def _record(conn: Connection, task: Any, negotiation: Negotiation, turn: MatchTu
     return StoredTurn(number, turn, taken_by, agent_id, at, message_id)
 
 
-def _park(conn: Connection, task: Any, speaker: str, history: list[StoredTurn], settings: MatchingSettings,
-          now: datetime) -> None:
+def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history: list[StoredTurn],
+          settings: MatchingSettings, now: datetime) -> None:
     """Park a personal agent's turn: its whole context is written down, with a fallback deadline."""
-    context = _context(conn, task, speaker, history)
-    opportunity = _opportunity(conn, task)
+    context = parties.context(task, speaker, history)
+    opportunity = parties.opportunity
     turn_context = {
         "negotiationId": task.id,
         "opportunityId": task.opportunity_id,
@@ -278,15 +294,24 @@ def is_due(task: Any, now: datetime) -> bool:
 
 
 def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, limit: int = SWEEP_BATCH) -> list[str]:
-    """Tasks with a deadline passed (or left ``submitted``), oldest first."""
-    query = select(a2a_tasks.c.id).where(a2a_tasks.c.state != COMPLETED, or_(
-        a2a_tasks.c.expires_at <= now,
-        (a2a_tasks.c.state == CLAIMED) & (a2a_tasks.c.claim_deadline <= now),
-        (a2a_tasks.c.state == WAITING) & (a2a_tasks.c.park_deadline <= now),
-        a2a_tasks.c.state == SUBMITTED))
-    if user_id is not None:
-        query = query.where(or_(a2a_tasks.c.source_user_id == user_id, a2a_tasks.c.candidate_user_id == user_id))
-    return list(conn.execute(query.order_by(a2a_tasks.c.created_at, a2a_tasks.c.id).limit(limit)).scalars())
+    """Tasks with a deadline passed (or left ``submitted``), oldest first. With ``user_id``: only
+    those that could put a turn in that user's queue or take one out of it — turns parked for the
+    user, and starts not yet run that involve the user. Each part is a search of one index (a
+    union rather than one OR), so completed negotiations piling up cost the sweep nothing."""
+    tasks = a2a_tasks.c
+    parts = [select(tasks.id, tasks.created_at).where(tasks.state == SUBMITTED)]
+    if user_id is None:
+        parts += [select(tasks.id, tasks.created_at).where(tasks.state == CLAIMED, tasks.claim_deadline <= now),
+                  select(tasks.id, tasks.created_at).where(tasks.state == WAITING, tasks.park_deadline <= now),
+                  select(tasks.id, tasks.created_at).where(tasks.state.in_(_OPEN), tasks.expires_at <= now)]
+    else:
+        parts[0] = parts[0].where(or_(tasks.source_user_id == user_id, tasks.candidate_user_id == user_id))
+        parts.append(select(tasks.id, tasks.created_at).where(
+            tasks.waiting_user_id == user_id, tasks.state.in_((WAITING, CLAIMED)),
+            or_(tasks.expires_at <= now, (tasks.state == CLAIMED) & (tasks.claim_deadline <= now),
+                (tasks.state == WAITING) & (tasks.park_deadline <= now))))
+    due = union(*parts).subquery()
+    return list(conn.execute(select(due.c.id).order_by(due.c.created_at, due.c.id).limit(limit)).scalars())
 
 
 # -- polling --------------------------------------------------------------------------------------

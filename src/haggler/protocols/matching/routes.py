@@ -136,7 +136,7 @@ class Matching:
         now = self.clock
         settings = self.settings
 
-        def post(path: str, handler: Callable[..., tuple[int, Any]], *,
+        def post(path: str, handler: Callable[..., tuple[int, Any]], *, operator: bool = False,
                  after: Callable[[Any], Callable[[], None] | None] | None = None) -> None:
             """``handler(conn, caller, body, **path_params)`` runs in one write transaction;
             ``after(data)`` may name work to run once the response is sent."""
@@ -144,7 +144,7 @@ class Matching:
                 raw = await request.body()
 
                 def handle() -> Response:
-                    caller = self.caller(request.headers.get("authorization"))
+                    caller = self._caller_of(request, operator=operator)
                     body = parse_json_body(raw, BODY_WORDING) if raw.strip() else {}
                     with self.db.write() as conn:
                         status, data = handler(conn, caller, body, **request.path_params)
@@ -153,9 +153,9 @@ class Matching:
                 return await run_in_threadpool(handle)
             router.add_api_route(path, endpoint, methods=["POST"])
 
-        def get(path: str, view: Callable[..., Any]) -> None:
+        def get(path: str, view: Callable[..., Any], *, operator: bool = False) -> None:
             def endpoint(request: Request) -> JSON:
-                caller = self.caller(request.headers.get("authorization"))
+                caller = self._caller_of(request, operator=operator)
                 return JSON(view(caller, request, **request.path_params))
             router.add_api_route(path, endpoint, methods=["GET"])
 
@@ -164,7 +164,6 @@ class Matching:
                 return fn(conn)
 
         def create_user(conn: Connection, caller: Principal, body: dict[str, Any]) -> tuple[int, Any]:
-            caller.require_operator()
             user, api_key = participants.create_user(conn, body, now())
             return 201, {**user, "apiKey": api_key}
 
@@ -173,11 +172,9 @@ class Matching:
             return 201, {**agent, "apiKey": api_key}
 
         def create_opportunity(conn: Connection, caller: Principal, body: dict[str, Any]) -> tuple[int, Any]:
-            caller.require_operator()
             return 201, opportunities.create(conn, body, settings, now())
 
         def discover(conn: Connection, caller: Principal, body: dict[str, Any], user_id: str) -> tuple[int, Any]:
-            caller.require_operator()
             return 200, opportunities.discover_for(conn, user_id, body, settings, now())
 
         def answer(accept: bool) -> Callable[..., tuple[int, Any]]:
@@ -195,10 +192,10 @@ class Matching:
                     self._run_quietly(task_id)
             return run if ids else None
 
-        post("/users", create_user)
+        post("/users", create_user, operator=True)
         post("/users/{user_id}/agents", create_agent)
-        post("/users/{user_id}/discover", discover, after=lambda data: run_all(data["opportunities"]))
-        post("/opportunities", create_opportunity, after=lambda data: run_all([data]))
+        post("/users/{user_id}/discover", discover, operator=True, after=lambda data: run_all(data["opportunities"]))
+        post("/opportunities", create_opportunity, operator=True, after=lambda data: run_all([data]))
         post("/opportunities/{opportunity_id}/accept", answer(True))
         post("/opportunities/{opportunity_id}/decline", answer(False))
 
@@ -214,7 +211,6 @@ class Matching:
             return participants.agent_view(row)
 
         def insights_view(caller: Principal, _: Request) -> Any:
-            caller.require_operator()
             return read(insights.insights)
 
         def list_view(caller: Principal, request: Request, agent_id: str) -> Any:
@@ -226,7 +222,7 @@ class Matching:
         get("/users/{user_id}", user_view)
         get("/agents/{agent_id}", agent_view)
         get("/opportunities/{opportunity_id}", lambda caller, _, opportunity_id: self.opportunity(caller, opportunity_id))
-        get("/negotiations/insights", insights_view)
+        get("/negotiations/insights", insights_view, operator=True)
         get("/negotiations/{negotiation_id}", lambda caller, _, negotiation_id: self.negotiation(caller, negotiation_id))
         get("/agents/{agent_id}/negotiations", list_view)
 
@@ -247,6 +243,17 @@ class Matching:
         router.add_api_route("/agents/{agent_id}/negotiations/pickup", pickup, methods=["POST"])
         router.add_api_route("/agents/{agent_id}/negotiations/{negotiation_id}/respond", respond, methods=["POST"])
         return router
+
+    def _caller_of(self, request: Request, *, operator: bool) -> Principal:
+        """The caller; on an operator-only route, refused (403) up front when the server has no
+        operator token, whatever the key — the routes are off, not merely locked."""
+        if operator and self.settings.operator_token is None:
+            raise Forbidden("the operator routes are off: start the server with --operator-token "
+                            "(or HAGGLER_OPERATOR_TOKEN)")
+        caller = self.caller(request.headers.get("authorization"))
+        if operator:
+            caller.require_operator()
+        return caller
 
     def _run_quietly(self, task_id: str) -> None:
         """Run a negotiation after its 201; a failure leaves it ``submitted`` for the sweep."""
