@@ -92,7 +92,7 @@ class Matching:
         with self.db.read() as conn:
             agent = participants.calling_agent(conn, caller, agent_id)
             negotiations.task_row(conn, negotiation_id)  # 404 before anything else
-        self._enforce(negotiation_id, self.clock())
+        self._enforce_if_due(negotiation_id)
         with self.db.write() as conn:
             negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
             return opportunities.negotiation_view(conn, caller, negotiation_id)
