@@ -50,6 +50,7 @@ import httpx
 from http_store import (  # the sibling benchmark: same server handling, baseline and statistics
     ServerFailed,
     Stats,
+    _raise_keyboard_interrupt,
     StoreServer,
     cpu_delta,
     cpu_sample,
@@ -557,10 +558,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.baseline_seconds <= 0:
         parser.error("--baseline-seconds must be positive")
     return args
-
-
-def _raise_keyboard_interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:

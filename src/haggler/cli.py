@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 from rich.console import Console
@@ -137,14 +137,12 @@ def sweep_interval(idle_ttl: int, matching: MatchingSettings) -> float:
     return min(60.0, max(1.0, shortest / 4))
 
 
-@app.command()
-def deals(
-    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
-    limit: Annotated[Optional[int], typer.Option(help="Show at most this many, newest first.")] = None,
-) -> None:
-    """List the deals a store has recorded."""
-    from haggler.storage.chats import list_deals
+T = TypeVar("T")
+
+
+def _read_database(db: str, read: Callable[[Any], T]) -> T:
+    """``read(conn)`` in a read transaction of the database at ``db`` (migrated first); a database
+    that cannot be opened is a CLI error, not a traceback."""
     from haggler.storage.database import DatabaseError, open_database
 
     try:
@@ -153,9 +151,21 @@ def deals(
         raise _fail(str(exc)) from None
     try:
         with database.read() as conn:
-            rows = list_deals(conn, limit=limit)
+            return read(conn)
     finally:
         database.dispose()
+
+
+@app.command()
+def deals(
+    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    limit: Annotated[Optional[int], typer.Option(help="Show at most this many, newest first.")] = None,
+) -> None:
+    """List the deals a store has recorded."""
+    from haggler.storage.chats import list_deals
+
+    rows = _read_database(db, lambda conn: list_deals(conn, limit=limit))
     if as_json:
         json.dump([{"id": d.id, "product_id": d.product_id, "price": to_decimal_number(d.price_cents),
                     "currency": d.currency, "extras": list(d.extras), "created_at": d.created_at.isoformat(),
@@ -443,17 +453,8 @@ def match_insights(
 ) -> None:
     """Negotiation insights: outcomes by match type, the objections raised most, turns taken."""
     from haggler.protocols.matching.insights import insights
-    from haggler.storage.database import DatabaseError, open_database
 
-    try:
-        database = open_database(db)
-    except DatabaseError as exc:
-        raise _fail(str(exc)) from None
-    try:
-        with database.read() as conn:
-            data = insights(conn)
-    finally:
-        database.dispose()
+    data = _read_database(db, insights)
     if as_json:
         json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -25,10 +25,11 @@ from sqlalchemy import Connection, insert, or_, select, union, update
 from haggler.agents.match_context import MatchContext, MatchTurn, SeedAssessment, UserContext
 from haggler.agents.match_negotiator import decide
 from haggler.engine import Negotiation, OutcomeKind, Rules
-from haggler.errors import Conflict, Forbidden, NotFound
+from haggler.errors import Conflict, Forbidden
 from haggler.protocols.matching import turns
 from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
+from haggler.storage.rows import row_by_id
 from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
 
 SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
@@ -81,11 +82,7 @@ def start(conn: Connection, opportunity: dict[str, Any], *, source_personal: boo
 # -- reading --------------------------------------------------------------------------------------
 
 def task_row(conn: Connection, task_id: str, *, lock: bool = False) -> Any:
-    query = select(a2a_tasks).where(a2a_tasks.c.id == task_id)
-    row = conn.execute(query.with_for_update() if lock else query).first()
-    if row is None:
-        raise NotFound(f"unknown negotiation: {task_id}")
-    return row
+    return row_by_id(conn, a2a_tasks, task_id, "negotiation", lock=lock)
 
 
 def stored_turns(conn: Connection, task_id: str) -> list[StoredTurn]:

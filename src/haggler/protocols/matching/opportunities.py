@@ -18,11 +18,12 @@ from sqlalchemy import Connection, insert, select, update
 
 from haggler.agents.match_context import ROLES
 from haggler.agents.match_evaluator import DEFAULT_THRESHOLD, discover
-from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
+from haggler.errors import Conflict, Forbidden, InvalidInput
 from haggler.protocols.fields import integer, json_object, only, text
 from haggler.protocols.matching import a2a, negotiations
 from haggler.protocols.matching.participants import Principal, has_personal_agent, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
+from haggler.storage.rows import row_by_id
 from haggler.storage.schema import a2a_conversations, match_users, opportunities
 
 NEGOTIATING, PENDING, ACCEPTED, DECLINED = "negotiating", "pending", "accepted", "declined"
@@ -116,11 +117,7 @@ def discover_for(conn: Connection, user_id: str, body: dict[str, Any], settings:
 
 
 def _row(conn: Connection, opportunity_id: str, *, lock: bool = False) -> Any:
-    query = select(opportunities).where(opportunities.c.id == opportunity_id)
-    row = conn.execute(query.with_for_update() if lock else query).first()
-    if row is None:
-        raise NotFound(f"unknown opportunity: {opportunity_id}")
-    return row
+    return row_by_id(conn, opportunities, opportunity_id, "opportunity", lock=lock)
 
 
 def view(row: Any) -> dict[str, Any]:

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, Table, insert, select
 
 from haggler.agents.match_context import UserContext, UserIntent
-from haggler.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from haggler.errors import Forbidden, InvalidInput, Unauthorized
 from haggler.protocols.fields import json_object, one_of, only, text
+from haggler.storage.rows import row_by_id
 from haggler.storage.schema import match_agents, match_users
 from haggler.trust.hashing import secret_hash
 
@@ -104,16 +105,18 @@ def create_user(conn: Connection, body: dict[str, Any], at: datetime) -> tuple[d
         raise InvalidInput(f"profile: at most {MAX_PROFILE_BYTES} bytes of JSON")
     row = {"id": "usr_" + secrets.token_urlsafe(12), "name": text(body.get("name"), "name", max_length=200),
            "profile": encoded, "intents": json.dumps(parse_intents(body.get("intents"))), "created_at": at}
-    api_key = USER_KEY_PREFIX + secrets.token_urlsafe(32)
-    conn.execute(insert(match_users).values(**row, key_hash=secret_hash(api_key)))
-    return user_view(row), api_key
+    return user_view(row), _insert_with_key(conn, match_users, row, USER_KEY_PREFIX)
+
+
+def _insert_with_key(conn: Connection, table: Table, row: dict[str, Any], prefix: str) -> str:
+    """Insert ``row`` with a new API key's hash; returns the key (the only time it is seen)."""
+    api_key = prefix + secrets.token_urlsafe(32)
+    conn.execute(insert(table).values(**row, key_hash=secret_hash(api_key)))
+    return api_key
 
 
 def user_row(conn: Connection, user_id: str) -> Any:
-    row = conn.execute(select(match_users).where(match_users.c.id == user_id)).first()
-    if row is None:
-        raise NotFound(f"unknown user: {user_id}")
-    return row
+    return row_by_id(conn, match_users, user_id, "user")
 
 
 def user_view(row: Any) -> dict[str, Any]:
@@ -150,16 +153,11 @@ def create_agent(conn: Connection, caller: Principal, user_id: str, body: dict[s
            "name": text(body.get("name"), "name", max_length=200),
            "negotiation_mode": one_of(body.get("negotiationMode", ENABLED), "negotiationMode", (ENABLED, DISABLED)),
            "created_at": at}
-    api_key = AGENT_KEY_PREFIX + secrets.token_urlsafe(32)
-    conn.execute(insert(match_agents).values(**row, key_hash=secret_hash(api_key)))
-    return agent_view(row), api_key
+    return agent_view(row), _insert_with_key(conn, match_agents, row, AGENT_KEY_PREFIX)
 
 
 def agent_row(conn: Connection, agent_id: str) -> Any:
-    row = conn.execute(select(match_agents).where(match_agents.c.id == agent_id)).first()
-    if row is None:
-        raise NotFound(f"unknown agent: {agent_id}")
-    return row
+    return row_by_id(conn, match_agents, agent_id, "agent")
 
 
 def agent_view(row: Any) -> dict[str, Any]:

@@ -14,9 +14,10 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from haggler.errors import InvalidInput, NotFound, Unauthorized
+from haggler.errors import InvalidInput, Unauthorized
 from haggler.protocols.transactions import ledger, views
 from haggler.protocols.fields import integer, json_object, one_of, only, text
+from haggler.storage.rows import row_by_id
 from haggler.storage.schema import exchange_agents, services
 from haggler.trust.hashing import secret_hash
 
@@ -93,10 +94,7 @@ def get_service(conn: Connection, service_id: str) -> dict[str, Any]:
 
 def service_row(conn: Connection, service_id: str) -> Any:
     """The service's row; NotFound when there is none."""
-    row = conn.execute(select(services).where(services.c.id == service_id)).first()
-    if row is None:
-        raise NotFound(f"unknown service: {service_id}")
-    return row
+    return row_by_id(conn, services, service_id, "service")
 
 
 def list_services(conn: Connection, *, limit: int, offset: int) -> list[dict[str, Any]]:

@@ -35,10 +35,11 @@ from haggler.engine import (
     Terms,
     Turn,
 )
-from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
+from haggler.errors import Conflict, Forbidden, InvalidInput
 from haggler.protocols.transactions import ledger, views
 from haggler.protocols.transactions.accounts import NEGOTIABLE, Agent, parse_sla, service_row
 from haggler.protocols.fields import free_json, integer, json_object, one_of, only, text
+from haggler.storage.rows import row_by_id
 from haggler.storage.schema import exchange_transactions, negotiation_messages, services
 
 CONSUMER, PROVIDER = "consumer", "provider"
@@ -279,10 +280,7 @@ def _select(transaction_id: str) -> Any:
 
 
 def _load(conn: Connection, transaction_id: str, caller: Agent, *, lock: bool) -> Any:
-    query = _select(transaction_id)
-    row = conn.execute(query.with_for_update() if lock else query).first()
-    if row is None:
-        raise NotFound(f"unknown transaction: {transaction_id}")
+    row = row_by_id(conn, exchange_transactions, transaction_id, "transaction", lock=lock)
     if caller.id not in (row.consumer_id, row.provider_id):
         raise Forbidden("you are not a party to this transaction")
     return row
