@@ -53,7 +53,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Coroutine
 
 import httpx
 
@@ -357,21 +357,13 @@ async def run_negotiations(base: str, shoppers: int, total: int, products: list[
                 raise
 
     async with open_clients(base, shoppers) as pool:
-        before = cpu_sample(server_pid)
-        tasks = [asyncio.create_task(shopper(client, think * k / shoppers)) for k, client in enumerate(pool)]
-        try:
-            _, pending = await asyncio.wait(tasks, timeout=seconds)
-        finally:
-            for task in tasks:
-                task.cancel()
-            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-            after = cpu_sample(server_pid)
-            result.elapsed = after.wall - before.wall
-            result.cpu = cpu_delta(before, after)
+        timed = await run_timed([shopper(client, think * k / shoppers) for k, client in enumerate(pool)],
+                                seconds, server_pid)
+    outcomes, result.elapsed, result.cpu = timed.outcomes, timed.elapsed, timed.cpu
     for outcome in outcomes:
         if isinstance(outcome, Exception):  # transport errors, bad JSON: the server failed
             result.turns.errors.append(f"{type(outcome).__name__}: {outcome}")
-    result.stopped_by_limit = bool(pending)
+    result.stopped_by_limit = timed.stopped
     return result
 
 
@@ -410,6 +402,30 @@ class Report:
     def errors(self) -> list[str]:
         return [e for b in self.baselines for e in b.stats.errors] + [
             e for run in (self.saturated, self.paced) for e in run.starts.errors + run.turns.errors]
+
+
+@dataclass
+class TimedRun:
+    outcomes: list[Any]
+    #: Whether the time limit stopped any client before it finished.
+    stopped: bool
+    elapsed: float
+    cpu: tuple[float, float]
+
+
+async def run_timed(clients: list[Coroutine[Any, Any, Any]], seconds: float, server_pid: int) -> TimedRun:
+    """Run the clients concurrently for at most ``seconds`` (the rest are cancelled), measuring
+    wall time and the server's and this process's CPU over exactly that span."""
+    before = cpu_sample(server_pid)
+    tasks = [asyncio.create_task(client) for client in clients]
+    try:
+        _, pending = await asyncio.wait(tasks, timeout=seconds)
+    finally:
+        for task in tasks:
+            task.cancel()
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        after = cpu_sample(server_pid)
+    return TimedRun(list(outcomes), bool(pending), after.wall - before.wall, cpu_delta(before, after))
 
 
 def cpu_delta(before: CpuSample, after: CpuSample) -> tuple[float, float]:

@@ -52,11 +52,10 @@ from http_store import (  # the sibling benchmark: same server handling, baselin
     Stats,
     _raise_keyboard_interrupt,
     StoreServer,
-    cpu_delta,
-    cpu_sample,
     fmt,
     hammer_healthz,
     open_clients,
+    run_timed,
 )
 from sqlalchemy import func, select
 
@@ -364,19 +363,9 @@ async def run_agents(base: str, keys: list[AgentKey], max_turns: int, think: flo
     run = AgentRun()
     budget = itertools.count()
     async with open_clients(base, len(keys)) as pool:
-        before = cpu_sample(server_pid)
-        tasks = [asyncio.create_task(agent_loop(client, key, run, budget, max_turns, think, think * k / len(keys)))
-                 for k, (client, key) in enumerate(zip(pool, keys))]
-        try:
-            _, pending = await asyncio.wait(tasks, timeout=seconds)
-        finally:
-            for task in tasks:
-                task.cancel()
-            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
-            after = cpu_sample(server_pid)
-    run.elapsed = after.wall - before.wall
-    run.cpu = cpu_delta(before, after)
-    run.stopped_by_limit = bool(pending)
+        timed = await run_timed([agent_loop(client, key, run, budget, max_turns, think, think * k / len(keys))
+                                 for k, (client, key) in enumerate(zip(pool, keys))], seconds, server_pid)
+    outcomes, run.elapsed, run.cpu, run.stopped_by_limit = timed.outcomes, timed.elapsed, timed.cpu, timed.stopped
     for outcome in outcomes:
         if isinstance(outcome, Exception) and not isinstance(outcome, asyncio.CancelledError):
             run.errors.append(f"{type(outcome).__name__}: {outcome}")
