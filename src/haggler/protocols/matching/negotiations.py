@@ -29,6 +29,7 @@ from haggler.errors import Conflict, Forbidden, NotFound
 from haggler.protocols.matching import turns
 from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
+from haggler.storage.database import lock_key
 from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
 
 SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
@@ -293,7 +294,11 @@ def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, li
 
 def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: datetime) -> dict[str, Any] | None:
     """Claim the oldest turn waiting for the agent's user (a compare-and-swap on ``state``), or
-    return the claim this agent already holds. None: nothing waits."""
+    return the claim this agent already holds. None: nothing waits.
+
+    One agent's pickups are serialized (the CAS only keeps two agents apart): otherwise two
+    pickups of one agent at once both find no claim held and, on PostgreSQL, claim two turns."""
+    lock_key(conn, f"match-pickup:{agent.id}")
     held = conn.execute(select(a2a_tasks.c.id).where(
         a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == agent.id, a2a_tasks.c.claim_deadline > now)
         .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(1)).scalar()
