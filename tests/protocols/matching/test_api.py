@@ -504,3 +504,27 @@ def test_insights_count_outcomes_by_match_type_without_scores(op):
     themes = [t["theme"] for t in data["objectionThemes"]]
     assert themes and data["objectingTurns"] >= 2
     assert all(theme.isalpha() for theme in themes)
+
+
+def test_one_broken_negotiation_does_not_stop_the_sweep(store, op):
+    """A negotiation whose deadline cannot be applied is logged and passed over; the sweep goes on
+    to the others, and it stays due for the next sweep."""
+    from sqlalchemy import update
+
+    from haggler.protocols.matching import opportunities
+    from haggler.storage.schema import opportunities as table
+
+    matching = store.app.state.matching
+    seed = {"score": 80, "reasoning": "fit", "valencyRole": "peer"}
+    opened = []
+    for kind in ("good", "superficial"):
+        source, candidate = op.users(pair(kind))
+        with matching.db.write() as conn:
+            opened.append(opportunities.create(conn, {"sourceUserId": source.id, "candidateUserId": candidate.id,
+                                                      "seedAssessment": seed}, matching.settings, store.clock()))
+    with matching.db.write() as conn:
+        conn.execute(update(table).where(table.c.id == opened[0]["id"]).values(seed="not json"))
+    assert matching.sweep() == 1
+    with matching.db.read() as conn:
+        states = [conn.execute(table.select().where(table.c.id == o["id"])).one().status for o in opened]
+    assert states == ["negotiating", "rejected"]

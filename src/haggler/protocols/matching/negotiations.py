@@ -29,6 +29,7 @@ from haggler.errors import Conflict, Forbidden
 from haggler.protocols.matching import turns
 from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
+from haggler.storage.database import lock_key
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
 
@@ -315,24 +316,32 @@ def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, li
 
 def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: datetime) -> dict[str, Any] | None:
     """Claim the oldest turn waiting for the agent's user (a compare-and-swap on ``state``), or
-    return the claim this agent already holds. None: nothing waits."""
+    return the claim this agent already holds. None: nothing waits.
+
+    One agent's pickups are serialized (the CAS only keeps two agents apart): otherwise two
+    pickups of one agent at once both find no claim held and, on PostgreSQL, claim two turns."""
+    lock_key(conn, f"match-pickup:{agent.id}")
     held = conn.execute(select(a2a_tasks.c.id).where(
         a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == agent.id, a2a_tasks.c.claim_deadline > now)
         .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(1)).scalar()
     if held is not None:
         return claim_view(task_row(conn, held))
-    candidates = conn.execute(select(a2a_tasks.c.id).where(
-        a2a_tasks.c.waiting_user_id == agent.user_id, a2a_tasks.c.state == WAITING)
-        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id).limit(5)).scalars().all()
-    for task_id in candidates:
+    lost: list[str] = []
+    while True:
+        # The oldest turn still waiting. An UPDATE that lost waited for the winner's commit, so
+        # the next SELECT sees that turn claimed; ``lost`` only guards against looping on it.
+        task_id = conn.execute(select(a2a_tasks.c.id).where(
+            a2a_tasks.c.waiting_user_id == agent.user_id, a2a_tasks.c.state == WAITING, a2a_tasks.c.id.not_in(lost))
+            .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id).limit(1)).scalar()
+        if task_id is None:
+            return None
         won = conn.execute(update(a2a_tasks).where(
             a2a_tasks.c.id == task_id, a2a_tasks.c.state == WAITING, a2a_tasks.c.waiting_user_id == agent.user_id)
             .values(state=CLAIMED, claimed_by=agent.id, updated_at=now,
                     claim_deadline=now + timedelta(seconds=settings.claim_timeout_seconds))).rowcount
         if won:
             return claim_view(task_row(conn, task_id))
-        # An empty update: another agent of this user claimed it first; try the next one.
-    return None
+        lost.append(task_id)  # another agent of this user claimed it first: try the next one
 
 
 def claim_view(task: Any) -> dict[str, Any]:

@@ -53,10 +53,15 @@ class Matching:
             now = self.clock()
             with self.db.read() as conn:
                 due = negotiations.due_tasks(conn, now)
+            failed = 0
             for task_id in due:
-                self._enforce(task_id, now)
-            touched += len(due)
-            if len(due) < negotiations.SWEEP_BATCH:
+                try:
+                    self._enforce(task_id, now)
+                except Exception:  # noqa: BLE001 - one broken negotiation must not stop the others
+                    log.exception("could not apply the deadlines of negotiation %s", task_id)
+                    failed += 1
+            touched += len(due) - failed
+            if len(due) < negotiations.SWEEP_BATCH or failed == len(due):
                 return touched
 
     def _enforce(self, task_id: str, now: datetime) -> None:
