@@ -7,12 +7,12 @@ expiry is a clock move, not a wait.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
 import subprocess
 import sys
-import time
 from typing import Any
 
 import httpx
@@ -22,10 +22,9 @@ from haggler.agents.match_context import MatchContext, MatchTurn
 from haggler.agents.match_negotiator import decide
 from haggler.agents.match_runtime import AgentError, MatchAgentRuntime
 from haggler.protocols.matching.settings import MatchingSettings
+from tests.support.matching import TOKEN, Caller, Operator
 
-TOKEN = "operator-token-for-runtime-tests"
 CLAIM_TIMEOUT = 600
-OPERATOR = {"Authorization": f"Bearer {TOKEN}"}
 
 JONAS = {"name": "Jonas", "profile": {
     "role": "Full-stack developer", "bio": "Shipped a scheduling SaaS used by 30 clinics, no sales motion yet.",
@@ -47,69 +46,38 @@ def matching(make_store, tmp_path):
     return store
 
 
-def _created(response: httpx.Response) -> dict[str, Any]:
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
-def user(store, person: dict[str, Any]) -> str:
-    return _created(store.http.post("/api/users", json=person, headers=OPERATOR))["id"]
-
-
-def agent(store, user_id: str, mode: str = "enabled") -> dict[str, Any]:
-    return _created(store.http.post(f"/api/users/{user_id}/agents", headers=OPERATOR,
-                                    json={"name": f"agent {mode}", "negotiationMode": mode}))
-
-
-def negotiation(store, negotiation_id: str) -> dict[str, Any]:
-    response = store.http.get(f"/api/negotiations/{negotiation_id}", headers=OPERATOR)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def open_parked(store, source: str, candidate: str) -> dict[str, Any]:
-    """Open an opportunity and wait for its negotiation to park a turn (it runs after the 201)."""
-    opportunity = _created(store.http.post("/api/opportunities", headers=OPERATOR, json={
-        "sourceUserId": source, "candidateUserId": candidate, "seedAssessment": SEED}))
-    deadline = time.monotonic() + 10
-    while negotiation(store, opportunity["negotiationId"])["state"] != "waiting_for_agent":
-        assert time.monotonic() < deadline, "the negotiation never parked a turn"
-        time.sleep(0.02)
-    return opportunity
-
-
-def runtime(store, agent_view: dict[str, Any], **kwargs: Any) -> MatchAgentRuntime:
+def runtime(store, agent: Caller, **kwargs: Any) -> MatchAgentRuntime:
     lines: list[str] = []
     kwargs.setdefault("log", lines.append)
-    rt = MatchAgentRuntime(store.base, agent_view["id"], agent_view["apiKey"], interval=0.01, **kwargs)
+    rt = MatchAgentRuntime(store.base, agent.id, agent.key, interval=0.01, **kwargs)
     rt.lines = lines  # type: ignore[attr-defined]
     return rt
 
 
 def test_the_runtime_takes_a_parked_turn_and_the_negotiation_moves_on(matching):
-    jonas, rachel = user(matching, JONAS), user(matching, RACHEL)
-    jonas_agent = agent(matching, jonas)
-    opportunity = open_parked(matching, jonas, rachel)  # mixed: Jonas personal, Rachel system
-    assert negotiation(matching, opportunity["negotiationId"])["waitingFor"] == jonas
+    jonas, rachel = Operator(matching).user_id(JONAS), Operator(matching).user_id(RACHEL)
+    jonas_agent = Operator(matching).agent(jonas)
+    opportunity = Operator(matching).open(jonas, rachel, SEED)  # mixed: Jonas personal, Rachel system
+    assert Operator(matching).negotiation(opportunity["negotiationId"])["waitingFor"] == jonas
 
     with runtime(matching, jonas_agent) as rt:
         assert rt.run(once=True) == 0
 
-    done = negotiation(matching, opportunity["negotiationId"])
+    done = Operator(matching).negotiation(opportunity["negotiationId"])
     assert done["state"] == "completed"
     assert [(t["speaker"], t["takenBy"]) for t in done["turns"]] == [
         (jonas, "personal"), (rachel, "system"), (jonas, "personal")]
     assert [t["action"] for t in done["turns"]] == ["propose", "counter", "accept"]
     assert rt.stats.pickups == rt.stats.responded == 2 and rt.stats.failures == rt.stats.conflicts == 0
-    status = matching.http.get(f"/api/opportunities/{opportunity['id']}", headers=OPERATOR).json()["status"]
+    status = Operator(matching).opportunity(opportunity["id"])["status"]
     assert status == "pending"
     assert any("turn 1: propose" in line for line in rt.lines)
     assert any("turn 3: accept" in line and "pending" in line for line in rt.lines)
 
 
 def test_the_runtime_polls_on_an_interval_until_interrupted(matching):
-    jonas = user(matching, JONAS)
-    jonas_agent = agent(matching, jonas)
+    jonas = Operator(matching).user_id(JONAS)
+    jonas_agent = Operator(matching).agent(jonas)
     sleeps: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -123,10 +91,10 @@ def test_the_runtime_polls_on_an_interval_until_interrupted(matching):
 
 
 def test_a_disabled_agent_does_not_poll(matching):
-    jonas, rachel = user(matching, JONAS), user(matching, RACHEL)
-    agent(matching, jonas)  # an enabled agent makes Jonas a personal participant; it never runs
-    disabled = agent(matching, jonas, "disabled")
-    opportunity = open_parked(matching, jonas, rachel)
+    jonas, rachel = Operator(matching).user_id(JONAS), Operator(matching).user_id(RACHEL)
+    Operator(matching).agent(jonas)  # an enabled agent makes Jonas a personal participant; it never runs
+    disabled = Operator(matching).agent(jonas, "disabled")
+    opportunity = Operator(matching).open(jonas, rachel, SEED)
     sent: list[str] = []
     client = httpx.Client(timeout=10, event_hooks={"request": [lambda request: sent.append(
         f"{request.method} {request.url.path}")]})
@@ -134,25 +102,24 @@ def test_a_disabled_agent_does_not_poll(matching):
     with client, runtime(matching, disabled, client=client, sleep=lambda _: pytest.fail("slept")) as rt:
         assert rt.run() == 0  # not once: a disabled agent returns at once all the same
 
-    assert sent == [f"GET /api/agents/{disabled['id']}"]
+    assert sent == [f"GET /api/agents/{disabled.id}"]
     assert any("disabled" in line and "not polling" in line for line in rt.lines)
-    still = negotiation(matching, opportunity["negotiationId"])
+    still = Operator(matching).negotiation(opportunity["negotiationId"])
     assert still["state"] == "waiting_for_agent" and still["waitingFor"] == jonas
     assert still["claimDeadline"] is None and len(still["turns"]) == 0
 
 
 def test_a_lost_claim_is_a_409_and_the_runtime_carries_on(matching):
-    jonas, rachel = user(matching, JONAS), user(matching, RACHEL)
-    first, second = agent(matching, jonas), agent(matching, jonas)
-    opportunity = open_parked(matching, jonas, rachel)
+    jonas, rachel = Operator(matching).user_id(JONAS), Operator(matching).user_id(RACHEL)
+    first, second = Operator(matching).agent(jonas), Operator(matching).agent(jonas)
+    opportunity = Operator(matching).open(jonas, rachel, SEED)
     negotiation_id = opportunity["negotiationId"]
 
     def slow_decider(context: MatchContext) -> MatchTurn:
         """Deliberates past the claim timeout, while the user's other agent claims the turn."""
         matching.clock.advance(seconds=CLAIM_TIMEOUT + 1)
-        taken = matching.http.post(f"/api/agents/{second['id']}/negotiations/pickup",
-                                   headers={"Authorization": f"Bearer {second['apiKey']}"})
-        assert taken.status_code == 200 and taken.json()["claimedBy"] == second["id"]
+        taken = second.pickup()
+        assert taken.status_code == 200 and taken.json()["claimedBy"] == second.id
         return decide(context)
 
     with runtime(matching, first, decider=slow_decider) as rt:
@@ -160,18 +127,18 @@ def test_a_lost_claim_is_a_409_and_the_runtime_carries_on(matching):
 
     assert rt.stats.conflicts == 1 and rt.stats.responded == 0 and rt.stats.failures == 0
     assert any("not taken" in line and "409" in line for line in rt.lines)
-    held = negotiation(matching, negotiation_id)
+    held = Operator(matching).negotiation(negotiation_id)
     assert held["state"] == "claimed" and held["turns"] == []
 
     with runtime(matching, second) as winner:  # the agent holding the claim takes the turn
         assert winner.run(once=True) == 0
-    assert negotiation(matching, negotiation_id)["state"] == "completed"
+    assert Operator(matching).negotiation(negotiation_id)["state"] == "completed"
     assert winner.stats.responded == 2
 
 
 def test_network_trouble_backs_off_and_keeps_going(matching):
-    jonas = user(matching, JONAS)
-    jonas_agent = agent(matching, jonas)
+    jonas = Operator(matching).user_id(JONAS)
+    jonas_agent = Operator(matching).agent(jonas)
     sleeps: list[float] = []
 
     def sleep(seconds: float) -> None:
@@ -198,17 +165,17 @@ def test_unreachable_server_with_once_is_an_error():
 
 
 def test_a_wrong_key_is_an_error_not_a_loop(matching):
-    jonas = user(matching, JONAS)
-    jonas_agent = agent(matching, jonas)
-    with runtime(matching, {**jonas_agent, "apiKey": "hma_not-a-key"}) as rt:
+    jonas = Operator(matching).user_id(JONAS)
+    jonas_agent = Operator(matching).agent(jonas)
+    with runtime(matching, dataclasses.replace(jonas_agent, key="hma_not-a-key")) as rt:
         with pytest.raises(AgentError, match="401"):
             rt.run()
 
 
 def test_a_failing_decider_is_logged_and_retried_once(matching):
-    jonas, rachel = user(matching, JONAS), user(matching, RACHEL)
-    jonas_agent = agent(matching, jonas)
-    opportunity = open_parked(matching, jonas, rachel)
+    jonas, rachel = Operator(matching).user_id(JONAS), Operator(matching).user_id(RACHEL)
+    jonas_agent = Operator(matching).agent(jonas)
+    opportunity = Operator(matching).open(jonas, rachel, SEED)
 
     def broken(context: MatchContext) -> MatchTurn:
         raise RuntimeError("the model is down")
@@ -217,7 +184,7 @@ def test_a_failing_decider_is_logged_and_retried_once(matching):
         assert rt.run(once=True) == 1
     assert rt.stats.failures == 2  # tried, then the same turn once more, then gave up on it
     assert any("the model is down" in line for line in rt.lines)
-    assert negotiation(matching, opportunity["negotiationId"])["state"] == "claimed"
+    assert Operator(matching).negotiation(opportunity["negotiationId"])["state"] == "claimed"
 
 
 # -- the command ------------------------------------------------------------------------------------
@@ -228,23 +195,23 @@ def haggler(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 
 def test_haggler_match_agent_once_and_insights(matching):
-    jonas, rachel = user(matching, JONAS), user(matching, RACHEL)
-    jonas_agent = agent(matching, jonas)
-    disabled = agent(matching, rachel, "disabled")
-    opportunity = open_parked(matching, jonas, rachel)
+    jonas, rachel = Operator(matching).user_id(JONAS), Operator(matching).user_id(RACHEL)
+    jonas_agent = Operator(matching).agent(jonas)
+    disabled = Operator(matching).agent(rachel, "disabled")
+    opportunity = Operator(matching).open(jonas, rachel, SEED)
 
-    off = haggler("match", "agent", "--server", matching.base, "--agent-id", disabled["id"],
-                  env={"HAGGLER_AGENT_API_KEY": disabled["apiKey"]})
+    off = haggler("match", "agent", "--server", matching.base, "--agent-id", disabled.id,
+                  env={"HAGGLER_AGENT_API_KEY": disabled.key})
     assert off.returncode == 0, off.stderr
     assert "disabled" in off.stdout
 
-    result = haggler("match", "agent", "--server", matching.base, "--agent-id", jonas_agent["id"],
-                     "--api-key", jonas_agent["apiKey"], "--once")
+    result = haggler("match", "agent", "--server", matching.base, "--agent-id", jonas_agent.id,
+                     "--api-key", jonas_agent.key, "--once")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "turn 1: propose" in result.stdout and "turn 3: accept" in result.stdout
-    assert negotiation(matching, opportunity["negotiationId"])["state"] == "completed"
+    assert Operator(matching).negotiation(opportunity["negotiationId"])["state"] == "completed"
 
-    bad = haggler("match", "agent", "--server", matching.base, "--agent-id", jonas_agent["id"],
+    bad = haggler("match", "agent", "--server", matching.base, "--agent-id", jonas_agent.id,
                   "--api-key", "hma_wrong", "--once")
     assert bad.returncode == 1 and "401" in bad.stderr and "Traceback" not in bad.stderr
 

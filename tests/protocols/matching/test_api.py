@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from haggler.protocols.matching.settings import MatchingSettings, TurnCaps
-from tests.protocols.matching.support import SETTINGS, TOKEN, Actor, Operator, bearer, pair, turn
+from tests.support.matching import SETTINGS, TOKEN, Caller, Operator, bearer, pair, turn
 
 
 @pytest.fixture
@@ -18,16 +18,16 @@ def store(make_store):
 
 @pytest.fixture
 def op(store) -> Operator:
-    return Operator(store.http)
+    return Operator(store)
 
 
-def personal_pair(op: Operator, labelled: dict | None = None) -> tuple[Actor, Actor, Actor, Actor]:
+def personal_pair(op: Operator, labelled: dict | None = None) -> tuple[Caller, Caller, Caller, Caller]:
     """Two users, each with an enabled (personal) agent: (source, candidate, source agent, candidate agent)."""
     source, candidate = op.users(labelled or pair("good"))
     return source, candidate, op.agent(source), op.agent(candidate)
 
 
-def claim(agent: Actor) -> dict:
+def claim(agent: Caller) -> dict:
     response = agent.pickup()
     assert response.status_code == 200, response.text
     return response.json()
@@ -96,7 +96,7 @@ def test_a_configured_cap_ends_in_stalled_with_reason_turn_cap(make_store):
     """spec 002 "Turn cap", "Outcome Determination": the cap reached without accept or reject
     stalls the opportunity with reason turn_cap; the cap comes from configuration, not a constant."""
     store = make_store(matching=MatchingSettings(operator_token=TOKEN, caps=TurnCaps(personal_personal=3)))
-    op = Operator(store.http)
+    op = Operator(store)
     source, candidate, agent_s, agent_c = personal_pair(op)
     opened = op.open(source, candidate)
     for agent, action in ((agent_s, "propose"), (agent_c, "counter"), (agent_s, "question")):
@@ -400,12 +400,12 @@ def test_operator_routes_need_the_operator_token(make_store):
         error(store.http.get("/api/negotiations/insights", headers=headers), 403, "--operator-token")
     error(store.http.post("/api/opportunities", json={}), 403)
     configured = make_store(matching=SETTINGS)
-    op = Operator(configured.http)
+    op = Operator(configured)
     user = op.user(pair("good")["a"])
     error(user.post("/api/users", {"name": "x"}), 403, "operator")
     error(user.get("/api/negotiations/insights"), 403, "operator")
     error(user.post("/api/opportunities", {}), 403, "operator")
-    error(Operator(configured.http, token="wrong-token-000000000000").post("/api/users", {"name": "x"}), 401)
+    error(Operator(configured, token="wrong-token-000000000000").post("/api/users", {"name": "x"}), 401)
     error(configured.http.post("/api/users", json={"name": "x"}), 401)
 
 

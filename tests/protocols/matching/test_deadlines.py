@@ -19,7 +19,7 @@ import pytest
 from haggler.engine import Rules
 from haggler.protocols.matching.routes import Matching
 from haggler.protocols.matching.settings import MatchingSettings, TurnCaps
-from tests.protocols.matching.polling_support import OPERATOR_TOKEN, Agent, Api, iso, pair, summary, turn
+from tests.support.matching import TOKEN, Caller, Operator, iso, pair, summary, turn
 from tests.support.servers import FakeClock
 
 
@@ -29,31 +29,31 @@ CHANNELS = ["read", "pickup", "sweep"]
 
 
 @pytest.fixture
-def make_api(make_store, db_url: str) -> Callable[..., Api]:
+def make_api(make_store, db_url: str) -> Callable[..., Operator]:
     """A store on ``db_url`` whose matching settings are the operator token plus ``settings``."""
-    def make(**settings: Any) -> Api:
-        matching = MatchingSettings(operator_token=OPERATOR_TOKEN, **settings)
-        return Api(make_store(db_url=db_url, clock=FakeClock(T0), matching=matching))
+    def make(**settings: Any) -> Operator:
+        matching = MatchingSettings(operator_token=TOKEN, **settings)
+        return Operator(make_store(db_url=db_url, clock=FakeClock(T0), matching=matching))
     return make
 
 
 @pytest.fixture
-def api(make_api) -> Api:
+def api(make_api) -> Operator:
     return make_api()
 
 
-def _mixed(api: Api, pair_id: str, agents: int = 1) -> tuple[str, str, list[Agent], str]:
+def _mixed(api: Operator, pair_id: str, agents: int = 1) -> tuple[str, str, list[Caller], str]:
     """A negotiation between a user with personal agents (the source, whose turn 1 is parked at
     T0) and a user without (the system negotiates for the candidate)."""
     the_pair = pair(pair_id)
-    user, counterpart = api.user(the_pair["a"]), api.user(the_pair["b"])
-    personal = [api.agent(user, f"agent-{k}") for k in range(agents)]
-    return user, counterpart, personal, api.open(user, counterpart, the_pair["seed"])
+    user, counterpart = api.user_id(the_pair["a"]), api.user_id(the_pair["b"])
+    personal = [api.agent(user, name=f"agent-{k}") for k in range(agents)]
+    return user, counterpart, personal, api.open_negotiation(user, counterpart, the_pair["seed"])
 
 
-def _both_personal(api: Api, the_pair: dict[str, Any]) -> tuple[Agent, Agent, str]:
-    source, candidate = api.user(the_pair["a"]), api.user(the_pair["b"])
-    return api.agent(source), api.agent(candidate), api.open(source, candidate, the_pair["seed"])
+def _both_personal(api: Operator, the_pair: dict[str, Any]) -> tuple[Caller, Caller, str]:
+    source, candidate = api.user_id(the_pair["a"]), api.user_id(the_pair["b"])
+    return api.agent(source), api.agent(candidate), api.open_negotiation(source, candidate, the_pair["seed"])
 
 
 def _unchanged(before: dict[str, Any], after: dict[str, Any]) -> None:
@@ -63,7 +63,7 @@ def _unchanged(before: dict[str, Any], after: dict[str, Any]) -> None:
 # -- the claim timeout ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_unanswered_claim_returns_to_the_queue_with_its_original_park_deadline(api: Api, channel: str) -> None:
+def test_unanswered_claim_returns_to_the_queue_with_its_original_park_deadline(api: Operator, channel: str) -> None:
     """Parked-turn lifecycle, step 5 (and Turn Delivery (Polling)): a pickup not answered within
     the claim timeout (6 h) expires and the turn returns to waiting_for_agent, keeping the
     deadline of its first parking. Another pickup gets it — here the user's second agent — and
@@ -105,7 +105,7 @@ def test_unanswered_claim_returns_to_the_queue_with_its_original_park_deadline(a
     assert summary(view)[0] == (1, "propose", "personal")
 
 
-def test_late_respond_is_409_and_the_turn_keeps_its_first_park_deadline(api: Api) -> None:
+def test_late_respond_is_409_and_the_turn_keeps_its_first_park_deadline(api: Operator) -> None:
     """Parked-turn lifecycle, step 5: the late respond of an expired claim is 409 and stores
     nothing; the turn waits for another pickup, still due at 24 h from its first parking. A claim
     made before that deadline holds the turn past it; once that claim expires too, the parked
@@ -137,7 +137,7 @@ def test_late_respond_is_409_and_the_turn_keeps_its_first_park_deadline(api: Api
 # -- the parked-turn timeout ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_unclaimed_turn_is_taken_by_the_system_negotiator_after_the_parked_timeout(api: Api, channel: str) -> None:
+def test_unclaimed_turn_is_taken_by_the_system_negotiator_after_the_parked_timeout(api: Operator, channel: str) -> None:
     """Parked-turn lifecycle, steps 1 and 5: no claim within 24 h of first parking → the
     in-process system negotiator takes the turn (its message is takenBy system), the negotiation
     moves on, and the user's next turn is parked with a fresh 24 h deadline."""
@@ -165,7 +165,7 @@ def test_unclaimed_turn_is_taken_by_the_system_negotiator_after_the_parked_timeo
 # -- the personal-vs-personal timeout -------------------------------------------------------------
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_personal_vs_personal_without_resolution_times_out_stalled(api: Api, channel: str) -> None:
+def test_personal_vs_personal_without_resolution_times_out_stalled(api: Operator, channel: str) -> None:
     """Turn cap and Outcome Determination: personal vs personal has no cap; 24 h after it began
     without accept or reject, the opportunity is stalled and the outcome's reason is "timeout",
     with the turns actually taken counted. A claim still open then is answered with 409."""
@@ -290,7 +290,7 @@ def test_personal_vs_personal_keeps_going_past_six_turns_through_the_timeout_pat
     api = make_api(claim_timeout_seconds=600, parked_timeout_seconds=3600, negotiation_timeout_seconds=7 * 86400)
     the_pair = pair("fundraising-mentor-and-first-time-founder")
     first, second, negotiation_id = _both_personal(api, the_pair)
-    script: dict[int, tuple[Agent, str] | None] = {
+    script: dict[int, tuple[Caller, str] | None] = {
         1: (first, "propose"), 2: (second, "question"), 3: (first, "question"), 4: (second, "question"),
         5: (first, "question"), 6: (second, "question"), 7: None, 8: (second, "counter"), 9: (first, "question"),
         10: (second, "accept")}
@@ -321,7 +321,7 @@ def test_personal_vs_personal_keeps_going_past_six_turns_through_the_timeout_pat
 
 
 @pytest.mark.parametrize("turn_eight", ["agent", "timeout"])
-def test_mixed_negotiation_ends_at_exactly_eight_after_system_takeovers(api: Api, turn_eight: str) -> None:
+def test_mixed_negotiation_ends_at_exactly_eight_after_system_takeovers(api: Operator, turn_eight: str) -> None:
     """Turn cap (mixed: 8 turns) and Parked-turn lifecycle, step 5: the personal agent's first
     turn is taken by the system negotiator after the parked timeout, and the negotiation keeps its
     stored cap of 8 (not 6) afterwards. ``agent``: the agent counters on turn 8 and the
@@ -334,9 +334,9 @@ def test_mixed_negotiation_ends_at_exactly_eight_after_system_takeovers(api: Api
     the_pair = pair("robotics-startup-and-firmware-contractor")
     the_pair["a"]["intents"] += [pair("fundraising-mentor-and-first-time-founder")["b"]["intents"][0],
                                  pair("bakery-and-bookkeeper")["b"]["intents"][0]]
-    rotorlab, kenji = api.user(the_pair["a"]), api.user(the_pair["b"])
+    rotorlab, kenji = api.user_id(the_pair["a"]), api.user_id(the_pair["b"])
     agent = api.agent(kenji)
-    negotiation_id = api.open(rotorlab, kenji, the_pair["seed"])
+    negotiation_id = api.open_negotiation(rotorlab, kenji, the_pair["seed"])
     view = api.negotiation(negotiation_id)
     assert (view["maxTurns"], view["expiresAt"], summary(view)) == (8, None, [(1, "propose", "system")])
 
@@ -381,7 +381,7 @@ def test_configured_cap_is_stored_and_kept_by_the_timeout_path(make_api) -> None
     second.take(negotiation_id, turn("question", "how many founders a year?"))
 
     api.at(T0 + 26 * HOUR)  # turn 3 parked for 24 h
-    other_settings = MatchingSettings(operator_token=OPERATOR_TOKEN)  # personal vs personal: no cap
+    other_settings = MatchingSettings(operator_token=TOKEN)  # personal vs personal: no cap
     assert Matching(api.store.app.state.matching.db, api.clock, other_settings).sweep() == 1
     view = api.negotiation(negotiation_id)
     assert (view["maxTurns"], summary(view)[-1], view["waitingFor"]) == (4, (3, "counter", "system"), second.user_id)

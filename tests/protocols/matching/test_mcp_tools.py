@@ -7,10 +7,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
 from typing import Any, AsyncIterator, get_args
 
-import httpx
 import httpx2
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -18,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from haggler.agents.match_context import ROLES
 from haggler.protocols.matching import mcp_tools, turns
 from haggler.protocols.matching.settings import MatchingSettings
+from tests.support.matching import Operator
 
 OPERATOR = "operator-token-for-mcp-tests"
 SEED = {"score": 80, "reasoning": "A founder building a design tool and a designer who wants to build one.",
@@ -29,40 +28,14 @@ DESIGNER = {"name": "Grace", "profile": {"role": "designer", "seeks": ["equity"]
 ROLES_ARG = {"ownUser": "peer", "otherUser": "peer"}
 
 
-class Matchmaker:
-    """The operator's side of a store: users, agents and opportunities over HTTP."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.http: httpx.Client = store.http
-
-    def post(self, path: str, body: dict[str, Any], key: str = OPERATOR) -> dict[str, Any]:
-        response = self.http.post(path, json=body, headers={"Authorization": f"Bearer {key}"})
-        assert response.status_code in (200, 201), response.text
-        return response.json()
-
-    def user(self, spec: dict[str, Any], *, agent: bool) -> dict[str, Any]:
-        """A user (``id``, ``apiKey``) and, with ``agent``, its personal agent (``agentId``, ``agentKey``)."""
-        user = self.post("/api/users", spec)
-        if agent:
-            made = self.post(f"/api/users/{user['id']}/agents", {"name": f"{spec['name']}'s agent"}, key=user["apiKey"])
-            user.update(agentId=made["id"], agentKey=made["apiKey"])
-        return user
-
-    def opportunity(self, source: dict[str, Any], candidate: dict[str, Any]) -> str:
-        """Open an opportunity and wait for its negotiation to park (it runs after the 201)."""
-        made = self.post("/api/opportunities", {"sourceUserId": source["id"], "candidateUserId": candidate["id"],
-                                                "seedAssessment": SEED})
-        deadline = time.monotonic() + 15
-        while self.negotiation(made["negotiationId"])["state"] != "waiting_for_agent":
-            assert time.monotonic() < deadline, "the negotiation never parked a turn"
-            time.sleep(0.02)
-        return made["negotiationId"]
-
-    def negotiation(self, negotiation_id: str) -> dict[str, Any]:
-        response = self.http.get(f"/api/negotiations/{negotiation_id}", headers={"Authorization": f"Bearer {OPERATOR}"})
-        assert response.status_code == 200, response.text
-        return response.json()
+def person(op: Operator, spec: dict[str, Any], *, agent: bool) -> dict[str, Any]:
+    """A user (``id``, ``apiKey``) and, with ``agent``, its personal agent (``agentId``, ``agentKey``)."""
+    user = op.user(spec)
+    made = {"id": user.id, "apiKey": user.key}
+    if agent:
+        mine = op.agent(user, name=f"{spec['name']}'s agent")
+        made.update(agentId=mine.id, agentKey=mine.key)
+    return made
 
 
 @contextlib.asynccontextmanager
@@ -98,15 +71,15 @@ def respond(negotiation_id: str, action: str, **extra: Any) -> dict[str, Any]:
             "suggestedRoles": extra.pop("suggestedRoles", ROLES_ARG), **extra}
 
 
-def start(make_store: Any, **store: Any) -> Matchmaker:
-    return Matchmaker(make_store(matching=MatchingSettings(operator_token=OPERATOR), **store))
+def start(make_store: Any, **store: Any) -> Operator:
+    return Operator(make_store(matching=MatchingSettings(operator_token=OPERATOR), **store), token=OPERATOR)
 
 
 def test_instructions_carry_the_turn_mode_contract_and_the_schemas_the_spec(make_store):
     """spec 002: Turn mode behavioral contract (in the MCP server's instructions); MCP Tools
     (the three tools, with the spec's actions and roles in their input schema)."""
     mm = start(make_store)
-    ada = mm.user(FOUNDER, agent=True)
+    ada = person(mm, FOUNDER, agent=True)
 
     async def go() -> tuple[Any, Any]:
         async with mcp_session(mm.store.base, ada["agentKey"]) as (session, init):
@@ -130,9 +103,9 @@ def test_an_agent_lists_reads_and_takes_its_turn(make_store, db_url):
     """spec 002: MCP Tools — list_negotiations shows the parked turn, get_negotiation returns the
     turns, respond_to_negotiation picks the turn up and takes it (stored as the personal agent's)."""
     mm = start(make_store, db_url=db_url)
-    ada = mm.user(FOUNDER, agent=True)
-    grace = mm.user(DESIGNER, agent=False)
-    negotiation_id = mm.opportunity(grace, ada)  # the system proposes for Grace; Ada's turn parks
+    ada = person(mm, FOUNDER, agent=True)
+    grace = person(mm, DESIGNER, agent=False)
+    negotiation_id = mm.open_negotiation(grace["id"], ada["id"], SEED)  # the system proposes for Grace; Ada's turn parks
     base, key = mm.store.base, ada["agentKey"]
 
     listed = payload(call(base, key, "list_negotiations", {}))
@@ -168,9 +141,9 @@ def test_an_agent_lists_reads_and_takes_its_turn(make_store, db_url):
 def test_a_question_by_a_personal_agent_is_accepted(make_store):
     """spec 002: Actions (question belongs to personal agents) through MCP Tools' respond_to_negotiation."""
     mm = start(make_store)
-    ada = mm.user(FOUNDER, agent=True)
-    grace = mm.user(DESIGNER, agent=False)
-    negotiation_id = mm.opportunity(grace, ada)
+    ada = person(mm, FOUNDER, agent=True)
+    grace = person(mm, DESIGNER, agent=False)
+    negotiation_id = mm.open_negotiation(grace["id"], ada["id"], SEED)
 
     payload(call(mm.store.base, ada["agentKey"], "respond_to_negotiation",
                  respond(negotiation_id, "question", message="How many hours a week can Grace give?")))
@@ -183,10 +156,10 @@ def test_a_wrong_key_is_a_tool_error_and_changes_nothing(make_store):
     """spec 002: MCP Tools, authenticated with the agent's API key; anything else is a tool
     error (not a crash) and the parked turn stays as it was."""
     mm = start(make_store)
-    ada = mm.user(FOUNDER, agent=True)
-    grace = mm.user(DESIGNER, agent=False)
-    eve = mm.user({"name": "Eve", "profile": {}}, agent=True)
-    negotiation_id = mm.opportunity(grace, ada)
+    ada = person(mm, FOUNDER, agent=True)
+    grace = person(mm, DESIGNER, agent=False)
+    eve = person(mm, {"name": "Eve", "profile": {}}, agent=True)
+    negotiation_id = mm.open_negotiation(grace["id"], ada["id"], SEED)
     base = mm.store.base
     before = mm.negotiation(negotiation_id)
 
@@ -209,9 +182,9 @@ def test_malformed_turns_name_the_field_and_claim_nothing(make_store):
     """spec 002: MCP Tools (respond_to_negotiation's input fields): a malformed action, role or
     reasoning is a tool error naming the field, and the turn is not even picked up."""
     mm = start(make_store)
-    ada = mm.user(FOUNDER, agent=True)
-    grace = mm.user(DESIGNER, agent=False)
-    negotiation_id = mm.opportunity(grace, ada)
+    ada = person(mm, FOUNDER, agent=True)
+    grace = person(mm, DESIGNER, agent=False)
+    negotiation_id = mm.open_negotiation(grace["id"], ada["id"], SEED)
     base, key = mm.store.base, ada["agentKey"]
 
     for arguments, field in ((respond(negotiation_id, "bribe"), "action"),
@@ -234,12 +207,12 @@ def test_respond_holds_the_claim_in_queue_order(make_store):
     turn up only when it is the one pickup hands out (the oldest, or the one already held);
     otherwise it says which turn to take first. A finished negotiation answers 409."""
     mm = start(make_store)
-    ada = mm.user(FOUNDER, agent=True)
-    grace = mm.user(DESIGNER, agent=False)
-    ben = mm.user({**DESIGNER, "name": "Ben"}, agent=False)
-    older = mm.opportunity(grace, ada)
+    ada = person(mm, FOUNDER, agent=True)
+    grace = person(mm, DESIGNER, agent=False)
+    ben = person(mm, {**DESIGNER, "name": "Ben"}, agent=False)
+    older = mm.open_negotiation(grace["id"], ada["id"], SEED)
     mm.store.clock.advance(seconds=1)
-    newer = mm.opportunity(ben, ada)
+    newer = mm.open_negotiation(ben["id"], ada["id"], SEED)
     base, key = mm.store.base, ada["agentKey"]
 
     refused = call(base, key, "respond_to_negotiation", respond(newer, "reject"))

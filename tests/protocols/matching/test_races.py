@@ -22,12 +22,12 @@ from haggler.protocols.matching.routes import Matching
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.database import Database, open_database
 from haggler.storage.schema import opportunities
-from tests.protocols.matching.polling_support import (
-    OPERATOR_TOKEN,
-    Agent,
-    Api,
+from tests.support.matching import (
+    TOKEN,
+    Caller,
+    Operator,
     make_parties,
-    open_negotiation,
+    open_in_db,
     pair,
     race,
     seconds,
@@ -44,8 +44,8 @@ T0 = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def api(make_store, db_url: str) -> Api:
-    return Api(make_store(db_url=db_url, clock=FakeClock(T0), matching=MatchingSettings(operator_token=OPERATOR_TOKEN)))
+def api(make_store, db_url: str) -> Operator:
+    return Operator(make_store(db_url=db_url, clock=FakeClock(T0), matching=MatchingSettings(operator_token=TOKEN)))
 
 
 @pytest.fixture
@@ -55,24 +55,24 @@ def db(db_url: str) -> Iterator[Database]:
     database.dispose()
 
 
-def _clients(agents: list[Agent]) -> list[httpx.Client]:
+def _clients(agents: list[Caller]) -> list[httpx.Client]:
     return [agent.client() for agent in agents]
 
 
-def test_two_agents_of_one_user_picking_up_at_once_get_one_claim_per_parked_turn(api: Api) -> None:
+def test_two_agents_of_one_user_picking_up_at_once_get_one_claim_per_parked_turn(api: Operator) -> None:
     """Turn Delivery (Polling) / Parked-turn lifecycle, step 2: pickup compare-and-swaps the
     oldest waiting turn of the caller's user to claimed. Two agents of one user race, round
     after round, over one, two or three parked turns: every parked turn is claimed at most once,
     the oldest first; the agent that loses the race gets the next turn, or nothing (204)."""
     the_pair = pair("publisher-commissions-illustrator")
-    counterparts = [api.user(the_pair["b"]) for _ in range(3)]  # no agent: the system negotiates for them
+    counterparts = [api.user_id(the_pair["b"]) for _ in range(3)]  # no agent: the system negotiates for them
     for round_number in range(PICKUP_ROUNDS):
         parked = 1 + round_number % 3
-        user = api.user(the_pair["a"])
-        agents = [api.agent(user, "laptop"), api.agent(user, "phone")]
+        user = api.user_id(the_pair["a"])
+        agents = [api.agent(user, name="laptop"), api.agent(user, name="phone")]
         waiting = []
         for counterpart in counterparts[:parked]:
-            waiting.append(api.open(user, counterpart, the_pair["seed"]))
+            waiting.append(api.open_negotiation(user, counterpart, the_pair["seed"]))
             api.clock.advance(seconds=1)  # parked one after the other: "oldest" is well defined
         for negotiation_id in waiting:
             view = api.negotiation(negotiation_id)
@@ -107,19 +107,19 @@ def test_two_agents_of_one_user_picking_up_at_once_get_one_claim_per_parked_turn
             assert view["turns"] == []
 
 
-def test_one_agent_picking_up_twice_at_once_holds_one_claim(api: Api) -> None:
+def test_one_agent_picking_up_twice_at_once_holds_one_claim(api: Operator) -> None:
     """Parked-turn lifecycle, step 2, and the bilateral-match facts: a repeated pickup by the
     agent that already holds a claim returns that same claim. Two pickups of one agent at once
     (a poller retrying, two copies of one agent) over two parked turns must not claim both: both
     answers are the same claim, and the other turn stays waiting for the user's other agents."""
     the_pair = pair("publisher-commissions-illustrator")
-    counterparts = [api.user(the_pair["b"]) for _ in range(2)]
+    counterparts = [api.user_id(the_pair["b"]) for _ in range(2)]
     for _ in range(PICKUP_ROUNDS):
-        user = api.user(the_pair["a"])
-        agent, spare = api.agent(user, "poller"), api.agent(user, "spare")
+        user = api.user_id(the_pair["a"])
+        agent, spare = api.agent(user, name="poller"), api.agent(user, name="spare")
         waiting = []
         for counterpart in counterparts:
-            waiting.append(api.open(user, counterpart, the_pair["seed"]))
+            waiting.append(api.open_negotiation(user, counterpart, the_pair["seed"]))
             api.clock.advance(seconds=1)
         clients = _clients([agent, agent])
         try:
@@ -142,7 +142,7 @@ def _expiry_round(db: Database, via: str, round_number: int, the_pair: dict[str,
     (the negotiation goes back to the source), accept or reject (it ends), in turn, so that an
     expiry applied over an answer would show. Returns which side won."""
     parties = make_parties(db, the_pair, T0)  # both personal
-    task_id = open_negotiation(db, parties, the_pair["seed"], settings, T0)
+    task_id = open_in_db(db, parties, the_pair["seed"], settings, T0)
     source_agent, agent = parties.agents[parties.source][0], parties.agents[parties.candidate][0]
     with db.write() as conn:
         assert negotiations.pickup(conn, source_agent, settings, T0) is not None
@@ -229,15 +229,15 @@ def test_respond_racing_the_claim_expiry_has_one_winner(db: Database, via: str) 
     assert sum(winners.values()) == EXPIRY_ROUNDS, winners
 
 
-def test_two_responds_by_one_agent_store_one_turn(api: Api) -> None:
+def test_two_responds_by_one_agent_store_one_turn(api: Operator) -> None:
     """Parked-turn lifecycle, step 3: respond moves claimed → working only once. The claiming
     agent sends two different answers at once, turn after turn of one uncapped personal-vs-personal
     negotiation: one is stored (the 200's), the other is 409 and leaves no trace; the last turn
     races accept against reject and the outcome is the winner's."""
     the_pair = pair("fundraising-mentor-and-first-time-founder")
-    source, candidate = api.user(the_pair["a"]), api.user(the_pair["b"])
+    source, candidate = api.user_id(the_pair["a"]), api.user_id(the_pair["b"])
     agents = {source: api.agent(source), candidate: api.agent(candidate)}
-    negotiation_id = api.open(source, candidate, the_pair["seed"])
+    negotiation_id = api.open_negotiation(source, candidate, the_pair["seed"])
     opportunity_id = api.negotiation(negotiation_id)["opportunityId"]
     clients = _clients(list(agents.values()))
     try:

@@ -1,8 +1,6 @@
-"""Helpers for the match negotiation's polling tests (spec 002, "Turn Delivery (Polling)"):
-users, agents and opportunities over HTTP on a store with a FakeClock, and the same set up at
-function level for races that need two clocks at once.
-
-People come from the labelled match pairs (``tests/agents/match_pairs.json``)."""
+"""Helpers for the match negotiation tests (spec 002): an operator, users and agents talking to a
+real store over HTTP (with its FakeClock), and the same set up at function level for races that
+need two clocks at once. People come from the labelled match pairs (``tests/agents/match_pairs.json``)."""
 
 from __future__ import annotations
 
@@ -25,22 +23,30 @@ try:
 except ImportError:  # pragma: no cover - rootdir-less invocation, as in tests/conftest.py
     from support.match_pairs import PAIRS  # type: ignore[no-redef]
 
-OPERATOR_TOKEN = "operator-token-for-the-polling-tests"
+TOKEN = "operator-token-for-tests-0123456789"
+SETTINGS = MatchingSettings(operator_token=TOKEN)
 T = TypeVar("T")
 
 
-def pair(pair_id: str) -> dict[str, Any]:
-    """A labelled pair by id (a deep copy: tests may extend a person)."""
-    for found in PAIRS:
-        if found["id"] == pair_id:
-            return copy.deepcopy(found)
-    raise KeyError(pair_id)
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
 
 
-def turn(action: str, message: str | None = None, *, own: str = "peer", other: str = "peer") -> dict[str, Any]:
-    """A respond body (spec: "Turn structure")."""
+def pair(name: str, index: int = 0) -> dict[str, Any]:
+    """A labelled pair (a deep copy: tests may extend a person): the one whose id is ``name``, or
+    the ``index``-th of the category ``name`` (good, superficial, one_sided)."""
+    found = [p for p in PAIRS if p["id"] == name] or [p for p in PAIRS if p["category"] == name][index:index + 1]
+    if not found:
+        raise KeyError(name)
+    return copy.deepcopy(found[0])
+
+
+def turn(action: str, message: Any = None, *, own: Any = "peer", other: Any = "peer", reasoning: Any = None,
+         **extra: Any) -> dict[str, Any]:
+    """A respond body (spec: "Turn structure"); any part may be made malformed on purpose."""
     body: dict[str, Any] = {"action": action, "assessment": {
-        "reasoning": f"The agent chose {action}.", "suggestedRoles": {"ownUser": own, "otherUser": other}}}
+        "reasoning": f"The agent chose {action}." if reasoning is None else reasoning,
+        "suggestedRoles": {"ownUser": own, "otherUser": other}}, **extra}
     if message is not None:
         body["message"] = message
     return body
@@ -65,18 +71,23 @@ def race(calls: Sequence[Callable[[], T]]) -> list[T]:
 # -- over HTTP ------------------------------------------------------------------------------------
 
 @dataclass
-class Agent:
-    """A personal agent: its id, its key, its user."""
+class Caller:
+    """A user or an agent, with its key (``user_id``: an agent's user)."""
 
-    base: str
     http: httpx.Client
     id: str
     key: str
-    user_id: str
+    user_id: str | None = None
 
     @property
     def auth(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.key}"}
+        return bearer(self.key)
+
+    def post(self, path: str, body: Any = None) -> httpx.Response:
+        return self.http.post(path, json=body, headers=self.auth)
+
+    def get(self, path: str, **params: Any) -> httpx.Response:
+        return self.http.get(path, params=params, headers=self.auth)
 
     def pickup(self, client: httpx.Client | None = None) -> httpx.Response:
         return (client or self.http).post(f"/api/agents/{self.id}/negotiations/pickup", headers=self.auth)
@@ -87,7 +98,7 @@ class Agent:
         assert response.status_code == 200, (response.status_code, response.text)
         return response.json()
 
-    def respond(self, negotiation_id: str, body: dict[str, Any], client: httpx.Client | None = None) -> httpx.Response:
+    def respond(self, negotiation_id: str, body: Any, client: httpx.Client | None = None) -> httpx.Response:
         return (client or self.http).post(f"/api/agents/{self.id}/negotiations/{negotiation_id}/respond",
                                           json=body, headers=self.auth)
 
@@ -100,50 +111,78 @@ class Agent:
         return response.json()
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.base, timeout=60)
+        """A client of its own (for racing threads)."""
+        return httpx.Client(base_url=self.http.base_url, timeout=60)
 
 
-class Api:
+def _id(who: Caller | str) -> str:
+    return who if isinstance(who, str) else who.id
+
+
+class Operator:
     """The operator's side of a store's matching API, and the store's clock."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, token: str = TOKEN) -> None:
         self.store = store
         self.http: httpx.Client = store.http
         self.clock = store.clock
-        self.auth = {"Authorization": f"Bearer {OPERATOR_TOKEN}"}
+        self.auth = bearer(token)
 
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        response = self.http.post(path, json=body, headers=self.auth)
+    def post(self, path: str, body: Any = None) -> httpx.Response:
+        return self.http.post(path, json=body, headers=self.auth)
+
+    def get(self, path: str, **params: Any) -> httpx.Response:
+        return self.http.get(path, params=params, headers=self.auth)
+
+    def created(self, path: str, body: dict[str, Any], by: Caller | None = None) -> dict[str, Any]:
+        response = (by or self).post(path, body)
         assert response.status_code == 201, (path, response.status_code, response.text)
         return response.json()
 
-    def user(self, person: dict[str, Any]) -> str:
-        """A user made from one side of a labelled pair."""
-        return self.post("/api/users", {"name": person["profile"]["name"], "profile": person["profile"],
-                                        "intents": person["intents"]})["id"]
+    def user(self, person: dict[str, Any]) -> Caller:
+        """A user made from one side of a labelled pair (or any ``{name?, profile, intents?}``),
+        with the user's own key."""
+        data = self.created("/api/users", {"name": person.get("name") or person["profile"]["name"],
+                                           "profile": person["profile"], "intents": person.get("intents", [])})
+        return Caller(self.http, data["id"], data["apiKey"])
 
-    def agent(self, user_id: str, name: str = "poller") -> Agent:
-        data = self.post(f"/api/users/{user_id}/agents", {"name": name})
-        return Agent(self.store.base, self.http, data["id"], data["apiKey"], user_id)
+    def user_id(self, person: dict[str, Any]) -> str:
+        return self.user(person).id
 
-    def open(self, source: str, candidate: str, seed: dict[str, Any]) -> str:
-        """A negotiating opportunity; returns its negotiation id once the negotiation has run up
-        to its first parked turn (or its end)."""
-        data = self.post("/api/opportunities", {"sourceUserId": source, "candidateUserId": candidate,
-                                                "seedAssessment": seed})
-        assert data["status"] == "negotiating", data
+    def users(self, labelled: dict[str, Any]) -> tuple[Caller, Caller]:
+        return self.user(labelled["a"]), self.user(labelled["b"])
+
+    def agent(self, user: Caller | str, mode: str = "enabled", name: str = "poller") -> Caller:
+        """An agent added by the user itself when given with its key, else by the operator."""
+        data = self.created(f"/api/users/{_id(user)}/agents", {"name": name, "negotiationMode": mode},
+                            by=user if isinstance(user, Caller) else None)
+        return Caller(self.http, data["id"], data["apiKey"], user_id=_id(user))
+
+    def open(self, source: Caller | str, candidate: Caller | str, seed: dict[str, Any] | None = None,
+             **extra: Any) -> dict[str, Any]:
+        """A negotiating opportunity, as POST /api/opportunities answers it."""
+        seed = seed or {"score": 70, "reasoning": "They might help each other.", "valencyRole": "peer"}
+        opened = self.created("/api/opportunities", {"sourceUserId": _id(source), "candidateUserId": _id(candidate),
+                                                     "seedAssessment": seed, **extra})
+        assert opened["status"] == "negotiating", opened
+        return opened
+
+    def open_negotiation(self, source: Caller | str, candidate: Caller | str, seed: dict[str, Any]) -> str:
+        """Open an opportunity; its negotiation id once the negotiation has run up to its first
+        parked turn (or its end)."""
+        negotiation_id = self.open(source, candidate, seed)["negotiationId"]
         # A GET applies what is due, a negotiation still submitted included: it waits for the
         # background run (row lock) or runs the negotiation itself.
-        assert self.negotiation(data["negotiationId"])["state"] != "submitted"
-        return data["negotiationId"]
+        assert self.negotiation(negotiation_id)["state"] != "submitted"
+        return negotiation_id
 
     def negotiation(self, negotiation_id: str) -> dict[str, Any]:
-        response = self.http.get(f"/api/negotiations/{negotiation_id}", headers=self.auth)
+        response = self.get(f"/api/negotiations/{negotiation_id}")
         assert response.status_code == 200, (response.status_code, response.text)
         return response.json()
 
     def opportunity(self, opportunity_id: str) -> dict[str, Any]:
-        response = self.http.get(f"/api/opportunities/{opportunity_id}", headers=self.auth)
+        response = self.get(f"/api/opportunities/{opportunity_id}")
         assert response.status_code == 200, (response.status_code, response.text)
         return response.json()
 
@@ -191,7 +230,7 @@ def make_parties(db: Database, the_pair: dict[str, Any], now: datetime, *, sourc
     return Parties(ids["a"], ids["b"], agents)
 
 
-def open_negotiation(db: Database, parties: Parties, seed: dict[str, Any], settings: MatchingSettings,
+def open_in_db(db: Database, parties: Parties, seed: dict[str, Any], settings: MatchingSettings,
                      now: datetime) -> str:
     """Open the opportunity and run its negotiation up to the first parked turn."""
     with db.write() as conn:
