@@ -10,9 +10,10 @@ import pytest
 from haggler.lab.compare import compare_protocols, render_comparison, write_comparison, write_report_md
 from haggler.lab.generate import single_issue
 from haggler.lab.protocols import (
-    FreeTextStore, alternating, instant_match, midpoint_cents, sealed_bid, sealed_bid_messages,
+    FreeTextStore, alternating, instant_match, sealed_bid, sealed_bid_messages,
 )
 from haggler.lab.scenario import Scenario
+from haggler.protocols.market.pricing import midpoint_cents
 
 
 def _sc(list_price: int, floor: int, budget: int, id: str = "t") -> Scenario:

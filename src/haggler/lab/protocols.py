@@ -34,6 +34,7 @@ from haggler.lab.alternating import run_alternating
 from haggler.lab.metrics import NegotiationRecord, word_count
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 from haggler.money import format_money, to_decimal_number
+from haggler.protocols.market.pricing import midpoint_cents
 
 __all__ = [
     "FREE_TEXT", "ALTERNATING", "INSTANT_MATCH", "PROTOCOLS", "SEALED_BID", "FreeTextStore",
@@ -59,11 +60,6 @@ def _json_words(message: dict[str, Any]) -> int:
 
 
 # -- sealed bid -----------------------------------------------------------------------------------
-
-
-def midpoint_cents(a: int, b: int) -> int:
-    """The midpoint of two amounts, rounded to the cent (half a cent rounds up)."""
-    return (a + b + 1) // 2
 
 
 def sealed_bid_messages(scenario: Scenario) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -13,7 +13,7 @@ The rules, in order:
    sell limit ``s`` and the lowest executed buy limit ``b`` (``s <= b``) — trades that volume and
    respects every executed order's limit, so volume alone does not fix the price. The auction takes
    their midpoint ``(b + s) / 2`` in integer cents; **half a cent rounds up** (to the seller), the
-   rule of the sealed-bid midpoint (``haggler.lab.protocols.midpoint_cents``), so a one-cent spread
+   rule of the sealed-bid midpoint (``haggler.protocols.market.pricing.midpoint_cents``), so a one-cent spread
    clears at the buy limit ``b``. Both limits are fixed by the volume, so the price is determined by
    the book alone: this is the documented tie-break among the prices of equal (maximal) volume.
 3. **Who trades.** Price priority, then time priority (the arrival sequence): buys from the highest
@@ -42,6 +42,7 @@ from itertools import chain
 from typing import NamedTuple
 
 from haggler.errors import Conflict, InvalidInput, NotFound
+from haggler.protocols.market.pricing import midpoint_cents
 
 
 class Side(StrEnum):
@@ -274,7 +275,7 @@ def clear(book: OrderBook | Iterable[Order]) -> Clearing:
         if bid_prices[i] < ask_prices[j]:
             break
     marginal_buy, marginal_sell = bid_prices[last_i], ask_prices[last_j]
-    price = (marginal_buy + marginal_sell + 1) // 2  # half a cent rounds up, as the sealed-bid midpoint
+    price = midpoint_cents(marginal_buy, marginal_sell)  # half a cent rounds up, as the sealed-bid midpoint
 
     # Trades: the executed orders of each side in priority order, paired quantity by quantity.
     buys = chain.from_iterable(book._bids[p].items() for p in bid_prices[: last_i + 1])
