@@ -1,0 +1,236 @@
+"""The market's message schemas and their validation (spec 003: Message Types, Owner Mandate Format,
+Phase 1: Schema Definition).
+
+One JSON Schema (draft 2020-12) per message type ships in ``schemas/<name>.json``; each is
+self-contained (its own ``$defs``) so that ``GET /market/schemas`` can hand any one of them to an
+agent as is. Every schema refuses unknown fields, so a typo or an injected field never slips
+through.
+
+:func:`validate` picks the schema by the message's ``type`` and raises :class:`InvalidMessage`
+(HTTP 422) naming the JSON pointer of one failing field. The owner mandate has no ``type``
+field (spec 003: Owner Mandate Format), so it is validated by name: ``validate(m, "mandate")``.
+
+Two checks are haggler's own, because jsonschema's would be wrong or absent:
+
+* ``multipleOf`` is checked in exact rational arithmetic on the number as written, so
+  ``170.1`` is a multiple of ``0.01`` (in floats, 170.1 / 0.01 is 17009.999999999998);
+* ``format: date-time`` is checked (RFC 3339, a time zone required): jsonschema skips it unless
+  the optional rfc3339-validator package is installed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from fractions import Fraction
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator, FormatChecker, ValidationError
+from jsonschema.validators import extend
+
+from haggler.errors import Unprocessable
+
+#: Every schema shipped, by name (the file is ``schemas/<name>.json``).
+SCHEMA_NAMES: tuple[str, ...] = (
+    "listing", "wanted", "contact_request", "protocol_agreement", "sealed_bid", "instant_match", "offer",
+    "deal_confirmed", "mandate", "order",
+)
+#: The schemas chosen by a message's ``type`` field; the mandate has none.
+MESSAGE_TYPES: tuple[str, ...] = tuple(name for name in SCHEMA_NAMES if name != "mandate")
+
+
+class InvalidMessage(Unprocessable):
+    """A market message that does not match its schema (HTTP 422). ``path`` is the JSON pointer
+    (RFC 6901) of the failing field, e.g. ``/item/condition``; ``""`` is the message itself."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path or 'the message'}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def schema_names() -> tuple[str, ...]:
+    """The names :func:`schema` knows, in spec order."""
+    return SCHEMA_NAMES
+
+
+def schema(name: str) -> dict[str, Any]:
+    """A copy of the JSON Schema called ``name`` (a message ``type``, or ``"mandate"``)."""
+    return copy.deepcopy(_load(_known(name)))
+
+
+def validate(message: object, name: str | None = None) -> None:
+    """Check ``message`` against the schema for its ``type`` (or the schema ``name``, for the
+    mandate); raise :class:`InvalidMessage` naming the most specific failing field.
+
+    When several fields fail, the deepest pointer is reported, ties broken by pointer text, so
+    the same message always gets the same answer.
+    """
+    if name is None:
+        if not isinstance(message, Mapping):
+            raise InvalidMessage("", "must be a JSON object")
+        kind = message.get("type")
+        if "type" not in message:
+            raise InvalidMessage("/type", f"is required; one of: {', '.join(MESSAGE_TYPES)}")
+        if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
+            hint = " (a mandate has no type field: validate it as \"mandate\")" if kind == "mandate" else ""
+            raise InvalidMessage("/type", f"unknown message type {_show(kind)}; one of: {', '.join(MESSAGE_TYPES)}{hint}")
+        name = kind
+    errors = [(_pointer(error), _reason(error), error.validator) for error in _validator(_known(name)).iter_errors(message)]
+    if errors:
+        pointer, reason, _ = min(errors, key=lambda e: (-_depth(e[0]), e[0], str(e[2]), e[1]))
+        raise InvalidMessage(pointer, reason)
+
+
+def _known(name: str) -> str:
+    if name not in SCHEMA_NAMES:
+        raise KeyError(f"no market schema called {name!r}; known: {', '.join(SCHEMA_NAMES)}")
+    return name
+
+
+@cache
+def _load(name: str) -> dict[str, Any]:
+    text = resources.files(__package__).joinpath("schemas", f"{name}.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def _exact_multiple_of(validator: Any, divisor: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """``multipleOf`` on the decimal number as written (its shortest repr), not on binary floats."""
+    if not validator.is_type(instance, "number"):
+        return
+    if isinstance(instance, float) and not math.isfinite(instance):
+        yield ValidationError(f"{instance!r} is not a finite number")
+        return
+    if (Fraction(str(instance)) / Fraction(str(divisor))).denominator != 1:
+        yield ValidationError(f"{instance!r} is not a multiple of {divisor}")
+
+
+_Validator = extend(Draft202012Validator, {"multipleOf": _exact_multiple_of})
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _is_date_time(value: object) -> bool:
+    """RFC 3339 ``date-time``: the shape, a time zone, and a real date and time."""
+    if not isinstance(value, str):
+        return True
+    if not _RFC3339.fullmatch(value):
+        return False
+    try:
+        datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+@cache
+def _format_checker() -> FormatChecker:
+    checker = FormatChecker(Draft202012Validator.FORMAT_CHECKER.checkers)
+    checker.checks("date-time")(_is_date_time)
+    return checker
+
+
+@cache
+def _validator(name: str) -> Any:
+    return _Validator(_load(name), format_checker=_format_checker())
+
+
+def _escape(part: object) -> str:
+    return str(part).replace("~", "~0").replace("/", "~1")
+
+
+def _pointer(error: ValidationError) -> str:
+    """The pointer of the field at fault: for a missing or unknown field, that field itself."""
+    path = "".join(f"/{_escape(part)}" for part in error.absolute_path)
+    instance = error.instance
+    if error.validator == "required" and isinstance(instance, Mapping):
+        missing = [field for field in error.validator_value if field not in instance]
+        if missing:
+            return f"{path}/{_escape(missing[0])}"
+    if error.validator == "additionalProperties" and isinstance(instance, Mapping):
+        known = error.schema.get("properties", {})
+        extra = sorted(field for field in instance if field not in known)
+        if extra:
+            return f"{path}/{_escape(extra[0])}"
+    if error.validator == "dependentRequired" and isinstance(instance, Mapping):
+        missing = sorted(
+            need for field, needs in error.validator_value.items() if field in instance
+            for need in needs if need not in instance
+        )
+        if missing:
+            return f"{path}/{_escape(missing[0])}"
+    return path
+
+
+def _depth(pointer: str) -> int:
+    return pointer.count("/")
+
+
+def _show(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False) if _jsonable(value) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _jsonable(value: object) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+_JSON_TYPES = {"object": "an object", "array": "an array", "string": "a string", "number": "a number",
+               "integer": "an integer", "boolean": "true or false", "null": "null"}
+
+
+def _reason(error: ValidationError) -> str:
+    """What is wrong, without echoing a long value back."""
+    kind, value, schema = error.validator, error.validator_value, error.schema
+    if kind == "required":
+        return "is required"
+    if kind == "additionalProperties":
+        return "is not an allowed field"
+    if kind == "dependentRequired":
+        return "is required here: " + error.message
+    if kind == "not" or schema is False:
+        about = schema.get("description") if isinstance(schema, Mapping) else None
+        return f"is not allowed here ({about.rstrip('.')})" if about else "is not allowed here"
+    if kind == "type":
+        kinds = value if isinstance(value, list) else [value]
+        return "must be " + " or ".join(_JSON_TYPES.get(k, k) for k in kinds)
+    if kind == "enum":
+        return "must be one of: " + ", ".join(str(v) for v in value)
+    if kind == "const":
+        return f"must be {_show(value)}"
+    if kind == "pattern":
+        about = schema.get("description") if isinstance(schema, Mapping) else None
+        return f"is not in the expected form ({about.rstrip('.')})" if about else f"must match the pattern {value}"
+    if kind == "format":
+        return {"date-time": "must be an RFC 3339 date-time with a time zone, e.g. 2026-02-07T23:00:00Z",
+                "date": "must be an RFC 3339 date, e.g. 2026-02-08"}.get(value, f"is not a valid {value}")
+    if kind == "multipleOf":
+        return f"must be a multiple of {value} (at most {_decimals(value)} decimal places)"
+    limits = {"minimum": "must be at least {}", "maximum": "must be at most {}",
+              "exclusiveMinimum": "must be greater than {}", "exclusiveMaximum": "must be less than {}",
+              "minLength": "must be at least {} characters long", "maxLength": "must be at most {} characters long",
+              "minItems": "must have at least {} items", "maxItems": "must have at most {} items",
+              "minProperties": "must have at least {} fields", "maxProperties": "must have at most {} fields"}
+    if kind in limits:
+        return limits[kind].format(value)
+    if kind == "uniqueItems":
+        return "must not repeat an item"
+    return error.message if len(error.message) <= 200 else error.message[:197] + "..."
+
+
+def _decimals(step: object) -> int:
+    fraction = Fraction(str(step))
+    places = 0
+    while (fraction * 10**places).denominator != 1 and places < 20:
+        places += 1
+    return places
