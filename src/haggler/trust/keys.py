@@ -1,5 +1,6 @@
-"""Ed25519 keys: the store's signing key, kept on disk in the data directory, and the one
-text form a public key travels in (base64 of its raw 32 bytes).
+"""Ed25519 keys: the store's signing key, kept on disk in the data directory, and the text form
+the audit trail publishes a public key in (base64 of its raw 32 bytes; the market's messages
+write keys as "0x" + hex instead, see ``trust/messages.py``).
 
 The key must survive restarts (artifacts are verified against the key the
 manifest publishes) and must never be readable by anyone but its owner, not
@@ -152,7 +153,7 @@ def key_id(public_key_b64: str) -> str:
 
 
 def encode_public_key(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
-    """Base64 of the raw 32-byte public key: the one form haggler publishes a key in."""
+    """Base64 of the raw 32-byte public key: the form the audit trail publishes a key in."""
     public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
     raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return base64.b64encode(raw).decode("ascii")
