@@ -18,7 +18,7 @@ from haggler.errors import InvalidInput
 
 __all__ = [
     "ROLES", "Assessment", "MatchAction", "MatchContext", "MatchTurn", "Roles", "SeedAssessment",
-    "UserContext", "UserIntent", "parse_context",
+    "UserContext", "UserIntent", "parse_context", "parse_seed",
 ]
 
 #: agent: gives what the other seeks; patient: receives it; peer: mutual exchange.
@@ -59,6 +59,11 @@ class SeedAssessment:
     valency_role: str
     #: (user id, role) pairs, when the evaluator named them.
     actors: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The seed as spec 002 shapes it (what :func:`parse_seed` reads back)."""
+        return {"score": self.score, "reasoning": self.reasoning, "valencyRole": self.valency_role,
+                "actors": [{"userId": user, "role": role} for user, role in self.actors]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +161,9 @@ def _user(data: Any, where: str) -> UserContext:
     return UserContext(user_id, profile, tuple(intents))
 
 
-def _seed(data: Any) -> SeedAssessment:
+def parse_seed(data: Any) -> SeedAssessment:
+    """A :class:`SeedAssessment` from its JSON form (``score``, ``reasoning``, ``valencyRole``,
+    optional ``actors`` [{userId, role}]); InvalidInput names the malformed field."""
     where = "seedAssessment"
     score = _field(data, "score", where, (int, float))
     if not 0 <= score <= 100:
@@ -209,7 +216,7 @@ def parse_context(data: Mapping[str, Any]) -> MatchContext:
     return MatchContext(
         own=_user(data.get("ownUser"), "ownUser"),
         other=_user(data.get("otherUser"), "otherUser"),
-        seed=_seed(data.get("seedAssessment")),
+        seed=parse_seed(data.get("seedAssessment")),
         history=tuple(_turn(t, f"history[{i}]") for i, t in enumerate(history)),
         max_turns=max_turns,
     )

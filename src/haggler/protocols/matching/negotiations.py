@@ -9,7 +9,8 @@ alternation and the cap and this module never counts turns itself.
 Every change locks the task row first (``FOR UPDATE`` on PostgreSQL; SQLite writes are
 serialized). Pickup and respond are compare-and-swap updates on ``state``, so two agents of one
 user racing for a turn get one claim, and a respond racing a claim expiry has one winner.
-Deadlines are stored timestamps, enforced whenever a task is touched and by :func:`sweep_due`.
+Deadlines are stored timestamps, applied by :func:`enforce` whenever a task is touched and
+to every task :func:`due_tasks` finds by the routes' sweep.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, or_, select, union, update
 
-from haggler.agents.match_context import MatchContext, MatchTurn, SeedAssessment, UserContext
+from haggler.agents.match_context import MatchContext, MatchTurn, SeedAssessment, UserContext, parse_seed
 from haggler.agents.match_negotiator import decide
 from haggler.engine import Negotiation, OutcomeKind, Rules
 from haggler.errors import Conflict, Forbidden
@@ -98,10 +99,6 @@ def artifact_of(conn: Connection, task_id: str) -> tuple[str, dict[str, Any]] | 
     return None if row is None else (row.id, json.loads(row.data))
 
 
-def _opportunity(conn: Connection, task: Any) -> Any:
-    return conn.execute(select(opportunities).where(opportunities.c.id == task.opportunity_id)).one()
-
-
 def _rules(task: Any) -> Rules:
     return Rules((task.source_user_id, task.candidate_user_id), strict_alternation=True, max_turns=task.max_turns)
 
@@ -114,37 +111,35 @@ def _is_personal(task: Any, user_id: str) -> bool:
     return bool(task.source_personal if user_id == task.source_user_id else task.candidate_personal)
 
 
-def _seed(opportunity: Any) -> SeedAssessment:
-    seed = json.loads(opportunity.seed)
-    return SeedAssessment(int(seed["score"]), seed["reasoning"], seed["valencyRole"],
-                          tuple((a["userId"], a["role"]) for a in seed.get("actors", [])))
+def _other(task: Any, user_id: str) -> str:
+    """The other side of the negotiation from ``user_id``'s."""
+    return str(task.candidate_user_id if user_id == task.source_user_id else task.source_user_id)
 
 
 @dataclass(frozen=True, slots=True)
 class _Parties:
-    """What every turn of one negotiation is decided from besides its history: both users and the
-    opportunity (read once per run of turns, not once per turn)."""
+    """What every turn of one negotiation is decided from besides its history: both users, the
+    opportunity and its seed (read once per run of turns, not once per turn)."""
 
     users: dict[str, UserContext]
     opportunity: Any
+    seed: SeedAssessment
 
     @classmethod
     def load(cls, conn: Connection, task: Any) -> "_Parties":
         users = {user_id: user_context(user_row(conn, user_id))
                  for user_id in (task.source_user_id, task.candidate_user_id)}
-        return cls(users, _opportunity(conn, task))
+        opportunity = conn.execute(select(opportunities).where(opportunities.c.id == task.opportunity_id)).one()
+        return cls(users, opportunity, parse_seed(json.loads(opportunity.seed)))
 
     def context(self, task: Any, speaker: str, history: list[StoredTurn]) -> MatchContext:
-        other = task.candidate_user_id if speaker == task.source_user_id else task.source_user_id
-        return MatchContext(own=self.users[speaker], other=self.users[other], seed=_seed(self.opportunity),
+        return MatchContext(own=self.users[speaker], other=self.users[_other(task, speaker)], seed=self.seed,
                             history=tuple(t.turn for t in history), max_turns=task.max_turns)
 
 
 def _next_speaker(task: Any, history: list[StoredTurn]) -> str:
-    if not history:
-        return str(task.source_user_id)  # the initiating side presents the case
-    last = history[-1].turn.speaker
-    return str(task.candidate_user_id if last == task.source_user_id else task.source_user_id)
+    # The initiating side presents the case; then the sides alternate.
+    return _other(task, history[-1].turn.speaker) if history else str(task.source_user_id)
 
 
 # -- advancing ------------------------------------------------------------------------------------
@@ -157,12 +152,13 @@ def advance(conn: Connection, task_id: str, settings: MatchingSettings, now: dat
     if task.state not in (SUBMITTED, WORKING):
         return
     _set(conn, task_id, now, state=WORKING)
-    _run(conn, task_row(conn, task_id), settings, now, system_takes=False)
+    _run(conn, task, settings, now, system_takes=False)
 
 
 def _run(conn: Connection, task: Any, settings: MatchingSettings, now: datetime, *, system_takes: bool) -> None:
     """Take system turns until a personal turn is due (parked) or the negotiation ends.
-    ``system_takes``: the next turn is a personal side's whose parked turn timed out."""
+    ``system_takes``: the next turn is a personal side's whose parked turn timed out. ``task`` is
+    the locked row as read; only its fixed columns (sides, cap, opportunity) are used."""
     history = stored_turns(conn, task.id)
     negotiation = _negotiation(task, history)
     parties = _Parties.load(conn, task)
@@ -192,7 +188,6 @@ def _record(conn: Connection, task: Any, negotiation: Negotiation, turn: MatchTu
 def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history: list[StoredTurn],
           settings: MatchingSettings, now: datetime) -> None:
     """Park a personal agent's turn: its whole context is written down, with a fallback deadline."""
-    context = parties.context(task, speaker, history)
     opportunity = parties.opportunity
     turn_context = {
         "negotiationId": task.id,
@@ -200,8 +195,8 @@ def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history:
         "turnNumber": len(history) + 1,
         "maxTurns": task.max_turns,
         "counterpartyAction": history[-1].turn.action.value if history else None,
-        "ownUser": context_json(context.own),
-        "otherUser": context_json(context.other),
+        "ownUser": context_json(parties.users[speaker]),
+        "otherUser": context_json(parties.users[_other(task, speaker)]),
         "seedAssessment": json.loads(opportunity.seed),
         "history": [history_entry(t) for t in history],
     }
@@ -222,7 +217,7 @@ def _finalize(conn: Connection, task: Any, history: list[StoredTurn], negotiatio
     """Write the outcome artifact, complete the task and move the opportunity on (spec:
     "Outcome Determination"). ``negotiation`` None: the personal-vs-personal timeout ended it."""
     kind = negotiation.outcome.kind if negotiation is not None and negotiation.outcome else None
-    outcome = compute_outcome(task, history, kind, now)
+    outcome = compute_outcome(task, history, kind)
     conn.execute(insert(a2a_artifacts).values(id="art_" + secrets.token_urlsafe(12), task_id=task.id,
                                               name=OUTCOME_ARTIFACT, data=json.dumps(outcome), created_at=now))
     _set(conn, task.id, now, state=COMPLETED, waiting_user_id=None, claimed_by=None, claim_deadline=None,
@@ -233,7 +228,7 @@ def _finalize(conn: Connection, task: Any, history: list[StoredTurn], negotiatio
         agreed_roles=json.dumps(outcome["agreedRoles"]) if outcome["hasOpportunity"] else None))
 
 
-def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | None, now: datetime) -> dict[str, Any]:
+def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | None) -> dict[str, Any]:
     """``hasOpportunity``, ``agreedRoles`` (each side's ``ownUser`` from its own last turn),
     ``reasoning``, ``turnCount`` and, without a terminal action, ``reason``."""
     count = len(history)
@@ -271,14 +266,15 @@ def enforce(conn: Connection, task_id: str, settings: MatchingSettings, now: dat
     if task.expires_at is not None and task.expires_at <= now:
         _finalize(conn, task, stored_turns(conn, task.id), None, now)
         return
-    if task.state == CLAIMED and task.claim_deadline <= now:
+    state = task.state
+    if state == CLAIMED and task.claim_deadline <= now:
         # Back in the queue with its original parking time and fallback deadline.
         _set(conn, task.id, now, state=WAITING, claimed_by=None, claim_deadline=None)
-        task = task_row(conn, task_id)
-    if task.state == WAITING and task.park_deadline <= now:
+        state = WAITING
+    if state == WAITING and task.park_deadline <= now:
         _set(conn, task.id, now, state=WORKING, waiting_user_id=None, park_deadline=None, turn_context=None)
-        _run(conn, task_row(conn, task_id), settings, now, system_takes=True)
-    elif task.state in (SUBMITTED, WORKING):
+        _run(conn, task, settings, now, system_takes=True)
+    elif state in (SUBMITTED, WORKING):
         advance(conn, task_id, settings, now)
 
 
@@ -360,7 +356,9 @@ def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], se
     if agent.user_id not in (task.source_user_id, task.candidate_user_id):
         raise Forbidden("this negotiation is not your user's")
     if task.state != CLAIMED or task.claimed_by != agent.id:
-        raise Conflict(_not_yours(task, agent.id, now))
+        raise Conflict(_not_yours(task))
+    if task.expires_at is not None and task.expires_at <= now:
+        raise Conflict("the negotiation timed out; it takes no more turns")
     won = conn.execute(update(a2a_tasks).where(
         a2a_tasks.c.id == task_id, a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == agent.id,
         a2a_tasks.c.claim_deadline > now).values(
@@ -368,32 +366,29 @@ def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], se
         turn_context=None, updated_at=now)).rowcount
     if not won:
         raise Conflict("your claim on this turn expired; pick the turn up again")
-    if task.expires_at is not None and task.expires_at <= now:
-        raise Conflict("the negotiation timed out; it takes no more turns")
     history = stored_turns(conn, task_id)
     negotiation = _negotiation(task, history)
     history.append(_record(conn, task, negotiation, turn, PERSONAL, agent.id, now))
     if negotiation.outcome is not None:
         _finalize(conn, task, history, negotiation, now)
     else:
-        _run(conn, task_row(conn, task_id), settings, now, system_takes=False)
+        _run(conn, task, settings, now, system_takes=False)
 
 
-def _not_yours(task: Any, agent_id: str, now: datetime) -> str:
+def _not_yours(task: Any) -> str:
+    """Why a respond finds no claim of the caller's on the task."""
     if task.state == COMPLETED:
         return "the negotiation is over; it takes no more turns"
-    if task.state == CLAIMED and task.claimed_by != agent_id:
-        return "another agent holds the claim on this turn"
     if task.state == CLAIMED:
-        return "your claim on this turn expired; pick the turn up again"
+        return "another agent holds the claim on this turn"
     return f"the negotiation is {task.state}: pick the turn up before responding"
 
 
-def waiting_for(conn: Connection, user_id: str) -> list[str]:
-    """The negotiations whose parked turn is the user's (waiting or claimed), oldest first."""
-    return list(conn.execute(select(a2a_tasks.c.id).where(
+def waiting_for(conn: Connection, user_id: str) -> list[Any]:
+    """The tasks whose parked turn is the user's (waiting or claimed), oldest first."""
+    return list(conn.execute(select(a2a_tasks).where(
         a2a_tasks.c.waiting_user_id == user_id, a2a_tasks.c.state.in_((WAITING, CLAIMED)))
-        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id)).scalars())
+        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id)))
 
 
 def require_party(task: Any, caller: Principal) -> None:

@@ -73,11 +73,15 @@ def create(conn: Connection, body: dict[str, Any], settings: MatchingSettings, n
     for actor in seed.get("actors", []):
         if actor["userId"] not in (source, candidate):
             raise InvalidInput(f"seedAssessment.actors: {actor['userId']} is neither the source nor the candidate")
-    query = body.get("discoveryQuery")
-    query = None if query is None else text(query, "discoveryQuery", max_length=1000)
+    query = _discovery_query(body)
     user_row(conn, source)
     user_row(conn, candidate)
     return _open(conn, source, candidate, seed, query, settings, now)
+
+
+def _discovery_query(body: dict[str, Any]) -> str | None:
+    query = body.get("discoveryQuery")
+    return None if query is None else text(query, "discoveryQuery", max_length=1000)
 
 
 def _open(conn: Connection, source: str, candidate: str, seed: dict[str, Any], query: str | None,
@@ -99,8 +103,7 @@ def discover_for(conn: Connection, user_id: str, body: dict[str, Any], settings:
     only(body, ("threshold", "limit", "discoveryQuery"))
     threshold = integer(body.get("threshold", DEFAULT_THRESHOLD), "threshold", low=0, high=100)
     limit = integer(body.get("limit", 10), "limit", low=1, high=MAX_DISCOVERED)
-    query = body.get("discoveryQuery")
-    query = None if query is None else text(query, "discoveryQuery", max_length=1000)
+    query = _discovery_query(body)
     source = user_context(user_row(conn, user_id))
     paired: set[str] = set()
     for row in conn.execute(select(opportunities.c.source_user_id, opportunities.c.candidate_user_id).where(
@@ -110,9 +113,7 @@ def discover_for(conn: Connection, user_id: str, body: dict[str, Any], settings:
               if row.id != user_id and row.id not in paired]
     opened = []
     for found in discover(source, others, threshold=threshold, query=query, limit=limit):
-        seed = {"score": found.seed.score, "reasoning": found.seed.reasoning, "valencyRole": found.seed.valency_role,
-                "actors": [{"userId": u, "role": r} for u, r in found.seed.actors]}
-        opened.append(_open(conn, user_id, found.user_id, seed, query, settings, now))
+        opened.append(_open(conn, user_id, found.user_id, found.seed.to_json(), query, settings, now))
     return {"opportunities": opened, "considered": len(others), "threshold": threshold}
 
 
@@ -136,10 +137,19 @@ def view(row: Any) -> dict[str, Any]:
 
 
 def get(conn: Connection, caller: Principal, opportunity_id: str) -> dict[str, Any]:
+    return view(_visible_row(conn, caller, opportunity_id))
+
+
+def negotiation_id_of(conn: Connection, caller: Principal, opportunity_id: str) -> str:
+    """The opportunity's negotiation, for a caller allowed to see the opportunity."""
+    return str(_visible_row(conn, caller, opportunity_id).negotiation_id)
+
+
+def _visible_row(conn: Connection, caller: Principal, opportunity_id: str) -> Any:
     row = _row(conn, opportunity_id)
     if not caller.may_see(row.source_user_id, row.candidate_user_id):
         raise Forbidden("only the operator and the two users see this opportunity")
-    return view(row)
+    return row
 
 
 def answer(conn: Connection, caller: Principal, opportunity_id: str, accept: bool, now: datetime) -> dict[str, Any]:

@@ -53,16 +53,23 @@ class Matching:
             now = self.clock()
             with self.db.read() as conn:
                 due = negotiations.due_tasks(conn, now)
-            failed = 0
-            for task_id in due:
-                try:
-                    self._enforce(task_id, now)
-                except Exception:  # noqa: BLE001 - one broken negotiation must not stop the others
-                    log.exception("could not apply the deadlines of negotiation %s", task_id)
-                    failed += 1
+            failed = self._enforce_all(due, now)
             touched += len(due) - failed
             if len(due) < negotiations.SWEEP_BATCH or failed == len(due):
                 return touched
+
+    def _enforce_all(self, task_ids: list[str], now: datetime) -> int:
+        """Apply the deadlines of each task in a transaction of its own; returns how many failed.
+        One broken negotiation is logged and passed over, never left to stop the others (the
+        sweep's, or a user's pickups)."""
+        failed = 0
+        for task_id in task_ids:
+            try:
+                self._enforce(task_id, now)
+            except Exception:  # noqa: BLE001 - see the docstring
+                log.exception("could not apply the deadlines of negotiation %s", task_id)
+                failed += 1
+        return failed
 
     def _enforce(self, task_id: str, now: datetime) -> None:
         with self.db.write() as conn:
@@ -72,8 +79,7 @@ class Matching:
         now = self.clock()
         with self.db.read() as conn:
             due = negotiations.due_tasks(conn, now, user_id=user_id)
-        for task_id in due:
-            self._enforce(task_id, now)
+        self._enforce_all(due, now)
 
     def run_negotiation(self, task_id: str) -> None:
         """Run a new negotiation's system turns, up to its end or its first parked turn."""
@@ -96,34 +102,33 @@ class Matching:
     def respond(self, caller: Principal, agent_id: str, negotiation_id: str, body: dict[str, Any]) -> dict[str, Any]:
         with self.db.read() as conn:
             agent = participants.calling_agent(conn, caller, agent_id)
-            negotiations.task_row(conn, negotiation_id)  # 404 before anything else
-        self._enforce_if_due(negotiation_id)
+            task = negotiations.task_row(conn, negotiation_id)  # 404 before anything else
+        self._enforce_if_due(task)
         with self.db.write() as conn:
             negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
             return opportunities.negotiation_view(conn, caller, negotiation_id)
 
     def negotiation(self, caller: Principal, negotiation_id: str) -> dict[str, Any]:
         with self.db.read() as conn:
-            negotiations.require_party(negotiations.task_row(conn, negotiation_id), caller)
-        self._enforce_if_due(negotiation_id)
+            task = negotiations.task_row(conn, negotiation_id)
+        negotiations.require_party(task, caller)
+        self._enforce_if_due(task)
         with self.db.read() as conn:
             return opportunities.negotiation_view(conn, caller, negotiation_id)
 
     def opportunity(self, caller: Principal, opportunity_id: str) -> dict[str, Any]:
         with self.db.read() as conn:
-            negotiation_id = opportunities.get(conn, caller, opportunity_id)["negotiationId"]
-        self._enforce_if_due(negotiation_id)
+            task = negotiations.task_row(conn, opportunities.negotiation_id_of(conn, caller, opportunity_id))
+        self._enforce_if_due(task)
         with self.db.read() as conn:
             return opportunities.get(conn, caller, opportunity_id)
 
-    def _enforce_if_due(self, negotiation_id: str) -> None:
+    def _enforce_if_due(self, task: Any) -> None:
         """A read shows the negotiation as its deadlines make it now: a passed deadline, or a
         negotiation whose start has not run yet, is applied first (a write only when one is due)."""
         now = self.clock()
-        with self.db.read() as conn:
-            due = negotiations.is_due(negotiations.task_row(conn, negotiation_id), now)
-        if due:
-            self._enforce(negotiation_id, now)
+        if negotiations.is_due(task, now):
+            self._enforce(task.id, now)
 
     def waiting(self, caller: Principal, agent_id: str) -> list[dict[str, Any]]:
         """The negotiations whose turn is this agent's user's (waiting or claimed)."""
@@ -131,8 +136,7 @@ class Matching:
             agent = participants.calling_agent(conn, caller, agent_id)
         self.enforce_for_user(agent.user_id)
         with self.db.read() as conn:
-            return [_waiting_entry(negotiations.task_row(conn, task_id))
-                    for task_id in negotiations.waiting_for(conn, agent.user_id)]
+            return [_waiting_entry(task) for task in negotiations.waiting_for(conn, agent.user_id)]
 
     # -- routes ---------------------------------------------------------------------------------------
 
