@@ -1,4 +1,4 @@
-"""Checks for JSON request fields (every protocol with a JSON body): each names the field it refuses, so that an
+"""Checks for request fields (every protocol with a JSON body, and the bearer header): each names the field it refuses, so that an
 agent reading the 400 knows exactly what to fix. The body itself (size, strict JSON, nesting, text
 that can be stored) was checked by the request edge and its JSON reader (``server/json_body.py``)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from haggler.errors import InvalidInput
+from haggler.errors import InvalidInput, Unauthorized
 
 #: The largest free-form JSON value (input, scope modifications, output) kept, serialized.
 MAX_JSON_BYTES = 16 * 1024
@@ -69,3 +69,13 @@ def only(body: dict[str, Any], allowed: tuple[str, ...], *, where: str | None = 
     if unknown:
         field = f"{where}.{unknown[0]}" if where else unknown[0]
         raise InvalidInput(f"unknown field {field!r}; allowed: {', '.join(allowed)}")
+
+
+def bearer_credential(authorization: str | None, what: str) -> str:
+    """The credential of an ``Authorization: Bearer <credential>`` header; Unauthorized, naming
+    ``what`` to send ("your API key"), when the header is missing or not a bearer one."""
+    scheme, _, credential = (authorization or "").partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential:
+        raise Unauthorized(f"send {what} as 'Authorization: Bearer <key>'")
+    return credential

@@ -26,9 +26,9 @@ from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_B
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.matching import mcp_tools
+from haggler.protocols.matching import views as matching_views
 from haggler.protocols.matching.routes import BODY_WORDING as MATCHING_BODIES
 from haggler.protocols.matching.routes import PATH_PREFIXES as MATCHING_PATHS
-from haggler.protocols.matching import views as matching_views
 from haggler.protocols.matching.routes import PREFIX as MATCHING_PREFIX
 from haggler.protocols.matching.routes import Matching
 from haggler.protocols.transactions import views as transactions_views

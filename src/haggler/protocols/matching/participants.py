@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Table, insert, select
 
 from haggler.agents.match_context import UserContext, UserIntent
 from haggler.errors import Forbidden, InvalidInput, Unauthorized
-from haggler.protocols.fields import json_object, one_of, only, text
+from haggler.protocols.fields import bearer_credential, json_object, one_of, only, text
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import match_agents, match_users
 from haggler.trust.hashing import secret_hash
@@ -56,10 +56,7 @@ OPERATOR = Principal("operator")
 
 def authenticate(conn: Connection, authorization: str | None, operator_token: str | None) -> Principal:
     """The principal an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
-    scheme, _, credential = (authorization or "").partition(" ")
-    credential = credential.strip()
-    if scheme.lower() != "bearer" or not credential:
-        raise Unauthorized("send your key as 'Authorization: Bearer <key>'")
+    credential = bearer_credential(authorization, "your key")
     if operator_token is not None and hmac.compare_digest(credential.encode(), operator_token.encode()):
         return OPERATOR
     if credential.startswith(AGENT_KEY_PREFIX):

@@ -16,7 +16,7 @@ from sqlalchemy import Connection, insert, select
 
 from haggler.errors import InvalidInput, Unauthorized
 from haggler.protocols.transactions import ledger, views
-from haggler.protocols.fields import integer, json_object, one_of, only, text
+from haggler.protocols.fields import bearer_credential, integer, json_object, one_of, only, text
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import exchange_agents, services
 from haggler.trust.hashing import secret_hash
@@ -45,11 +45,9 @@ def register(conn: Connection, name: object, at: datetime) -> tuple[Agent, str]:
 
 def authenticate(conn: Connection, authorization: str | None) -> Agent:
     """The agent an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
-    scheme, _, api_key = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not api_key.strip():
-        raise Unauthorized("send your API key as 'Authorization: Bearer <key>'")
+    api_key = bearer_credential(authorization, "your API key")
     row = conn.execute(select(exchange_agents.c.id, exchange_agents.c.name)
-                       .where(exchange_agents.c.key_hash == secret_hash(api_key.strip()))).first()
+                       .where(exchange_agents.c.key_hash == secret_hash(api_key))).first()
     if row is None:
         raise Unauthorized("unknown API key")
     return Agent(row.id, row.name)
