@@ -683,7 +683,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "collapsed stacks otherwise (needs py-spy)")
     parser.add_argument("--startup-timeout", type=float, default=30.0, help="seconds to wait for /healthz")
     args = parser.parse_args(argv)
-    for name in ("shoppers", "negotiations", "paced_negotiations", "baseline_max_requests"):
+    check_limits(parser, args, ("shoppers", "negotiations", "paced_negotiations", "baseline_max_requests"))
+    if args.db and args.db != "sqlite" and not args.db.startswith(("sqlite:", "postgres://", "postgresql")):
+        parser.error("--db must be a sqlite:/// or postgresql:// URL")
+    return args
+
+
+def check_limits(parser: argparse.ArgumentParser, args: argparse.Namespace, counts: tuple[str, ...]) -> None:
+    """The options every benchmark here shares: each of ``counts`` at least 1, --duration-limit,
+    --think-ms and --baseline-seconds in range; a bad one is a usage error."""
+    for name in counts:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.duration_limit < 10:
@@ -692,13 +701,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--think-ms must be between 0 and 60000")
     if args.baseline_seconds <= 0:
         parser.error("--baseline-seconds must be positive")
-    if args.db and args.db != "sqlite" and not args.db.startswith(("sqlite:", "postgres://", "postgresql")):
-        parser.error("--db must be a sqlite:/// or postgresql:// URL")
-    return args
 
 
 def _raise_keyboard_interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGINT both raise KeyboardInterrupt, so that the server is always stopped."""
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -706,8 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     # Keep a little of the budget for stopping the server (graceful, then SIGKILL).
     deadline = started + args.duration_limit - min(12.0, 0.1 * args.duration_limit)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+    stop_on_signals()
     workdir = Path(tempfile.mkdtemp(prefix="haggler-bench-"))
     db_url = args.db if args.db and args.db != "sqlite" else f"sqlite:///{workdir / 'bench.db'}"
     args.db_url = db_url

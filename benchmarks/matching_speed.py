@@ -37,7 +37,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -50,12 +49,13 @@ import httpx
 from http_store import (  # the sibling benchmark: same server handling, baseline and statistics
     ServerFailed,
     Stats,
-    _raise_keyboard_interrupt,
     StoreServer,
+    check_limits,
     fmt,
     hammer_healthz,
     open_clients,
     run_timed,
+    stop_on_signals,
 )
 from sqlalchemy import func, select
 
@@ -537,22 +537,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=Path, default=PAIRS_FILE, help="labelled pairs (default tests/agents/"
                                                                        "match_pairs.json)")
     args = parser.parse_args(argv)
-    for name in ("negotiations", "agents", "opportunities_per_agent", "max_turns", "baseline_max_requests"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.duration_limit < 10:
-        parser.error("--duration-limit must be at least 10 seconds")
-    if not 0 <= args.think_ms <= 60_000:
-        parser.error("--think-ms must be between 0 and 60000")
-    if args.baseline_seconds <= 0:
-        parser.error("--baseline-seconds must be positive")
+    check_limits(parser, args, ("negotiations", "agents", "opportunities_per_agent", "max_turns",
+                                "baseline_max_requests"))
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    stop_on_signals()
     pairs = load_pairs(args.pairs)
     workdir = Path(tempfile.mkdtemp(prefix="haggler-matching-bench-"))
     try:
