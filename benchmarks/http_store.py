@@ -232,7 +232,7 @@ def new_client(base: str) -> httpx.AsyncClient:
                              limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
 
 
-def _error(response: httpx.Response, what: str) -> str:
+def http_error(response: httpx.Response, what: str) -> str:
     return f"{what}: HTTP {response.status_code} {response.text[:200]!r}"
 
 
@@ -244,7 +244,7 @@ async def open_clients(base: str, n: int) -> AsyncIterator[list[httpx.AsyncClien
         clients = [await stack.enter_async_context(new_client(base)) for _ in range(n)]
         for response in await asyncio.gather(*(client.get("/healthz") for client in clients)):
             if response.status_code != 200:
-                raise ServerFailed(_error(response, "/healthz"))
+                raise ServerFailed(http_error(response, "/healthz"))
         yield clients
 
 
@@ -275,7 +275,7 @@ async def timed_get(client: httpx.AsyncClient, stats: Stats, url: str, status: i
     response = await client.get(url, **kwargs)
     elapsed = time.perf_counter() - t0
     if response.status_code != status:
-        stats.errors.append(_error(response, what))
+        stats.errors.append(http_error(response, what))
         return None
     stats.add(elapsed)
     return response
@@ -534,6 +534,11 @@ def fmt(value: float, digits: int = 1) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
 
 
+def num(value: float, digits: int) -> str:
+    """A value for the RESULT line: no thousands separators, ``nan`` when unknown."""
+    return "nan" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
 def print_report(r: Report, args: argparse.Namespace) -> dict[str, str]:
     sat, paced = r.saturated, r.paced
     bare_rps = r.bare_rps
@@ -629,9 +634,6 @@ def print_report(r: Report, args: argparse.Namespace) -> dict[str, str]:
     for name, run in (("saturated", sat), ("paced", paced)):
         if run.stopped_by_limit:
             print(f"note: the {name} phase was stopped by --duration-limit {args.duration_limit:g}s")
-
-    def num(value: float, digits: int) -> str:
-        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
 
     return {
         "shoppers": str(r.shoppers),

@@ -53,6 +53,8 @@ from http_store import (  # the sibling benchmark: same server handling, baselin
     check_limits,
     fmt,
     hammer_healthz,
+    http_error,
+    num,
     open_clients,
     run_timed,
     stop_on_signals,
@@ -314,10 +316,6 @@ class AgentRun:
         return self.responds.requests / self.elapsed if self.elapsed > 0 else math.nan
 
 
-def _error(response: httpx.Response, what: str) -> str:
-    return f"{what}: HTTP {response.status_code} {response.text[:200]!r}"
-
-
 async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, budget: itertools.count,
                      max_turns: int, think: float, start_after: float = 0.0) -> None:
     """Pick up, decide, respond, until nothing is parked for this agent (or the turn budget is
@@ -333,7 +331,7 @@ async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, 
             run.empty_pickups += 1
             return
         if response.status_code != 200:
-            run.errors.append(_error(response, "pickup"))
+            run.errors.append(http_error(response, "pickup"))
             return
         claim = response.json()
         turn = decide(parse_context(claim))
@@ -342,7 +340,7 @@ async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, 
                                      headers=agent.auth)
         t3 = time.perf_counter()
         if response.status_code != 200:
-            run.errors.append(_error(response, "respond"))
+            run.errors.append(http_error(response, "respond"))
             return
         run.pickups.add(t1 - t0)
         run.decide_seconds += t2 - t1
@@ -442,10 +440,6 @@ def over_http(pairs: list[dict[str, Any]], args: argparse.Namespace, workdir: Pa
 
 
 # ------------------------------------------------------------------------------------- reporting
-
-
-def num(value: float, digits: int) -> str:
-    return "nan" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
 def report(local: InProcess, http: OverHttp, args: argparse.Namespace) -> dict[str, str]:
