@@ -232,7 +232,7 @@ def new_client(base: str) -> httpx.AsyncClient:
                              limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
 
 
-def _error(response: httpx.Response, what: str) -> str:
+def http_error(response: httpx.Response, what: str) -> str:
     return f"{what}: HTTP {response.status_code} {response.text[:200]!r}"
 
 
@@ -244,7 +244,7 @@ async def open_clients(base: str, n: int) -> AsyncIterator[list[httpx.AsyncClien
         clients = [await stack.enter_async_context(new_client(base)) for _ in range(n)]
         for response in await asyncio.gather(*(client.get("/healthz") for client in clients)):
             if response.status_code != 200:
-                raise ServerFailed(_error(response, "/healthz"))
+                raise ServerFailed(http_error(response, "/healthz"))
         yield clients
 
 
@@ -275,7 +275,7 @@ async def timed_get(client: httpx.AsyncClient, stats: Stats, url: str, status: i
     response = await client.get(url, **kwargs)
     elapsed = time.perf_counter() - t0
     if response.status_code != status:
-        stats.errors.append(_error(response, what))
+        stats.errors.append(http_error(response, what))
         return None
     stats.add(elapsed)
     return response
@@ -534,6 +534,11 @@ def fmt(value: float, digits: int = 1) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
 
 
+def num(value: float, digits: int) -> str:
+    """A value for the RESULT line: no thousands separators, ``nan`` when unknown."""
+    return "nan" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
 def print_report(r: Report, args: argparse.Namespace) -> dict[str, str]:
     sat, paced = r.saturated, r.paced
     bare_rps = r.bare_rps
@@ -630,9 +635,6 @@ def print_report(r: Report, args: argparse.Namespace) -> dict[str, str]:
         if run.stopped_by_limit:
             print(f"note: the {name} phase was stopped by --duration-limit {args.duration_limit:g}s")
 
-    def num(value: float, digits: int) -> str:
-        return "nan" if math.isnan(value) else f"{value:.{digits}f}"
-
     return {
         "shoppers": str(r.shoppers),
         "negotiations": str(done),
@@ -683,7 +685,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "collapsed stacks otherwise (needs py-spy)")
     parser.add_argument("--startup-timeout", type=float, default=30.0, help="seconds to wait for /healthz")
     args = parser.parse_args(argv)
-    for name in ("shoppers", "negotiations", "paced_negotiations", "baseline_max_requests"):
+    check_limits(parser, args, ("shoppers", "negotiations", "paced_negotiations", "baseline_max_requests"))
+    if args.db and args.db != "sqlite" and not args.db.startswith(("sqlite:", "postgres://", "postgresql")):
+        parser.error("--db must be a sqlite:/// or postgresql:// URL")
+    return args
+
+
+def check_limits(parser: argparse.ArgumentParser, args: argparse.Namespace, counts: tuple[str, ...]) -> None:
+    """The options every benchmark here shares: each of ``counts`` at least 1, --duration-limit,
+    --think-ms and --baseline-seconds in range; a bad one is a usage error."""
+    for name in counts:
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.duration_limit < 10:
@@ -692,13 +703,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--think-ms must be between 0 and 60000")
     if args.baseline_seconds <= 0:
         parser.error("--baseline-seconds must be positive")
-    if args.db and args.db != "sqlite" and not args.db.startswith(("sqlite:", "postgres://", "postgresql")):
-        parser.error("--db must be a sqlite:/// or postgresql:// URL")
-    return args
 
 
 def _raise_keyboard_interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def stop_on_signals() -> None:
+    """SIGTERM and SIGINT both raise KeyboardInterrupt, so that the server is always stopped."""
+    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -706,8 +720,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     # Keep a little of the budget for stopping the server (graceful, then SIGKILL).
     deadline = started + args.duration_limit - min(12.0, 0.1 * args.duration_limit)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
+    stop_on_signals()
     workdir = Path(tempfile.mkdtemp(prefix="haggler-bench-"))
     db_url = args.db if args.db and args.db != "sqlite" else f"sqlite:///{workdir / 'bench.db'}"
     args.db_url = db_url

@@ -37,7 +37,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -50,12 +49,15 @@ import httpx
 from http_store import (  # the sibling benchmark: same server handling, baseline and statistics
     ServerFailed,
     Stats,
-    _raise_keyboard_interrupt,
     StoreServer,
+    check_limits,
     fmt,
     hammer_healthz,
+    http_error,
+    num,
     open_clients,
     run_timed,
+    stop_on_signals,
 )
 from sqlalchemy import func, select
 
@@ -314,10 +316,6 @@ class AgentRun:
         return self.responds.requests / self.elapsed if self.elapsed > 0 else math.nan
 
 
-def _error(response: httpx.Response, what: str) -> str:
-    return f"{what}: HTTP {response.status_code} {response.text[:200]!r}"
-
-
 async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, budget: itertools.count,
                      max_turns: int, think: float, start_after: float = 0.0) -> None:
     """Pick up, decide, respond, until nothing is parked for this agent (or the turn budget is
@@ -333,7 +331,7 @@ async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, 
             run.empty_pickups += 1
             return
         if response.status_code != 200:
-            run.errors.append(_error(response, "pickup"))
+            run.errors.append(http_error(response, "pickup"))
             return
         claim = response.json()
         turn = decide(parse_context(claim))
@@ -342,7 +340,7 @@ async def agent_loop(client: httpx.AsyncClient, agent: AgentKey, run: AgentRun, 
                                      headers=agent.auth)
         t3 = time.perf_counter()
         if response.status_code != 200:
-            run.errors.append(_error(response, "respond"))
+            run.errors.append(http_error(response, "respond"))
             return
         run.pickups.add(t1 - t0)
         run.decide_seconds += t2 - t1
@@ -444,10 +442,6 @@ def over_http(pairs: list[dict[str, Any]], args: argparse.Namespace, workdir: Pa
 # ------------------------------------------------------------------------------------- reporting
 
 
-def num(value: float, digits: int) -> str:
-    return "nan" if value is None or math.isnan(value) else f"{value:.{digits}f}"
-
-
 def report(local: InProcess, http: OverHttp, args: argparse.Namespace) -> dict[str, str]:
     print()
     print(f"haggler matching benchmark — {os.cpu_count()} CPUs; SQLite")
@@ -537,22 +531,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pairs", type=Path, default=PAIRS_FILE, help="labelled pairs (default tests/agents/"
                                                                        "match_pairs.json)")
     args = parser.parse_args(argv)
-    for name in ("negotiations", "agents", "opportunities_per_agent", "max_turns", "baseline_max_requests"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.duration_limit < 10:
-        parser.error("--duration-limit must be at least 10 seconds")
-    if not 0 <= args.think_ms <= 60_000:
-        parser.error("--think-ms must be between 0 and 60000")
-    if args.baseline_seconds <= 0:
-        parser.error("--baseline-seconds must be positive")
+    check_limits(parser, args, ("negotiations", "agents", "opportunities_per_agent", "max_turns",
+                                "baseline_max_requests"))
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    stop_on_signals()
     pairs = load_pairs(args.pairs)
     workdir = Path(tempfile.mkdtemp(prefix="haggler-matching-bench-"))
     try:

@@ -21,9 +21,9 @@ app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate
 err = Console(stderr=True)
 
 
-def _fail(message: str) -> typer.Exit:
+def _fail(message: str, code: int = 2) -> typer.Exit:
     err.print(f"[bold red]error:[/] {message}")
-    return typer.Exit(code=2)
+    return typer.Exit(code=code)
 
 
 _MATCHING_DEFAULTS = MatchingSettings()
@@ -437,8 +437,7 @@ def match_agent(
         with MatchAgentRuntime(server, agent_id, api_key, interval=interval, timeout=timeout, log=log) as runtime:
             status = runtime.run(once=once)
     except AgentError as exc:
-        err.print(f"[bold red]error:[/] {exc}")
-        raise typer.Exit(code=1) from None
+        raise _fail(str(exc), code=1) from None
     except KeyboardInterrupt:
         log("stopped")
         return

@@ -55,7 +55,6 @@ class Exchange:
     status: int
     response_headers: list[tuple[str, str]]
     response_body: str
-    source: str
 
     @property
     def title(self) -> str:
@@ -80,9 +79,9 @@ def parse_exchange(block: str) -> Exchange:
     if found is None:
         raise ValueError(f"no 'HTTP/1.1 <status>' response line in:\n{block}")
     request_line, headers, body = _head_and_body(block[:found.start()])
-    status_line, response_headers, response_body = _head_and_body(block[found.start():])
+    _, response_headers, response_body = _head_and_body(block[found.start():])
     method, path, *_ = request_line.split()
-    return Exchange(method, path, headers, body, int(found.group(1)), response_headers, response_body, block)
+    return Exchange(method, path, headers, body, int(found.group(1)), response_headers, response_body)
 
 
 def fill(text: str, values: dict[str, str]) -> str:

@@ -218,7 +218,7 @@ class MatchAgentRuntime:
                 self.stats.network_errors += 1
                 if once:
                     raise AgentError(f"cannot reach {self.server}: {exc}") from None
-                backoff = min(self.max_backoff, max(self.interval, 2 * (backoff or self.interval)))
+                backoff = min(self.max_backoff, 2 * (backoff or self.interval))
                 self.log(f"server trouble ({exc}); retrying in {backoff:g}s")
                 self.sleep(backoff)
 
