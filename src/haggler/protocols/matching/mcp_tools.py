@@ -26,7 +26,7 @@ from starlette.routing import BaseRoute
 
 from haggler import __version__
 from haggler.errors import Conflict, Forbidden, HagglerError, InvalidInput
-from haggler.protocols.matching import negotiations, turns
+from haggler.protocols.matching import opportunities, turns
 from haggler.protocols.matching.participants import Principal
 from haggler.protocols.matching.routes import Matching
 from haggler.server.errors import status_for
@@ -111,9 +111,9 @@ def _take_turn(matching: Matching, caller: Principal, negotiation_id: str, body:
         turns.parse_turn(body, str(caller.user_id))
     except InvalidInput as exc:
         raise InvalidInput(exc.message.replace("assessment.", "")) from exc
-    view = matching.negotiation(caller, negotiation_id)  # 404 / 403, and passed deadlines applied
-    if view["waitingFor"] != caller.user_id:
-        raise Conflict(f"negotiation {negotiation_id} is {view['state']} and not waiting for your user's turn; "
+    task = matching.task(caller, negotiation_id)  # 404 / 403, and passed deadlines applied
+    if task.waiting_user_id != caller.user_id:
+        raise Conflict(f"negotiation {negotiation_id} is {task.state} and not waiting for your user's turn; "
                        "list_negotiations shows the ones that are")
     claim = matching.pickup(caller, agent_id)
     if claim is None:
@@ -128,13 +128,12 @@ def _state(matching: Matching, caller: Principal, negotiation_id: str) -> dict[s
     """The negotiation as GET /api/negotiations/{id} shows it, less the A2A task document (which
     repeats every turn), plus the parked turn's context while the turn is the caller's user's:
     the profiles and seed an agent needs to decide, which it would otherwise only see on pickup."""
-    view = matching.negotiation(caller, negotiation_id)
+    task = matching.task(caller, negotiation_id)
+    with matching.db.read() as conn:
+        view = opportunities.negotiation_view(conn, caller, negotiation_id)
     view.pop("task", None)
-    if view["waitingFor"] == caller.user_id:
-        with matching.db.read() as conn:
-            context = negotiations.task_row(conn, negotiation_id).turn_context
-        if context is not None:
-            view["turnContext"] = json.loads(context)
+    if task.waiting_user_id == caller.user_id and task.turn_context is not None:
+        view["turnContext"] = json.loads(task.turn_context)
     return view
 
 

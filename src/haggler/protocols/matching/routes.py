@@ -108,11 +108,19 @@ class Matching:
             negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
             return opportunities.negotiation_view(conn, caller, negotiation_id)
 
-    def negotiation(self, caller: Principal, negotiation_id: str) -> dict[str, Any]:
+    def task(self, caller: Principal, negotiation_id: str) -> Any:
+        """The negotiation's task row as its deadlines make it now, for one of its parties (404 /
+        403 otherwise): what a caller needs that does not need the whole view."""
         with self.db.read() as conn:
             task = negotiations.task_row(conn, negotiation_id)
         negotiations.require_party(task, caller)
-        self._enforce_if_due(task)
+        if not self._enforce_if_due(task):
+            return task
+        with self.db.read() as conn:
+            return negotiations.task_row(conn, negotiation_id)
+
+    def negotiation(self, caller: Principal, negotiation_id: str) -> dict[str, Any]:
+        self.task(caller, negotiation_id)
         with self.db.read() as conn:
             return opportunities.negotiation_view(conn, caller, negotiation_id)
 
@@ -123,12 +131,15 @@ class Matching:
         with self.db.read() as conn:
             return opportunities.get(conn, caller, opportunity_id)
 
-    def _enforce_if_due(self, task: Any) -> None:
+    def _enforce_if_due(self, task: Any) -> bool:
         """A read shows the negotiation as its deadlines make it now: a passed deadline, or a
-        negotiation whose start has not run yet, is applied first (a write only when one is due)."""
+        negotiation whose start has not run yet, is applied first (a write only when one is due).
+        Returns whether it was."""
         now = self.clock()
-        if negotiations.is_due(task, now):
+        due = negotiations.is_due(task, now)
+        if due:
             self._enforce(task.id, now)
+        return due
 
     def waiting(self, caller: Principal, agent_id: str) -> list[dict[str, Any]]:
         """The negotiations whose turn is this agent's user's (waiting or claimed)."""
