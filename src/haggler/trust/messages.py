@@ -26,11 +26,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from haggler.trust.canonical import CanonicalizationError, canonical_json
-from haggler.trust.keys import PublicKeyError
+from haggler.trust.keys import PublicKeyError, raw_public_key
 
 PUBLIC_KEY_BYTES = 32
 SIGNATURE_BYTES = 64
@@ -62,8 +61,7 @@ def _decode_hex(value: object, size: int, what: str, error: type[ValueError]) ->
 
 def encode_hex_public_key(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
     """``0x`` + lowercase hex of the raw 32-byte public key (of a private key: its public key)."""
-    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
-    return "0x" + public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
+    return "0x" + raw_public_key(key).hex()
 
 
 def decode_hex_public_key(value: object) -> Ed25519PublicKey:
