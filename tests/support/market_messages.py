@@ -6,7 +6,6 @@ that enters the market."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -143,10 +142,6 @@ def examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
         else:
             signed[name] = [sign_message(signer_of(keys, name, m), m) for m in messages]
     return signed
-
-
-def example(keys: Keys, name: str, index: int = 0) -> dict[str, Any]:
-    return copy.deepcopy(examples(keys)[name][index])
 
 
 #: A value for :func:`set_at` that removes the field instead.
