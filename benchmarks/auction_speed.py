@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import random
 import sys
 import time
 from pathlib import Path
 
 from haggler.protocols.market.auction import OrderBook, clear
+from pinning import pin_to_one_core
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support, for the reference
 from tests.support.auction_reference import reference_clear  # noqa: E402
@@ -87,11 +87,7 @@ def main() -> None:
     parser.add_argument("--reference-max", type=int, default=10_000,
                         help="compare with the reference on books up to this many orders (default 10000)")
     args = parser.parse_args()
-    try:
-        os.sched_setaffinity(0, {0})
-        pinned = "pinned to core 0"
-    except (AttributeError, OSError):
-        pinned = "not pinned"
+    pinned = pin_to_one_core()
     print(f"auction clearing, {pinned}, best of {args.repeat}; orders/s = resting orders / one clear() call")
     sizes = [int(size) for size in args.sizes.split(",")]
     result: dict[str, str] = {}

@@ -18,7 +18,6 @@ negotiators, and the script prints the ratio. Goal: >= 100x. Ends with one line
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import sys
@@ -27,6 +26,7 @@ import time
 from haggler.agents.strategies import TimeDependent
 from haggler.lab.alternating import run_alternating
 from haggler.lab.scenario import Scenario
+from pinning import pin_to_one_core
 
 ROUNDS = 20
 SELLER_E = 0.2   # Boulware
@@ -99,11 +99,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best counts (default 3)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one haggler pass")
     args = parser.parse_args()
-    try:
-        os.sched_setaffinity(0, {0})
-        pinned = "pinned to core 0"
-    except (AttributeError, OSError):
-        pinned = "not pinned"
+    pinned = pin_to_one_core()
     scenarios = make_scenarios(args.n, args.seed)
     run_haggler(scenarios[:100])  # warm-up
     runs = [run_haggler(scenarios) for _ in range(max(1, args.repeat))]

@@ -6,7 +6,6 @@ that enters the market."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -145,5 +144,20 @@ def examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
     return signed
 
 
-def example(keys: Keys, name: str, index: int = 0) -> dict[str, Any]:
-    return copy.deepcopy(examples(keys)[name][index])
+#: A value for :func:`set_at` that removes the field instead.
+DELETE = object()
+
+
+def set_at(message: dict[str, Any], pointer: str, value: Any) -> dict[str, Any]:
+    """``message``, changed in place, with the field at the JSON pointer ``pointer`` set to
+    ``value`` (:data:`DELETE` removes it)."""
+    *parents, last = [part.replace("~1", "/").replace("~0", "~") for part in pointer.split("/")[1:]]
+    node: Any = message
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    key = int(last) if isinstance(node, list) else last
+    if value is DELETE:
+        del node[key]
+    else:
+        node[key] = value
+    return message

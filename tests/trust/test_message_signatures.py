@@ -26,7 +26,7 @@ from haggler.trust.messages import (
     verify_deal,
     verify_message,
 )
-from support.market_messages import Keys, examples, signer_of, unsigned_examples
+from support.market_messages import Keys, examples, set_at, signer_of, unsigned_examples
 
 KEYS = Keys()
 SIGNED = examples(KEYS)
@@ -39,18 +39,6 @@ def _leaves(node: Any, pointer: str = "") -> list[tuple[str, Any]]:
     if isinstance(node, list):
         return [leaf for i, value in enumerate(node) for leaf in _leaves(value, f"{pointer}/{i}")]
     return [(pointer, node)]
-
-
-def _set(message: dict[str, Any], pointer: str, value: Any) -> dict[str, Any]:
-    *parents, last = pointer.split("/")[1:]
-    node: Any = message
-    for part in parents:
-        node = node[int(part)] if isinstance(node, list) else node[part]
-    if isinstance(node, list):
-        node[int(last)] = value
-    else:
-        node[last] = value
-    return message
 
 
 def _changed(value: Any) -> Any:
@@ -148,7 +136,7 @@ def test_any_changed_byte_breaks_verification(name: str, index: int) -> None:
     leaves = [(p, v) for p, v in _leaves(message) if p != "/signature"]
     assert len(leaves) > 3
     for pointer, value in leaves:
-        assert not verify_message(key, _set(copy.deepcopy(message), pointer, _changed(value))), pointer
+        assert not verify_message(key, set_at(copy.deepcopy(message), pointer, _changed(value))), pointer
     assert not verify_message(key, {**message, "extra": 1})
     for field in message:
         if field != "signature":
@@ -194,14 +182,14 @@ def test_the_mandate_is_signed_by_the_owner_with_its_public_key_in_the_signed_by
     assert not verify_message(KEYS.buyer.public_key(), mandate)  # the agent cannot sign its own mandate
     swapped_key = {**mandate, "publicKey": encode_hex_public_key(KEYS.buyer)}
     assert not verify_message(KEYS.buyer_owner.public_key(), swapped_key)
-    raised = _set(copy.deepcopy(mandate), "/constraints/maxSpend", 250)
+    raised = set_at(copy.deepcopy(mandate), "/constraints/maxSpend", 250)
     assert not verify_message(KEYS.buyer_owner.public_key(), raised)
 
 
 def test_an_embedded_owner_mandate_verifies_on_its_own_and_is_covered_by_the_agent_signature() -> None:
     listing = SIGNED["listing"][0]
     assert verify_message(KEYS.seller_owner.public_key(), listing["ownerMandate"])
-    lowered = _set(copy.deepcopy(listing), "/ownerMandate/minAcceptablePrice", 100)
+    lowered = set_at(copy.deepcopy(listing), "/ownerMandate/minAcceptablePrice", 100)
     assert not verify_message(KEYS.seller_owner.public_key(), lowered["ownerMandate"])
     assert not verify_message(KEYS.seller.public_key(), lowered)
 
@@ -230,7 +218,7 @@ def test_any_change_to_a_deal_breaks_both_signatures() -> None:
     for pointer, value in _leaves(deal):
         if pointer.endswith("/signature"):
             continue
-        changed = _set(copy.deepcopy(deal), pointer, _changed(value))
+        changed = set_at(copy.deepcopy(deal), pointer, _changed(value))
         assert not verify_deal(KEYS.buyer.public_key(), changed, "buyer"), pointer
         assert not verify_deal(KEYS.seller.public_key(), changed, "seller"), pointer
     assert verify_deal(KEYS.buyer.public_key(), _reordered(deal), "buyer")

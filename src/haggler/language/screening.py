@@ -258,16 +258,20 @@ _MARKET_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
          r"|system\s+admin\w*|security\s+team|trust\s+and\s+safety)\b"),
     )
 )
-#: The merchant's own rules that mean the same in the market.
-_REUSED_RULES = (
-    ("system_tag", _MARKUP),
-    ("role_play", _YOU_ARE_NOW),
-    ("role_play", _ACT_AS),
-    ("role_play", _MODE),
-    ("role_play", _PRETEND),
-    ("role_play", _NEW_INSTRUCTIONS),
-    ("claimed_authority", _AUTHORITY),
+#: The merchant's own rules that mean the same in the market (their patterns, without the
+#: merchant's trigger-word guard).
+_REUSED_RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, pattern) for name, (_, pattern) in (
+        ("system_tag", _MARKUP),
+        ("role_play", _YOU_ARE_NOW),
+        ("role_play", _ACT_AS),
+        ("role_play", _MODE),
+        ("role_play", _PRETEND),
+        ("role_play", _NEW_INSTRUCTIONS),
+        ("claimed_authority", _AUTHORITY),
+    )
 )
+_ALL_MARKET_RULES = _MARKET_RULES + _REUSED_RULES
 
 
 def _strip_accents(text: str) -> str:
@@ -312,10 +316,7 @@ def suspicious_markers(text: str) -> tuple[str, ...]:
     """
     readings, found = _readings(text)
     for reading in readings:
-        for name, pattern in _MARKET_RULES:
-            if name not in found and pattern.search(reading):
-                found.add(name)
-        for name, (_, pattern) in _REUSED_RULES:
+        for name, pattern in _ALL_MARKET_RULES:
             if name not in found and pattern.search(reading):
                 found.add(name)
     return tuple(sorted(found))

@@ -152,11 +152,15 @@ def key_id(public_key_b64: str) -> str:
     return hashlib.sha256(base64.b64decode(public_key_b64)).hexdigest()[:12]
 
 
+def raw_public_key(key: Ed25519PrivateKey | Ed25519PublicKey) -> bytes:
+    """The raw 32 bytes of a public key (of a private key: its public key), which every text form encodes."""
+    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
+    return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
 def encode_public_key(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
     """Base64 of the raw 32-byte public key: the form the audit trail publishes a key in."""
-    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
-    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return base64.b64encode(raw).decode("ascii")
+    return base64.b64encode(raw_public_key(key)).decode("ascii")
 
 
 def decode_public_key(value: str) -> Ed25519PublicKey:

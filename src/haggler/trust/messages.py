@@ -26,11 +26,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from haggler.trust.canonical import CanonicalizationError, canonical_json
-from haggler.trust.keys import PublicKeyError
+from haggler.trust.keys import PublicKeyError, raw_public_key
 
 PUBLIC_KEY_BYTES = 32
 SIGNATURE_BYTES = 64
@@ -62,8 +61,7 @@ def _decode_hex(value: object, size: int, what: str, error: type[ValueError]) ->
 
 def encode_hex_public_key(key: Ed25519PrivateKey | Ed25519PublicKey) -> str:
     """``0x`` + lowercase hex of the raw 32-byte public key (of a private key: its public key)."""
-    public = key.public_key() if isinstance(key, Ed25519PrivateKey) else key
-    return "0x" + public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
+    return "0x" + raw_public_key(key).hex()
 
 
 def decode_hex_public_key(value: object) -> Ed25519PublicKey:
@@ -110,7 +108,7 @@ def verify_message(public_key: Ed25519PublicKey | str, message: Mapping[str, Any
 def deal_signing_bytes(deal: Mapping[str, Any]) -> bytes:
     """What both parties of a ``deal_confirmed`` sign: its canonical JSON without
     ``buyer.signature`` and ``seller.signature`` (every other field, the agentIds included)."""
-    unsigned = copy.deepcopy(dict(deal))
+    unsigned = dict(deal)  # only read, and each party's object is replaced, not changed: no deep copy
     for party in PARTIES:
         if isinstance(unsigned.get(party), Mapping):
             unsigned[party] = {field: value for field, value in unsigned[party].items() if field != "signature"}
@@ -119,8 +117,7 @@ def deal_signing_bytes(deal: Mapping[str, Any]) -> bytes:
 
 def sign_deal(private_key: Ed25519PrivateKey, deal: Mapping[str, Any], party: Party) -> dict[str, Any]:
     """A copy of ``deal`` with ``<party>.signature`` set to the key's signature of :func:`deal_signing_bytes`."""
-    if party not in PARTIES:
-        raise ValueError(f"party must be buyer or seller, not {party!r}")
+    _check_party(party)
     signed = copy.deepcopy(dict(deal))
     if not isinstance(signed.get(party), dict):
         raise ValueError(f"the deal has no {party} object to sign")
@@ -130,12 +127,16 @@ def sign_deal(private_key: Ed25519PrivateKey, deal: Mapping[str, Any], party: Pa
 
 def verify_deal(public_key: Ed25519PublicKey | str, deal: Mapping[str, Any], party: Party) -> bool:
     """Whether ``<party>.signature`` is ``public_key``'s signature of :func:`deal_signing_bytes`."""
-    if party not in PARTIES:
-        raise ValueError(f"party must be buyer or seller, not {party!r}")
+    _check_party(party)
     key = decode_hex_public_key(public_key) if isinstance(public_key, str) else public_key
     side = deal.get(party)
     signature = side.get("signature") if isinstance(side, Mapping) else None
     return _valid(key, signature, lambda: deal_signing_bytes(deal))
+
+
+def _check_party(party: object) -> None:
+    if party not in PARTIES:
+        raise ValueError(f"party must be buyer or seller, not {party!r}")
 
 
 def _valid(key: Ed25519PublicKey, signature: object, data: Callable[[], bytes]) -> bool:

@@ -153,16 +153,7 @@ class OrderBook:
             raise Conflict(f"order {order_id!r} is already in the book")
         seq = self._next_seq
         self._next_seq = seq + 1
-        is_buy = side is Side.BUY
-        self._where[order_id] = (price, seq, is_buy)  # as _rest, inlined: add is the hot path
-        levels, totals = (self._bids, self._bid_totals) if is_buy else (self._asks, self._ask_totals)
-        level = levels.get(price)
-        if level is None:
-            levels[price] = {order_id: quantity}
-            totals[price] = quantity
-        else:
-            level[order_id] = quantity
-            totals[price] += quantity
+        self._rest(order_id, side is Side.BUY, price, quantity, seq)
         return Order(order_id, side, price, quantity, seq)  # type: ignore[arg-type]
 
     def _rest(self, order_id: str, is_buy: bool, price: int, quantity: int, seq: int) -> None:

@@ -54,11 +54,12 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from haggler.errors import HagglerError, InvalidInput
 from haggler.money import amount_cents
+from haggler.protocols.fields import json_object
 
 ROLES = ("seller", "buyer")
 PROTOCOLS = ("natural_language", "sealed_bid", "instant_match", "double_auction")
@@ -299,7 +300,7 @@ def parse_mandate(data: object) -> Mandate:
             data = json.loads(data)
         except ValueError as exc:
             raise InvalidInput("mandate is not valid JSON") from exc
-    body = _object(data, "mandate")
+    body = json_object(data, "mandate")
     _only(body, _TOP_FIELDS, "mandate")
     version = body.get("mandateVersion")
     if version not in SUPPORTED_VERSIONS:
@@ -309,7 +310,7 @@ def parse_mandate(data: object) -> Mandate:
         raise InvalidInput(f"agentId must be a non-empty string of at most {MAX_ID_LENGTH} characters")
     issued_at = _timestamp(body.get("issuedAt"), "issuedAt")
 
-    constraints = _object(body.get("constraints"), "constraints")
+    constraints = json_object(body.get("constraints"), "constraints")
     _only(constraints, _CONSTRAINT_FIELDS, "constraints")
     currency = constraints.get("currency")
     if not isinstance(currency, str) or not _CURRENCY.fullmatch(currency):
@@ -331,7 +332,7 @@ def parse_mandate(data: object) -> Mandate:
     deadline = constraints.get("dealMustCloseBy")
     close_by = None if deadline is None else _timestamp(deadline, "constraints.dealMustCloseBy")
 
-    permissions = _object(body.get("permissions", {}), "permissions")
+    permissions = json_object(body.get("permissions", {}), "permissions")
     _only(permissions, _PERMISSION_FIELDS, "permissions")
     flags = {}
     for name in _PERMISSION_FIELDS:
@@ -363,12 +364,6 @@ def _show(value: object) -> str:
         return repr(value)[:40]
 
 
-def _object(value: object, name: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise InvalidInput(f"{name} must be a JSON object")
-    return value
-
-
 def _only(body: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(body) - set(allowed), key=str)
     if unknown:
@@ -384,11 +379,7 @@ def _amount(constraints: dict[str, Any], name: str) -> int | None:
         cents = amount_cents(value)
     except ValueError as exc:
         raise InvalidInput(f"constraints.{name} {exc}") from exc
-    try:
-        exact = Decimal(str(value)) * 100
-    except InvalidOperation as exc:  # pragma: no cover - amount_cents refused it already
-        raise InvalidInput(f"constraints.{name} must be a number") from exc
-    if exact != cents:
+    if Decimal(str(value)) * 100 != cents:  # amount_cents rounds; a mandate's limit must be exact
         raise InvalidInput(f"constraints.{name} must be a whole number of cents, not {_show(value)}")
     if cents <= 0:
         raise InvalidInput(f"constraints.{name} must be greater than 0, not {_show(value)}")
