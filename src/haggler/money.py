@@ -47,6 +47,13 @@ def amount_cents(value: object, *, allow_strings: bool = False, rounding: str = 
         raise ValueError(f"must be a finite number, got {value!r}") from exc
 
 
+def is_exact_cents(value: object, cents: int) -> bool:
+    """Whether ``cents`` (what :func:`amount_cents` made of ``value``) is ``value`` exactly, with
+    no fraction of a cent rounded away: where an amount is a limit, 150.001 must be refused, not
+    read as 150.00."""
+    return Decimal(str(value).strip()) * 100 == cents
+
+
 def cents_or_none(value: object) -> int | None:
     """An amount read off the wire (a number, a numeric string or a Decimal) as cents, or None
     when it is not one: for parsing what others send, where a bad field is simply absent."""

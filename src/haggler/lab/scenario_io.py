@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Iterable
 
 from haggler.lab.scenario import Extra, Scenario
-from haggler.money import amount_cents, positive_cents, to_decimal_number
+from haggler.money import amount_cents, is_exact_cents, positive_cents, to_decimal_number
 
 FORMAT = "haggler.scenarios"
 VERSION = 1
@@ -223,7 +222,7 @@ def _parse_scenario(item: Any, index: int, source: str | None) -> Scenario:
 def _amount(value: Any, *, positive: bool) -> int:
     """Cents from a file amount: a number or a numeric string with at most two decimals."""
     cents = positive_cents(value, allow_strings=True) if positive else amount_cents(value, allow_strings=True)
-    if Decimal(str(value).strip()) * 100 != cents:
+    if not is_exact_cents(value, cents):
         raise ValueError(f"must have at most two decimal places, got {value!r}")
     if cents < 0:
         raise ValueError(f"must not be negative, got {value!r}")

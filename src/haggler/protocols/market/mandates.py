@@ -54,11 +54,10 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from haggler.errors import HagglerError, InvalidInput
-from haggler.money import amount_cents
+from haggler.money import amount_cents, is_exact_cents
 from haggler.protocols.fields import json_object
 
 ROLES = ("seller", "buyer")
@@ -379,7 +378,7 @@ def _amount(constraints: dict[str, Any], name: str) -> int | None:
         cents = amount_cents(value)
     except ValueError as exc:
         raise InvalidInput(f"constraints.{name} {exc}") from exc
-    if Decimal(str(value)) * 100 != cents:  # amount_cents rounds; a mandate's limit must be exact
+    if not is_exact_cents(value, cents):  # amount_cents rounds; a mandate's limit must be exact
         raise InvalidInput(f"constraints.{name} must be a whole number of cents, not {_show(value)}")
     if cents <= 0:
         raise InvalidInput(f"constraints.{name} must be greater than 0, not {_show(value)}")
