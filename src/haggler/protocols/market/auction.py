@@ -277,28 +277,17 @@ def clear(book: OrderBook | Iterable[Order]) -> Clearing:
     sell_id, sell_left = next(sells)
     left = volume
     while True:
-        if buy_left < sell_left:
-            if buy_left >= left:
-                append((buy_id, sell_id, left, price))
-                break
-            append((buy_id, sell_id, buy_left, price))
-            left -= buy_left
-            sell_left -= buy_left
+        # Each step fills as much as the current buy, the current sell and the volume allow.
+        quantity = buy_left if buy_left < sell_left else sell_left
+        if left <= quantity:
+            append((buy_id, sell_id, left, price))
+            break
+        append((buy_id, sell_id, quantity, price))
+        left -= quantity
+        buy_left -= quantity
+        sell_left -= quantity
+        if not buy_left:
             buy_id, buy_left = next(buys)
-        elif sell_left < buy_left:
-            if sell_left >= left:
-                append((buy_id, sell_id, left, price))
-                break
-            append((buy_id, sell_id, sell_left, price))
-            left -= sell_left
-            buy_left -= sell_left
-            sell_id, sell_left = next(sells)
-        else:
-            quantity = min(buy_left, left)
-            append((buy_id, sell_id, quantity, price))
-            left -= quantity
-            if not left:
-                break
-            buy_id, buy_left = next(buys)
+        if not sell_left:
             sell_id, sell_left = next(sells)
     return Clearing(price, volume, tuple(trades), marginal_buy, marginal_sell)
