@@ -84,7 +84,7 @@ def unsigned_examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
         ],
         "instant_match": [{
             "type": "instant_match", "version": "0.1.0", "timestamp": "2026-02-07T23:08:00Z", "requestId": "req_123",
-            "listingId": "lst_abc123", "acceptedPrice": 180,
+            "listingId": "lst_abc123", "buyer": {"agentId": "buyer_switch_001"}, "acceptedPrice": 180,
             "message": "Your price of 180€ is within my budget. I accept immediately.",
         }],
         "offer": [
@@ -109,10 +109,10 @@ def unsigned_examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
         }],
         "order": [
             {"type": "order", "version": "0.1.0", "timestamp": "2026-02-07T23:20:00Z", "orderId": "ord_1",
-             "agentId": "buyer_switch_001", "item": "electronics/gaming_console/nintendo_switch", "side": "buy",
+             "agentId": "buyer_switch_001", "item": "electronics.gaming_console.nintendo_switch", "side": "buy",
              "price": 170.1, "quantity": 1},
             {"type": "order", "version": "0.1.0", "timestamp": "2026-02-07T23:20:01Z", "orderId": "ord_2",
-             "agentId": "seller_switch_001", "item": "electronics/gaming_console/nintendo_switch", "side": "sell",
+             "agentId": "seller_switch_001", "item": "electronics.gaming_console.nintendo_switch", "side": "sell",
              "price": 165.55, "quantity": 2},
         ],
     }

@@ -165,7 +165,7 @@ BAD: list[tuple[str, int, str, Any, str]] = [
     ("instant_match", 0, "/acceptedPrice", True, "/acceptedPrice"),
     ("instant_match", 0, "/signature", "ab" * 64, "/signature"),
     ("offer", 0, "/party", "broker", "/party"),
-    ("offer", 1, "/offerPrice", DELETE, "/offerPrice"),
+    ("offer", 1, "/action", "counter", "/action"),
     ("deal_confirmed", 0, "/buyer/signature", DELETE, "/buyer/signature"),
     ("deal_confirmed", 0, "/seller/signature", "0x1234", "/seller/signature"),
     ("deal_confirmed", 0, "/protocol", "auction", "/protocol"),
