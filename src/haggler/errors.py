@@ -6,6 +6,8 @@ shape at the edge (negotiate.v1: ``{"error": "..."}``).
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class HagglerError(Exception):
     """Base class. ``message`` is safe to show to the caller."""
@@ -13,6 +15,11 @@ class HagglerError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def fields(self) -> dict[str, Any]:
+        """The JSON error body: ``{"error": message}``; an error that names more (the failing
+        field's pointer, the broken mandate constraint) adds its own fields."""
+        return {"error": self.message}
 
 
 class InvalidInput(HagglerError):

@@ -110,10 +110,10 @@ def unsigned_examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
         "order": [
             {"type": "order", "version": "0.1.0", "timestamp": "2026-02-07T23:20:00Z", "orderId": "ord_1",
              "agentId": "buyer_switch_001", "item": "electronics.gaming_console.nintendo_switch", "side": "buy",
-             "price": 170.1, "quantity": 1},
+             "price": 170.1, "currency": "EUR", "quantity": 1},
             {"type": "order", "version": "0.1.0", "timestamp": "2026-02-07T23:20:01Z", "orderId": "ord_2",
              "agentId": "seller_switch_001", "item": "electronics.gaming_console.nintendo_switch", "side": "sell",
-             "price": 165.55, "quantity": 2},
+             "price": 165.55, "currency": "EUR", "quantity": 2},
         ],
     }
 

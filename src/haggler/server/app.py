@@ -25,6 +25,9 @@ from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.market.routes import BODY_WORDING as MARKET_BODIES
+from haggler.protocols.market.routes import PREFIX as MARKET_PREFIX
+from haggler.protocols.market.routes import Market
 from haggler.protocols.matching import mcp_tools
 from haggler.protocols.matching import views as matching_views
 from haggler.protocols.matching.routes import BODY_WORDING as MATCHING_BODIES
@@ -68,6 +71,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     exchange = Exchange(db, config.clock, config.exchange)
     matching = Matching(db, config.clock, config.matching)
     matching_mcp = mcp_tools.build_server(matching)
+    market = Market(db, config.clock, config.market, operator_token=config.matching.operator_token)
 
     def sweep() -> None:
         # Each job on its own: one failing must not starve the others.
@@ -91,6 +95,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         tasks = [asyncio.create_task(_every(1.0, db.checkpoint, "WAL checkpoint"))] if db.is_sqlite else []
         if config.sweep_interval_seconds:
             tasks.append(asyncio.create_task(_every(config.sweep_interval_seconds, sweep, "idle sweep")))
+        if config.market.clear_interval_seconds:
+            tasks.append(asyncio.create_task(_every(config.market.clear_interval_seconds, market.clear_all,
+                                                    "scheduled market clearing")))
         try:
             # The MCP transport's task group: stateless requests each run in it.
             async with matching_mcp.session_manager.run():
@@ -105,15 +112,16 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url="/docs", redoc_url=None,
                   openapi_url="/openapi.json", lifespan=lifespan,
                   description="A haggler store: negotiate.v1 chat, the agents.json surface, the /v1 "
-                              "transactions exchange and /api match negotiation.")
+                              "transactions exchange, /api match negotiation and the /market agent-native market.")
     app.state.service = service
     app.state.agents = agents
     app.state.exchange = exchange
     app.state.matching = matching
+    app.state.market = market
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),
-                                *((prefix, MATCHING_BODIES) for prefix in MATCHING_PATHS)),
+                                *((prefix, MATCHING_BODIES) for prefix in MATCHING_PATHS), (MARKET_PREFIX, MARKET_BODIES)),
                        default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
@@ -122,6 +130,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(exchange.router())
     app.include_router(matching.router())
+    app.include_router(market.router())
     # Spec 002 "MCP Tools": a plain route (not a Mount), so /mcp has no redirect and other paths
     # keep the app's own 404; it still passes the request edge and CORS like every route.
     app.router.routes.extend(mcp_tools.mount(matching_mcp))

@@ -10,6 +10,7 @@ from typing import Callable
 from haggler.catalog import Catalog
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
+from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.clientip import Network
@@ -43,6 +44,7 @@ class StoreConfig:
     agents: AgentsSettings = field(default_factory=AgentsSettings)
     exchange: ExchangeSettings = field(default_factory=ExchangeSettings)
     matching: MatchingSettings = field(default_factory=MatchingSettings)
+    market: MarketSettings = field(default_factory=MarketSettings)
     data_dir: Path = DEFAULT_DATA_DIR
     #: A fixed seed makes every conversation reproducible (same turns, same replies).
     seed: int | None = None

@@ -4,6 +4,7 @@ never a traceback, never HTML."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -45,10 +46,14 @@ def status_for(exc: HagglerError) -> int:
 ENVELOPE_PREFIX = "/.well-known/agents"
 
 
-def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None) -> JSON:
-    """An error in the shape of the surface that serves ``path``."""
+def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None,
+                   fields: dict[str, Any] | None = None) -> JSON:
+    """An error in the shape of the surface that serves ``path``; ``fields`` is a domain error's
+    whole body (``HagglerError.fields``), when it names more than its message."""
     if path.startswith(ENVELOPE_PREFIX):
         return JSON({"ok": False, "error": message}, status_code=status, headers=headers)
+    if fields is not None:
+        return JSON(fields, status_code=status, headers=headers)
     return error(status, message, headers)
 
 
@@ -56,7 +61,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HagglerError)
     async def _domain(request: Request, exc: HagglerError) -> JSON:
         headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, (RateLimited, InFlight)) else None
-        return error_response(request.url.path, status_for(exc), exc.message, headers)
+        return error_response(request.url.path, status_for(exc), exc.message, headers, exc.fields())
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSON:

@@ -424,3 +424,165 @@ a2a_artifacts = Table(
     Column("data", Text, nullable=False),  # JSON outcome
     Column("created_at", UTCDateTime, nullable=False),
 )
+
+# -- the agent-native market (/market, spec 003) ------------------------------------------------------
+# Amounts are integer cents; every message kept is the signed JSON as it arrived, so that anyone
+# can check its signature again. Hidden state (a listing's minPrice, a mandate's constraints)
+# lives in these rows and leaves only through the owner-only views.
+
+market_agents = Table(
+    "market_agents",
+    metadata,
+    Column("id", String(128), primary_key=True),  # the agentId the agent chose
+    Column("matrix_id", String(255), nullable=True),
+    Column("public_key", String(66), nullable=False),  # "0x" + 64 hex: signs the agent's messages
+    Column("owner_public_key", String(66), nullable=False),  # signs its mandates and approvals
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+market_mandates = Table(
+    "market_mandates",
+    metadata,
+    Column("agent_id", String(128), ForeignKey("market_agents.id"), primary_key=True),
+    Column("issued_at", UTCDateTime, nullable=False),
+    Column("mandate", Text, nullable=False),  # the owner-signed mandate, JSON
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+market_listings = Table(
+    "market_listings",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("seller_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("category", String(64), nullable=False),
+    Column("subcategory", String(64), nullable=False),
+    Column("name", String(64), nullable=False),
+    Column("condition", String(16), nullable=False),
+    Column("ask_cents", BigInteger, nullable=False),
+    Column("floor_cents", BigInteger, nullable=False),  # the embedded ownerMandate's minAcceptablePrice
+    Column("currency", String(3), nullable=False),
+    Column("negotiable", Boolean, nullable=False),
+    Column("available_until", UTCDateTime, nullable=True),  # the end of logistics.availableUntil
+    Column("status", String(16), nullable=False),  # live | sold
+    Column("sent_at", UTCDateTime, nullable=False),  # the message's timestamp: a revision must be newer
+    Column("message", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_market_listings_item", market_listings.c.category, market_listings.c.subcategory, market_listings.c.name)
+Index("ix_market_listings_seller", market_listings.c.seller_id)
+
+market_wanted = Table(
+    "market_wanted",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("buyer_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("max_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("active_until", UTCDateTime, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_market_wanted_active", market_wanted.c.active_until)
+
+market_requests = Table(
+    "market_requests",
+    metadata,
+    Column("id", String(128), primary_key=True),  # the buyer's requestId
+    Column("listing_id", String(128), ForeignKey("market_listings.id"), nullable=False),
+    Column("buyer_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("seller_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("proposed_protocol", String(24), nullable=False),
+    Column("protocol", String(24), nullable=True),  # the agreed one
+    Column("state", String(16), nullable=False),  # proposed | agreed | closed | failed
+    Column("message", Text, nullable=False),  # the contact_request
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_market_requests_listing", market_requests.c.listing_id)
+
+market_bids = Table(
+    "market_bids",
+    metadata,
+    Column("request_id", String(128), ForeignKey("market_requests.id"), primary_key=True),
+    Column("party", String(8), primary_key=True),  # buyer | seller
+    Column("limit_cents", BigInteger, nullable=False),  # hidden from the other party, always
+    Column("message", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+market_offers = Table(
+    "market_offers",
+    metadata,
+    Column("request_id", String(128), ForeignKey("market_requests.id"), primary_key=True),
+    Column("seq", Integer, primary_key=True),  # 1-based turn number
+    Column("party", String(8), nullable=False),
+    Column("action", String(8), nullable=False),  # offer | accept | reject
+    Column("price_cents", BigInteger, nullable=True),
+    Column("message", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+market_deals = Table(
+    "market_deals",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("request_id", String(160), nullable=False, unique=True),
+    Column("listing_id", String(200), nullable=False),
+    Column("buyer_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("seller_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("protocol", String(24), nullable=False),
+    Column("price_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("deal", Text, nullable=False),  # the deal_confirmed both parties sign, without signatures
+    Column("buyer_signature", String(130), nullable=True),
+    Column("seller_signature", String(130), nullable=True),
+    Column("approvals", Text, nullable=False),  # JSON {party: {publicKey, signature}}: owners' approvals
+    Column("needs_approval", Text, nullable=False),  # JSON list of the parties whose owner must approve
+    Column("status", String(24), nullable=False),  # awaiting_signatures | awaiting_owner_approval | confirmed
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+Index("ix_market_deals_buyer", market_deals.c.buyer_id)
+Index("ix_market_deals_seller", market_deals.c.seller_id)
+
+market_orders = Table(
+    "market_orders",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("agent_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("item", String(194), nullable=False),
+    Column("side", String(4), nullable=False),  # buy | sell
+    Column("price_cents", BigInteger, nullable=False),
+    Column("quantity", Integer, nullable=False),
+    Column("remaining", Integer, nullable=False),
+    Column("seq", BigInteger, nullable=False),  # arrival order in its book: time priority
+    Column("status", String(12), nullable=False),  # open | filled | cancelled
+    Column("currency", String(3), nullable=False),
+    Column("message", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_market_orders_book", market_orders.c.item, market_orders.c.status)
+
+market_inbox = Table(
+    "market_inbox",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),  # the cursor: global, increasing
+    Column("agent_id", String(128), ForeignKey("market_agents.id"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("body", Text, nullable=False),  # JSON
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_market_inbox_agent", market_inbox.c.agent_id, market_inbox.c.seq)
+
+market_audit = Table(
+    "market_audit",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("agent_id", String(128), nullable=True),  # whose action it was, when known
+    Column("event", String(32), nullable=False),  # mandate_violation | suspicious_text | bad_signature
+    Column("detail", Text, nullable=False),  # JSON
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_market_audit_agent", market_audit.c.agent_id, market_audit.c.seq)

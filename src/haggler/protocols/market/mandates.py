@@ -56,7 +56,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from haggler.errors import HagglerError, InvalidInput
+from haggler.errors import Forbidden, InvalidInput
 from haggler.money import amount_cents, is_exact_cents
 from haggler.protocols.fields import json_object
 
@@ -206,13 +206,17 @@ class Violation:
     reason: str
 
 
-class MandateViolation(HagglerError):
+class MandateViolation(Forbidden):
     """An action the agent's owner mandate forbids; the framework refuses it (agent can't override)."""
 
     def __init__(self, violation: Violation) -> None:
         super().__init__(f"mandate violation ({violation.constraint}): {violation.reason}")
         self.violation = violation
         self.constraint = violation.constraint
+
+    def fields(self) -> dict[str, Any]:
+        """The spec's refusal (HTTP 403): ``{"error": "mandate_violation", "constraint", "reason"}``."""
+        return {"error": "mandate_violation", "constraint": self.constraint, "reason": self.violation.reason}
 
 
 def needs_owner_approval(mandate: Mandate) -> bool:

@@ -54,6 +54,9 @@ class InvalidMessage(Unprocessable):
         self.path = path
         self.reason = reason
 
+    def fields(self) -> dict[str, Any]:
+        return {"error": self.message, "path": self.path}
+
 
 def schema_names() -> tuple[str, ...]:
     """The names :func:`schema` knows, in spec order."""

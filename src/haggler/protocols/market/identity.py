@@ -1,0 +1,166 @@
+"""Who is who on the market: agents, their keys, their owners' keys and mandates (spec 003:
+Owner Mandate Format, Security Model).
+
+Registration binds three things at once and for good: an ``agentId``, the agent's Ed25519 key
+(it signs the agent's messages) and its owner's key (it signs the agent's mandates and the owner's
+approvals of deals). From then on every message an agent sends is checked against its own key,
+and every mandate against its owner's: a signature that does not verify is 401 and changes
+nothing. Registration also hands out an agent token (shown once, stored as its SHA-256) for what
+carries no signed message: the inbox, the agent's own views, cancelling an order.
+
+A mandate on file is the owner's latest (a newer ``issuedAt`` replaces it; an older or equal one
+is refused, so a captured old mandate cannot be replayed). An agent with none may do nothing that
+commits to a price: enforcement fails closed.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Mapping
+
+from sqlalchemy import Connection, insert, select, update
+
+from haggler.errors import Conflict, Unauthorized
+from haggler.protocols.fields import bearer_credential
+from haggler.protocols.market.mandates import Mandate, MandateViolation, Violation, parse_mandate
+from haggler.protocols.market.messages import InvalidMessage, validate
+from haggler.storage.schema import market_agents, market_mandates
+from haggler.trust.hashing import secret_hash
+from haggler.trust.keys import PublicKeyError
+from haggler.trust.messages import decode_hex_public_key, verify_message
+
+TOKEN_PREFIX = "mkt_"
+_REGISTRATION_FIELDS = ("agentId", "matrixId", "publicKey", "ownerPublicKey")
+_ID_SCHEMA_NAME = "listing"  # any schema: they share $defs/id and $defs/matrixId
+
+
+@dataclass(frozen=True, slots=True)
+class Agent:
+    id: str
+    matrix_id: str | None
+    public_key: str
+    owner_public_key: str
+
+    def view(self) -> dict[str, Any]:
+        """What anyone may see of an agent: its identity and both public keys."""
+        out: dict[str, Any] = {"agentId": self.id, "publicKey": self.public_key, "ownerPublicKey": self.owner_public_key}
+        if self.matrix_id:
+            out["matrixId"] = self.matrix_id
+        return out
+
+
+def _agent(row: Any) -> Agent:
+    return Agent(row.id, row.matrix_id, row.public_key, row.owner_public_key)
+
+
+def register(conn: Connection, body: object, now: datetime) -> tuple[Agent, str]:
+    """``POST /market/agents``: the new agent and its token (422 naming the field at fault, 409
+    when the agentId is taken)."""
+    if not isinstance(body, dict):
+        raise InvalidMessage("", "must be a JSON object")
+    unknown = sorted(set(body) - set(_REGISTRATION_FIELDS))
+    if unknown:
+        raise InvalidMessage(f"/{unknown[0]}", f"unknown field; allowed: {', '.join(_REGISTRATION_FIELDS)}")
+    # The ids follow the messages' own definitions: checked through a message that carries them.
+    ref = {"agentId": body.get("agentId")} | ({"matrixId": body["matrixId"]} if "matrixId" in body else {})
+    if "agentId" not in body:
+        raise InvalidMessage("/agentId", "is required")
+    try:
+        validate({"type": "contact_request", "buyer": ref}, "contact_request")
+    except InvalidMessage as exc:
+        if exc.path.startswith("/buyer/"):
+            raise InvalidMessage(exc.path.removeprefix("/buyer"), exc.reason) from None
+    for field in ("publicKey", "ownerPublicKey"):
+        try:
+            decode_hex_public_key(body.get(field))
+        except (PublicKeyError, ValueError) as exc:
+            raise InvalidMessage(f"/{field}", str(exc) if field in body else "is required") from None
+    if body["publicKey"] == body["ownerPublicKey"]:
+        raise InvalidMessage("/ownerPublicKey", "must differ from publicKey: the owner's key is what the agent "
+                                                "cannot sign with")
+    if conn.execute(select(market_agents.c.id).where(market_agents.c.id == body["agentId"])).first() is not None:
+        raise Conflict(f"agentId {body['agentId']} is already registered")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    conn.execute(insert(market_agents).values(
+        id=body["agentId"], matrix_id=body.get("matrixId"), public_key=body["publicKey"],
+        owner_public_key=body["ownerPublicKey"], token_hash=secret_hash(token), created_at=now))
+    return Agent(body["agentId"], body.get("matrixId"), body["publicKey"], body["ownerPublicKey"]), token
+
+
+def find(conn: Connection, agent_id: str) -> Agent | None:
+    row = conn.execute(select(market_agents).where(market_agents.c.id == agent_id)).first()
+    return None if row is None else _agent(row)
+
+
+def authenticate(conn: Connection, authorization: str | None) -> Agent:
+    """The agent whose token is in ``Authorization: Bearer mkt_…``; 401 otherwise."""
+    token = bearer_credential(authorization, "your agent token")
+    row = conn.execute(select(market_agents).where(market_agents.c.token_hash == secret_hash(token))).first()
+    if row is None:
+        raise Unauthorized("unknown agent token")
+    return _agent(row)
+
+
+def sender(conn: Connection, agent_id: str, message: Mapping[str, Any]) -> Agent:
+    """The registered agent ``agent_id``, once ``message``'s signature verifies against its key.
+
+    An unknown agent and a bad signature are the same 401: either way nobody proved they are the
+    agent the message names."""
+    agent = find(conn, agent_id)
+    if agent is None or not verify_message(agent.public_key, message):
+        raise Unauthorized(f"the {message.get('type', 'message')} is not signed by a registered agent {agent_id!r}: "
+                           "sign the RFC 8785 canonical JSON of the message without its signature field")
+    return agent
+
+
+def check_owner_signed(agent: Agent, signed: Mapping[str, Any], what: str) -> None:
+    """401 unless ``signed`` (a mandate, or a listing's embedded mandate) names the agent's owner's
+    key as its ``publicKey`` and carries that key's signature."""
+    if signed.get("publicKey") != agent.owner_public_key or not verify_message(agent.owner_public_key, signed):
+        raise Unauthorized(f"{what} is not signed by the owner key registered for agent {agent.id!r}")
+
+
+# -- mandates --------------------------------------------------------------------------------------
+
+
+def file_mandate(conn: Connection, body: object, now: datetime) -> tuple[Mandate, bool]:
+    """``POST /market/mandates``: verify an owner-signed mandate and make it its agent's mandate.
+    Returns the mandate and whether it replaced an older one."""
+    validate(body, "mandate")
+    assert isinstance(body, dict)  # validate checked it
+    agent = find(conn, body["agentId"])
+    if agent is None:
+        raise Unauthorized(f"no agent {body['agentId']!r} is registered, so no owner key can vouch for this mandate")
+    check_owner_signed(agent, body, "the mandate")
+    mandate = parse_mandate(body)
+    current = conn.execute(select(market_mandates.c.issued_at).where(market_mandates.c.agent_id == agent.id)
+                           .with_for_update()).scalar()
+    if current is not None and mandate.issued_at <= current:
+        raise Conflict("a mandate issued at the same time or later is already on file; an owner replaces a "
+                       "mandate with a newer issuedAt")
+    stored = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    if current is None:
+        conn.execute(insert(market_mandates).values(agent_id=agent.id, issued_at=mandate.issued_at, mandate=stored,
+                                                    updated_at=now))
+    else:
+        conn.execute(update(market_mandates).where(market_mandates.c.agent_id == agent.id)
+                     .values(issued_at=mandate.issued_at, mandate=stored, updated_at=now))
+    return mandate, current is not None
+
+
+def mandate_of(conn: Connection, agent_id: str) -> Mandate:
+    """The agent's mandate on file; with none, a violation (403): nothing authorises the action."""
+    stored = conn.execute(select(market_mandates.c.mandate).where(market_mandates.c.agent_id == agent_id)).scalar()
+    if stored is None:
+        raise MandateViolation(Violation("mandate", "no owner mandate is on file for this agent: "
+                                                    "POST /market/mandates first"))
+    return parse_mandate(stored)
+
+
+def mandate_document(conn: Connection, agent_id: str) -> dict[str, Any] | None:
+    """The signed mandate as filed, for its own agent only (its constraints are hidden state)."""
+    stored = conn.execute(select(market_mandates.c.mandate).where(market_mandates.c.agent_id == agent_id)).scalar()
+    return None if stored is None else json.loads(stored)

@@ -1,0 +1,346 @@
+"""Listings and wanted ads (spec 003: 1. Listing, 2. Wanted Ad; Phase 2: Structured Listing Parser).
+
+A listing is the seller agent's signed message with its owner's signed mandate inside. The
+framework checks both signatures, then the ask (and a ``minPrice``, if the seller states one)
+against the owner's floor: the mandate on file and the embedded one, whichever is higher. A
+wanted ad is held to the buyer's ``maxSpend`` the same way.
+
+Hidden state stays hidden: the public view of a listing is an allow-list that leaves out
+``pricing.minPrice`` and the mandate's constraints (only the owner's public key, and the fact that
+the framework verified it, are shown). The seller's own agent reads the whole message.
+
+Expiry is enforced on every read: a listing is live until the end of its ``availableUntil`` day
+(UTC), a wanted ad until ``activeUntil``. A new listing that fits a live wanted ad notifies the
+buyer; a new wanted ad that fits a live listing notifies the seller.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Any, Iterable
+
+from sqlalchemy import Connection, insert, select, update
+
+from haggler.errors import Conflict, Forbidden, Gone, InvalidInput
+from haggler.money import amount_cents, to_decimal_number
+from haggler.protocols.fields import query_integer
+from haggler.protocols.market import identity, inbox
+from haggler.protocols.market.audit import AuditEvents
+from haggler.protocols.market.identity import Agent
+from haggler.protocols.market.mandates import CONDITIONS, Mandate, MandateViolation, Violation, enforce, listing
+from haggler.protocols.market.messages import InvalidMessage, validate
+from haggler.storage.rows import row_by_id
+from haggler.storage.schema import market_listings, market_wanted
+
+LIVE, SOLD = "live", "sold"
+MAX_PAGE = 200
+#: The listing fields anyone may read; everything else (pricing.minPrice, the mandate's
+#: constraints) is the seller's alone.
+PUBLIC_ITEM = ("category", "subcategory", "name", "model", "condition", "description", "accessories", "photos",
+               "verification")
+PUBLIC_PRICING = ("askPrice", "currency", "negotiable", "priceJustification")
+
+
+def stored(message: dict[str, Any]) -> str:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+
+def timestamp(value: str) -> datetime:
+    """An RFC 3339 timestamp the schema already checked, as an aware datetime."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def cents(value: object) -> int:
+    """A wire amount (major units, at most two decimals: the schema checked it) in cents."""
+    return amount_cents(value)
+
+
+def seller_floor(mandate: Mandate, listing_floor: int | None) -> Mandate:
+    """The seller's mandate with the listing's embedded floor applied too: both are the owner's
+    signed word, so the higher one binds."""
+    if mandate.min_acceptable_price is None or listing_floor is None:
+        return mandate
+    return replace(mandate, min_acceptable_price=max(mandate.min_acceptable_price, listing_floor))
+
+
+# -- listings --------------------------------------------------------------------------------------
+
+
+def post_listing(conn: Connection, message: object, audit: AuditEvents, now: datetime) -> tuple[int, dict[str, Any]]:
+    """``POST /market/listings``: 201 for a new listing, 200 for a revision of one (same seller,
+    newer ``timestamp``; a sold listing is final)."""
+    validate(message)
+    assert isinstance(message, dict)
+    seller = identity.sender(conn, message["seller"]["agentId"], message)
+    identity.check_owner_signed(seller, message["ownerMandate"], "the listing's ownerMandate")
+    item, pricing = message["item"], message["pricing"]
+    for where, text in (("/item/description", item.get("description")),
+                        ("/pricing/priceJustification", pricing.get("priceJustification"))):
+        audit.screen(seller.id, where, text)
+    ask, currency = cents(pricing["askPrice"]), pricing["currency"]
+    min_price = cents(pricing["minPrice"]) if "minPrice" in pricing else None
+    if min_price is not None and min_price > ask:
+        raise InvalidMessage("/pricing/minPrice", "must not be above askPrice")
+    if ask <= 0:
+        raise InvalidMessage("/pricing/askPrice", "must be greater than 0")
+    embedded_floor = cents(message["ownerMandate"]["minAcceptablePrice"])
+    until = _end_of_day(message.get("logistics", {}).get("availableUntil"))
+    if until is not None and until <= now:
+        raise InvalidMessage("/logistics/availableUntil", "is in the past: the listing would never be live")
+    mandate = seller_floor(identity.mandate_of(conn, seller.id), embedded_floor)
+    try:
+        enforce(mandate, "seller", listing(seller.id, ask, currency, now))
+        if min_price is not None:  # a stated floor below the owner's would invite offers the agent may not take
+            enforce(mandate, "seller", listing(seller.id, min_price, currency, now))
+    except MandateViolation as exc:
+        audit.add(seller.id, "mandate_violation", {"action": "listing", "constraint": exc.constraint,
+                                                   "listingId": message["listingId"]})
+        raise
+    sent_at = timestamp(message["timestamp"])
+    values = dict(seller_id=seller.id, category=item["category"], subcategory=item["subcategory"], name=item["name"],
+                  condition=item["condition"], ask_cents=ask, floor_cents=embedded_floor,
+                  currency=currency, negotiable=pricing["negotiable"], available_until=until, sent_at=sent_at,
+                  message=stored(message), updated_at=now)
+    existing = conn.execute(select(market_listings).where(market_listings.c.id == message["listingId"])
+                            .with_for_update()).first()
+    if existing is None:
+        conn.execute(insert(market_listings).values(id=message["listingId"], status=LIVE, created_at=now, **values))
+        status = 201
+    else:
+        if existing.seller_id != seller.id:
+            raise Conflict(f"listingId {message['listingId']} belongs to another seller")
+        if existing.status != LIVE:
+            raise Conflict(f"listing {existing.id} is {existing.status}; a closed listing cannot be revised")
+        if sent_at <= existing.sent_at:
+            raise Conflict("a revision must carry a newer timestamp than the listing it replaces")
+        conn.execute(update(market_listings).where(market_listings.c.id == existing.id).values(**values))
+        status = 200
+    row = row_by_id(conn, market_listings, message["listingId"], "listing")
+    notified = _notify_buyers(conn, row, now)
+    return status, {"listingId": row.id, "status": LIVE, "notifiedWanted": notified}
+
+
+def _end_of_day(value: str | None) -> datetime | None:
+    """The instant a listing stops being available: the end (UTC) of its ``availableUntil`` day."""
+    if value is None:
+        return None
+    return datetime.combine(date.fromisoformat(value), time(), tzinfo=timezone.utc) + timedelta(days=1)
+
+
+def listing_row(conn: Connection, listing_id: str, now: datetime, *, lock: bool = False, live: bool = True) -> Any:
+    """The listing (404 if unknown); with ``live``, 409 once sold and 410 once expired."""
+    row = row_by_id(conn, market_listings, listing_id, "listing", lock=lock)
+    if live:
+        if row.status != LIVE:
+            raise Conflict(f"listing {listing_id} is {row.status}")
+        if row.available_until is not None and row.available_until <= now:
+            raise Gone(f"listing {listing_id} expired at {iso(row.available_until)}")
+    return row
+
+
+def facts(row: Any) -> tuple[str, tuple[str, ...]]:
+    """The listing's condition and accessories: what a buyer's mandate is checked against."""
+    item = json.loads(row.message)["item"]
+    return item["condition"], tuple(item.get("accessories", ()))
+
+
+def public_view(row: Any, now: datetime) -> dict[str, Any]:
+    """The listing as anyone sees it: an allow-list, without minPrice or the mandate's constraints."""
+    message = json.loads(row.message)
+    view: dict[str, Any] = {field: message[field] for field in ("type", "version", "listingId", "timestamp", "seller")}
+    view["item"] = {field: message["item"][field] for field in PUBLIC_ITEM if field in message["item"]}
+    view["pricing"] = {field: message["pricing"][field] for field in PUBLIC_PRICING if field in message["pricing"]}
+    if "logistics" in message:
+        view["logistics"] = message["logistics"]
+    view["ownerMandate"] = {"publicKey": message["ownerMandate"]["publicKey"], "verified": True}
+    view["status"] = _status(row, now)
+    return view
+
+
+def owner_view(row: Any, now: datetime) -> dict[str, Any]:
+    """The seller's own view: the message exactly as it signed it, and the status."""
+    return {**json.loads(row.message), "status": _status(row, now)}
+
+
+def _status(row: Any, now: datetime) -> str:
+    if row.status == LIVE and row.available_until is not None and row.available_until <= now:
+        return "expired"
+    return row.status
+
+
+def view_for(conn: Connection, listing_id: str, viewer: Agent | None, now: datetime) -> dict[str, Any]:
+    row = listing_row(conn, listing_id, now, live=False)
+    return owner_view(row, now) if viewer is not None and viewer.id == row.seller_id else public_view(row, now)
+
+
+def search(conn: Connection, params: dict[str, str], now: datetime) -> dict[str, Any]:
+    """``GET /market/listings``: live listings, cheapest first. ``condition`` is the worst
+    condition wanted (``good`` finds new, like_new and good); ``maxPrice`` in major units."""
+    allowed = ("category", "subcategory", "name", "condition", "maxPrice", "currency", "limit", "offset")
+    only_params(params, allowed)
+    query = select(market_listings).where(market_listings.c.status == LIVE)
+    query = query.where((market_listings.c.available_until.is_(None)) | (market_listings.c.available_until > now))
+    for field in ("category", "subcategory", "name", "currency"):
+        if field in params:
+            query = query.where(getattr(market_listings.c, field) == params[field])
+    if "condition" in params:
+        if params["condition"] not in CONDITIONS:
+            raise InvalidInput(f"condition must be one of {', '.join(CONDITIONS)}")
+        acceptable = CONDITIONS[: CONDITIONS.index(params["condition"]) + 1]
+        query = query.where(market_listings.c.condition.in_(acceptable))
+    if "maxPrice" in params:
+        query = query.where(market_listings.c.ask_cents <= _query_cents(params["maxPrice"], "maxPrice"))
+    limit = query_integer(params.get("limit"), "limit", low=1, high=MAX_PAGE) or 50
+    offset = query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
+    rows = conn.execute(query.order_by(market_listings.c.ask_cents, market_listings.c.id)
+                        .limit(limit).offset(offset)).all()
+    return {"listings": [public_view(row, now) for row in rows], "offset": offset, "limit": limit}
+
+
+def only_params(params: dict[str, str], allowed: tuple[str, ...]) -> None:
+    """Refuse a query parameter the route does not know (a typo must not widen a search)."""
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise InvalidInput(f"unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed)}")
+
+
+def _query_cents(raw: str, name: str) -> int:
+    try:
+        value = float(raw) if any(c in raw for c in ".eE") else int(raw)
+        amount = amount_cents(value)
+    except (ValueError, OverflowError):
+        raise InvalidInput(f"{name} must be an amount in major units, e.g. 180 or 179.99") from None
+    if amount < 0:
+        raise InvalidInput(f"{name} must not be negative")
+    return amount
+
+
+# -- wanted ads ------------------------------------------------------------------------------------
+
+
+def post_wanted(conn: Connection, message: object, audit: AuditEvents, now: datetime) -> dict[str, Any]:
+    """``POST /market/wanted``: a buyer's signed wanted ad, its budget within the owner's maxSpend."""
+    validate(message)
+    assert isinstance(message, dict)
+    buyer = identity.sender(conn, message["buyer"]["agentId"], message)
+    identity.check_owner_signed(buyer, message["ownerMandate"], "the wanted ad's ownerMandate")
+    active_until = timestamp(message["activeUntil"])
+    if active_until <= now:
+        raise InvalidMessage("/activeUntil", "is in the past: the wanted ad would never be live")
+    budget, currency = cents(message["budget"]["maxPrice"]), message["budget"]["currency"]
+    mandate = identity.mandate_of(conn, buyer.id)
+    cap = min(c for c in (mandate.max_spend, cents(message["ownerMandate"]["maxSpend"])) if c is not None) \
+        if mandate.max_spend is not None else None
+    violation = None
+    if mandate.currency != currency:
+        violation = Violation("currency", f"the mandate is in {mandate.currency}, the budget in {currency}")
+    elif cap is None or budget > cap:
+        violation = Violation("maxSpend", "the budget is above what the owner allows" if cap else
+                              "the mandate sets no maxSpend, so it does not allow buying")
+    if violation is not None:
+        audit.add(buyer.id, "mandate_violation", {"action": "wanted", "constraint": violation.constraint,
+                                                  "wantedId": message["wantedId"]})
+        raise MandateViolation(violation)
+    if conn.execute(select(market_wanted.c.id).where(market_wanted.c.id == message["wantedId"])).first() is not None:
+        raise Conflict(f"wantedId {message['wantedId']} is already taken")
+    conn.execute(insert(market_wanted).values(id=message["wantedId"], buyer_id=buyer.id, max_cents=budget,
+                                              currency=currency, active_until=active_until, message=stored(message),
+                                              created_at=now))
+    wanted = row_by_id(conn, market_wanted, message["wantedId"], "wanted ad")
+    notified = _notify_sellers(conn, wanted, now)
+    return {"wantedId": wanted.id, "status": "active", "notifiedListings": notified}
+
+
+def wanted_public_view(row: Any, now: datetime) -> dict[str, Any]:
+    """A wanted ad as anyone sees it: what is wanted and the stated budget, not the mandate."""
+    message = json.loads(row.message)
+    view = {field: message[field] for field in ("type", "version", "wantedId", "timestamp", "buyer", "interests",
+                                                 "budget", "activeUntil")}
+    if "logistics" in message:
+        view["logistics"] = message["logistics"]
+    view["ownerMandate"] = {"publicKey": message["ownerMandate"]["publicKey"], "verified": True}
+    view["status"] = "active" if row.active_until > now else "expired"
+    return view
+
+
+def search_wanted(conn: Connection, params: dict[str, str], now: datetime) -> dict[str, Any]:
+    """``GET /market/wanted``: active wanted ads, newest first; ``category``/``subcategory``/``name``
+    keep those with an interest in that item."""
+    only_params(params, ("category", "subcategory", "name", "limit", "offset"))
+    limit = query_integer(params.get("limit"), "limit", low=1, high=MAX_PAGE) or 50
+    offset = query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
+    rows = conn.execute(select(market_wanted).where(market_wanted.c.active_until > now)
+                        .order_by(market_wanted.c.created_at.desc(), market_wanted.c.id)).all()
+    wanted = [row for row in rows if any(_same_item(interest, params) for interest in _interests(row))]
+    return {"wanted": [wanted_public_view(row, now) for row in wanted[offset:offset + limit]],
+            "offset": offset, "limit": limit}
+
+
+def _interests(row: Any) -> list[dict[str, Any]]:
+    return json.loads(row.message)["interests"]
+
+
+def _same_item(interest: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    return all(interest[field] == wanted[field] for field in ("category", "subcategory", "name") if field in wanted)
+
+
+# -- matching listings and wanted ads --------------------------------------------------------------
+
+
+def fits(listing_row: Any, wanted_row: Any) -> bool:
+    """Whether a listing fits a wanted ad: one interest's item, at least its ``minCondition``,
+    every ``mustHaveAccessories``, the ask within budget, in the budget's currency."""
+    if listing_row.currency != wanted_row.currency or listing_row.ask_cents > wanted_row.max_cents:
+        return False
+    condition, accessories = facts(listing_row)
+    item = {"category": listing_row.category, "subcategory": listing_row.subcategory, "name": listing_row.name}
+    for interest in _interests(wanted_row):
+        if not _same_item(interest, item):
+            continue
+        minimum = interest.get("minCondition")
+        if minimum is not None and CONDITIONS.index(condition) > CONDITIONS.index(minimum):
+            continue
+        if set(interest.get("mustHaveAccessories", ())) <= set(accessories):
+            return True
+    return False
+
+
+def _live_wanted(conn: Connection, now: datetime) -> Iterable[Any]:
+    return conn.execute(select(market_wanted).where(market_wanted.c.active_until > now)).all()
+
+
+def _notify_buyers(conn: Connection, row: Any, now: datetime) -> int:
+    matches = [wanted for wanted in _live_wanted(conn, now) if wanted.buyer_id != row.seller_id and fits(row, wanted)]
+    for wanted in matches:
+        inbox.notify(conn, [wanted.buyer_id], "listing_matches_wanted", now, listingId=row.id, wantedId=wanted.id,
+                     listing=public_view(row, now))
+    return len(matches)
+
+
+def _notify_sellers(conn: Connection, wanted: Any, now: datetime) -> int:
+    interests = _interests(wanted)
+    rows = conn.execute(select(market_listings).where(
+        market_listings.c.status == LIVE, market_listings.c.ask_cents <= wanted.max_cents,
+        (market_listings.c.available_until.is_(None)) | (market_listings.c.available_until > now),
+        market_listings.c.name.in_({interest["name"] for interest in interests}))).all()
+    matches = [row for row in rows if row.seller_id != wanted.buyer_id and fits(row, wanted)]
+    for row in matches:
+        inbox.notify(conn, [row.seller_id], "wanted_matches_listing", now, listingId=row.id, wantedId=wanted.id,
+                     wanted=wanted_public_view(wanted, now))
+    return len(matches)
+
+
+def price(cents_value: int) -> int | float:
+    """Cents as the wire's amount in major units."""
+    return to_decimal_number(cents_value)
+
+
+def require_seller(row: Any, agent: Agent) -> None:
+    if row.seller_id != agent.id:
+        raise Forbidden("only the listing's seller may do this")

@@ -1,0 +1,244 @@
+"""The agent-native market's JSON API under ``/market`` (spec 003), served by ``haggler serve``
+from the same app and database as the other protocols.
+
+Every request is one database transaction. Signed messages authenticate themselves (the
+signature is checked against the key of the agent the message names); what carries no signed
+message — the inbox, an agent's own views, cancelling an order — takes the agent token from
+registration as ``Authorization: Bearer mkt_…``. Audit events a request raised are written even
+when the request is refused: in its own transaction, after the refused one rolled back.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from datetime import datetime
+from typing import Any, Callable
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy import Connection
+from starlette.concurrency import run_in_threadpool
+
+from haggler.errors import Forbidden, NotFound
+from haggler.protocols.fields import bearer_credential, query_integer
+from haggler.protocols.market import audit, books, deals, identity, inbox, listings, requests
+from haggler.protocols.market.audit import AuditEvents
+from haggler.protocols.market.identity import Agent
+from haggler.protocols.market.messages import schema, schema_names
+from haggler.protocols.market.settings import MarketSettings
+from haggler.server.json_body import BodyWording, parse_json_body
+from haggler.server.responses import JSON
+from haggler.storage.database import Database
+
+log = logging.getLogger("haggler")
+
+PREFIX = "/market"
+BODY_WORDING = BodyWording()
+SCHEMA_TYPE = "application/schema+json"
+
+Handler = Callable[..., tuple[int, Any]]
+
+
+class Market:
+    def __init__(self, db: Database, clock: Callable[[], datetime], settings: MarketSettings | None = None,
+                 operator_token: str | None = None) -> None:
+        self.db = db
+        self.clock = clock
+        self.settings = settings or MarketSettings()
+        self.operator_token = operator_token
+
+    # -- upkeep ---------------------------------------------------------------------------------------
+
+    def clear_all(self) -> int:
+        """The scheduled call auction: clear every book with orders on both sides; returns how
+        many trades it made."""
+        with self.db.read() as conn:
+            items = books.books_to_clear(conn)
+        trades = 0
+        for item in items:
+            try:
+                events = AuditEvents()
+                with self.db.write() as conn:
+                    result = books.clear(conn, item, events, self.clock())
+                    events.write(conn, self.clock())
+                trades += sum(c["trades"] for c in result["clearings"])
+            except Exception:  # noqa: BLE001 - one broken book must not stop the others
+                log.exception("could not clear book %s", item)
+        return trades
+
+    # -- who is calling -------------------------------------------------------------------------------
+
+    def _agent(self, request: Request) -> Agent:
+        with self.db.read() as conn:
+            return identity.authenticate(conn, request.headers.get("authorization"))
+
+    def _is_operator(self, request: Request) -> bool:
+        header = request.headers.get("authorization")
+        if self.operator_token is None or not header:
+            return False
+        credential = bearer_credential(header, "your agent token or the operator token")
+        return hmac.compare_digest(credential.encode(), self.operator_token.encode())
+
+    # -- routes ---------------------------------------------------------------------------------------
+
+    def router(self) -> APIRouter:
+        router = APIRouter(prefix=PREFIX)
+        now = self.clock
+        settings = self.settings
+
+        def write(path: str, handler: Handler, *, method: str = "POST", body: bool = True,
+                 caller: bool = False) -> None:
+            """``handler(conn, [caller,] [body,] audit, **path_params) -> (status, data)`` runs in
+            one write transaction; its audit events are kept whatever happens."""
+            async def endpoint(request: Request) -> Response:
+                raw = await request.body()
+
+                def handle() -> Response:
+                    who = self._agent(request) if caller else None
+                    args: list[Any] = [who] if caller else []
+                    if body:
+                        args.append(parse_json_body(raw, BODY_WORDING))
+                    events = AuditEvents()
+                    try:
+                        with self.db.write() as conn:
+                            status, data = handler(conn, *args, events, **request.path_params)
+                            events.write(conn, now())
+                    except Exception:
+                        if events.events:
+                            with self.db.write() as conn:
+                                events.write(conn, now())
+                        raise
+                    return JSON(data, status_code=status)
+                return await run_in_threadpool(handle)
+            router.add_api_route(path, endpoint, methods=[method])
+
+        def get(path: str, view: Callable[..., Any]) -> None:
+            def endpoint(request: Request) -> Response:
+                with self.db.read() as conn:
+                    return view(conn, request, **request.path_params)
+            router.add_api_route(path, endpoint, methods=["GET"])
+
+        # schemas and identity
+        get("/schemas", lambda conn, request: JSON({"schemas": [
+            {"type": name, "title": schema(name)["title"], "url": f"{PREFIX}/schemas/{name}.json"}
+            for name in schema_names()]}))
+
+        def schema_file(conn: Connection, request: Request, name: str) -> Response:
+            if name not in schema_names():
+                raise NotFound(f"no schema {name!r}; GET {PREFIX}/schemas lists them")
+            return JSON(schema(name), media_type=SCHEMA_TYPE)
+        get("/schemas/{name}.json", schema_file)
+
+        def register(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
+            agent, token = identity.register(conn, body, now())
+            return 201, {**agent.view(), "token": token}
+        write("/agents", register)
+        get("/agents/{agent_id}", lambda conn, request, agent_id: JSON(_known_agent(conn, agent_id).view()))
+
+        def file_mandate(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
+            mandate, replaced = identity.file_mandate(conn, body, now())
+            return (200 if replaced else 201), {"agentId": mandate.agent_id, "issuedAt": body["issuedAt"],
+                                                "status": "on_file", "replaced": replaced}
+        write("/mandates", file_mandate)
+
+        def own_mandate(conn: Connection, request: Request, agent_id: str) -> Response:
+            caller = identity.authenticate(conn, request.headers.get("authorization"))
+            if caller.id != agent_id:
+                raise Forbidden("a mandate's constraints are shown to its own agent only")
+            document = identity.mandate_document(conn, agent_id)
+            if document is None:
+                raise NotFound(f"no mandate on file for {agent_id}")
+            return JSON(document)
+        get("/mandates/{agent_id}", own_mandate)
+
+        # listings and wanted ads
+        write("/listings", lambda conn, body, events: listings.post_listing(conn, body, events, now()))
+        get("/listings", lambda conn, request: JSON(listings.search(conn, dict(request.query_params), now())))
+
+        def one_listing(conn: Connection, request: Request, listing_id: str) -> Response:
+            viewer = identity.authenticate(conn, request.headers.get("authorization")) \
+                if request.headers.get("authorization") else None
+            return JSON(listings.view_for(conn, listing_id, viewer, now()))
+        get("/listings/{listing_id}", one_listing)
+        write("/listings/{listing_id}/instant_match",
+             lambda conn, body, events, listing_id: (201, requests.instant(conn, listing_id, body, events, now())))
+        write("/wanted", lambda conn, body, events: (201, listings.post_wanted(conn, body, events, now())))
+        get("/wanted", lambda conn, request: JSON(listings.search_wanted(conn, dict(request.query_params), now())))
+
+        # the inbox
+        def read_inbox(conn: Connection, request: Request) -> Response:
+            agent = identity.authenticate(conn, request.headers.get("authorization"))
+            params = request.query_params
+            _only_params(params, ("after", "limit"))
+            after = query_integer(params.get("after"), "after", low=0, high=2**62) or 0
+            limit = query_integer(params.get("limit"), "limit", low=1, high=inbox.MAX_PAGE) or 100
+            return JSON(inbox.read(conn, agent.id, after, limit))
+        get("/inbox", read_inbox)
+
+        # contact, agreement, sealed bids, offers
+        write("/contact", lambda conn, body, events: (201, requests.contact(conn, body, events, now())))
+
+        def one_request(conn: Connection, request: Request, request_id: str) -> Response:
+            return JSON(requests.view(conn, request_id, identity.authenticate(conn, request.headers.get("authorization"))))
+        get("/contact/{request_id}", one_request)
+        write("/contact/{request_id}/agreement",
+             lambda conn, body, events, request_id: (200, requests.agree(conn, request_id, body, events, now())))
+        write("/contact/{request_id}/bids",
+             lambda conn, body, events, request_id: requests.bid(conn, request_id, body, events, now()))
+        write("/contact/{request_id}/offers",
+             lambda conn, body, events, request_id: requests.make_offer(conn, request_id, body, events, now(),
+                                                                        settings.offer_turn_cap))
+
+        # deals
+        def one_deal(conn: Connection, request: Request, deal_id: str) -> Response:
+            return JSON(deals.view(conn, deal_id, identity.authenticate(conn, request.headers.get("authorization"))))
+        get("/deals/{deal_id}", one_deal)
+        write("/deals/{deal_id}/signatures",
+             lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now())))
+        write("/deals/{deal_id}/approvals",
+             lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, now())))
+
+        # the double auction
+        write("/books/{item}/orders",
+             lambda conn, body, events, item: (201, books.place(conn, books.check_item(item), body, events, now())))
+        write("/books/{item}/orders/{order_id}", lambda conn, caller, events, item, order_id:
+             (200, books.cancel(conn, books.check_item(item), order_id, caller)), method="DELETE", body=False,
+             caller=True)
+        get("/books/{item}", lambda conn, request, item: JSON(books.depth(conn, books.check_item(item))))
+
+        async def clear_book(request: Request, item: str) -> Response:
+            def handle() -> Response:
+                if not self._is_operator(request):
+                    self._agent(request)  # any registered agent may call the auction
+                books.check_item(item)
+                events = AuditEvents()
+                with self.db.write() as conn:
+                    result = books.clear(conn, item, events, now())
+                    events.write(conn, now())
+                return JSON(result)
+            return await run_in_threadpool(handle)
+        router.add_api_route("/books/{item}/clear", clear_book, methods=["POST"])
+
+        # the audit log
+        def read_audit(conn: Connection, request: Request) -> Response:
+            params = request.query_params
+            _only_params(params, ("after", "limit"))
+            after = query_integer(params.get("after"), "after", low=0, high=2**62) or 0
+            limit = query_integer(params.get("limit"), "limit", low=1, high=500) or 100
+            agent_id = None if self._is_operator(request) else \
+                identity.authenticate(conn, request.headers.get("authorization")).id
+            return JSON({"entries": audit.entries(conn, agent_id, after=after, limit=limit)})
+        get("/audit", read_audit)
+        return router
+
+
+def _known_agent(conn: Connection, agent_id: str) -> Agent:
+    agent = identity.find(conn, agent_id)
+    if agent is None:
+        raise NotFound(f"unknown agent: {agent_id}")
+    return agent
+
+
+def _only_params(params: Any, allowed: tuple[str, ...]) -> None:
+    listings.only_params(dict(params), allowed)

@@ -1,0 +1,213 @@
+"""Helpers for the market tests (spec 003): agents with real Ed25519 keys (their own and their
+owner's) talking to a real store's ``/market`` over HTTP, and builders for every message."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from haggler.trust.messages import encode_hex_public_key, sign_deal, sign_message
+
+VERSION = "0.1.0"
+ITEM = {"category": "electronics", "subcategory": "gaming_console", "name": "nintendo_switch"}
+BOOK = "electronics.gaming_console.nintendo_switch"
+ALL_PERMISSIONS = {"canNegotiate": True, "canAcceptInstantMatch": True, "canUseSealedBid": True,
+                   "requiresOwnerApproval": False}
+_ids = itertools.count(1)
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{next(_ids)}"
+
+
+def z(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@dataclass
+class Trader:
+    """One market agent: its key, its owner's key, its token once registered."""
+
+    http: httpx.Client
+    id: str
+    clock: Any
+    key: Ed25519PrivateKey = field(default_factory=Ed25519PrivateKey.generate)
+    owner: Ed25519PrivateKey = field(default_factory=Ed25519PrivateKey.generate)
+    token: str = ""
+
+    @property
+    def public_key(self) -> str:
+        return encode_hex_public_key(self.key)
+
+    @property
+    def owner_key(self) -> str:
+        return encode_hex_public_key(self.owner)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return bearer(self.token)
+
+    def now(self) -> str:
+        return z(self.clock())
+
+    # -- sending --------------------------------------------------------------------------------
+
+    def sign(self, message: dict[str, Any]) -> dict[str, Any]:
+        return sign_message(self.key, message)
+
+    def send(self, path: str, message: dict[str, Any], *, sign: bool = True) -> httpx.Response:
+        return self.http.post(path, json=self.sign(message) if sign else message)
+
+    def get(self, path: str, **params: Any) -> httpx.Response:
+        return self.http.get(path, params=params, headers=self.auth)
+
+    def register(self) -> dict[str, Any]:
+        response = self.http.post("/market/agents", json={"agentId": self.id, "publicKey": self.public_key,
+                                                          "ownerPublicKey": self.owner_key})
+        assert response.status_code == 201, response.text
+        self.token = response.json()["token"]
+        return response.json()
+
+    def mandate(self, *, issued: datetime | None = None, permissions: dict[str, bool] | None = None,
+                **constraints: Any) -> dict[str, Any]:
+        """An owner-signed mandate (EUR unless given), not yet filed."""
+        body = {"mandateVersion": VERSION, "issuedAt": z(issued or self.clock() - timedelta(hours=1)),
+                "agentId": self.id, "constraints": {"currency": "EUR", **constraints},
+                "permissions": {**ALL_PERMISSIONS, **(permissions or {})}, "publicKey": self.owner_key}
+        return sign_message(self.owner, body)
+
+    def file_mandate(self, **kwargs: Any) -> dict[str, Any]:
+        response = self.http.post("/market/mandates", json=self.mandate(**kwargs))
+        assert response.status_code in (200, 201), response.text
+        return response.json()
+
+    def owner_signed(self, constraints: dict[str, Any]) -> dict[str, Any]:
+        return sign_message(self.owner, {**constraints, "publicKey": self.owner_key})
+
+    # -- message builders --------------------------------------------------------------------------
+
+    def listing(self, *, ask: float = 180, floor: float = 150, min_price: float | None = None,
+                condition: str = "good", accessories: tuple[str, ...] = ("charger", "case"),
+                negotiable: bool = True, listing_id: str | None = None, description: str | None = None,
+                available_until: str | None = None, item: dict[str, str] | None = None,
+                timestamp: str | None = None) -> dict[str, Any]:
+        pricing: dict[str, Any] = {"askPrice": ask, "currency": "EUR", "negotiable": negotiable}
+        if min_price is not None:
+            pricing["minPrice"] = min_price
+        body: dict[str, Any] = {
+            "type": "listing", "version": VERSION, "listingId": listing_id or new_id("lst"),
+            "timestamp": timestamp or self.now(), "seller": {"agentId": self.id},
+            "item": {**(item or ITEM), "condition": condition, "accessories": list(accessories)},
+            "pricing": pricing, "ownerMandate": self.owner_signed({"minAcceptablePrice": floor}),
+        }
+        if description is not None:
+            body["item"]["description"] = description
+        if available_until is not None:
+            body["logistics"] = {"availableUntil": available_until}
+        return body
+
+    def wanted(self, *, budget: float = 200, max_spend: float = 200, min_condition: str | None = "good",
+               must_have: tuple[str, ...] = ("charger",), active_for: timedelta = timedelta(days=7),
+               wanted_id: str | None = None) -> dict[str, Any]:
+        interest: dict[str, Any] = {**ITEM, "mustHaveAccessories": list(must_have)}
+        if min_condition:
+            interest["minCondition"] = min_condition
+        return {"type": "wanted", "version": VERSION, "wantedId": wanted_id or new_id("wnt"), "timestamp": self.now(),
+                "buyer": {"agentId": self.id}, "interests": [interest],
+                "budget": {"maxPrice": budget, "currency": "EUR", "flexible": False},
+                "ownerMandate": self.owner_signed({"maxSpend": max_spend}),
+                "activeUntil": z(self.clock() + active_for)}
+
+    def contact(self, listing_id: str, protocol: str, *, message: str | None = None,
+                request_id: str | None = None) -> dict[str, Any]:
+        body = {"type": "contact_request", "version": VERSION, "timestamp": self.now(),
+                "requestId": request_id or new_id("req"), "listingId": listing_id, "buyer": {"agentId": self.id},
+                "protocol": protocol}
+        if message is not None:
+            body["message"] = message
+        return body
+
+    def agreement(self, request_id: str, protocol: str) -> dict[str, Any]:
+        return {"type": "protocol_agreement", "version": VERSION, "timestamp": self.now(), "requestId": request_id,
+                "agreedProtocol": protocol}
+
+    def bid(self, request_id: str, party: str, limit: float) -> dict[str, Any]:
+        return {"type": "sealed_bid", "version": VERSION, "timestamp": self.now(), "requestId": request_id,
+                "party": party, ("maxPrice" if party == "buyer" else "minPrice"): limit}
+
+    def offer(self, request_id: str, party: str, price: float | None = None, *, action: str | None = None,
+              message: str | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"type": "offer", "version": VERSION, "timestamp": self.now(), "requestId": request_id,
+                                "party": party}
+        if action is not None:
+            body["action"] = action
+        if price is not None:
+            body["offerPrice"] = price
+        if message is not None:
+            body["message"] = message
+        return body
+
+    def instant(self, listing_id: str, price: float, *, request_id: str | None = None) -> dict[str, Any]:
+        return {"type": "instant_match", "version": VERSION, "timestamp": self.now(),
+                "requestId": request_id or new_id("req"), "listingId": listing_id, "buyer": {"agentId": self.id},
+                "acceptedPrice": price}
+
+    def order(self, side: str, price: float, quantity: int = 1, *, order_id: str | None = None,
+              item: str = BOOK) -> dict[str, Any]:
+        return {"type": "order", "version": VERSION, "timestamp": self.now(), "orderId": order_id or new_id("ord"),
+                "agentId": self.id, "item": item, "side": side, "price": price, "currency": "EUR",
+                "quantity": quantity}
+
+    # -- deals ----------------------------------------------------------------------------------
+
+    def deal(self, deal_id: str) -> dict[str, Any]:
+        response = self.get(f"/market/deals/{deal_id}")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def sign_deal(self, deal_id: str, party: str) -> httpx.Response:
+        document = self.deal(deal_id)
+        signature = sign_deal(self.key, document["deal"], party)[party]["signature"]
+        return self.http.post(f"/market/deals/{deal_id}/signatures", json={"party": party, "signature": signature})
+
+    def inbox(self, after: int = 0) -> dict[str, Any]:
+        response = self.get("/market/inbox", after=after)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def audit(self) -> list[dict[str, Any]]:
+        response = self.get("/market/audit")
+        assert response.status_code == 200, response.text
+        return response.json()["entries"]
+
+
+def trader(store: Any, agent_id: str, **mandate: Any) -> Trader:
+    """A registered agent with a filed mandate (``mandate`` as constraints; none filed if empty)."""
+    agent = Trader(store.http, agent_id, store.clock)
+    agent.register()
+    if mandate:
+        agent.file_mandate(**mandate)
+    return agent
+
+
+def seller_and_buyer(store: Any, *, floor: float = 150, max_spend: float = 200, seller_permissions: dict | None = None,
+                     buyer_permissions: dict | None = None, **buyer_constraints: Any) -> tuple[Trader, Trader]:
+    seller = trader(store, new_id("seller"))
+    seller.file_mandate(minAcceptablePrice=floor, permissions=seller_permissions)
+    buyer = trader(store, new_id("buyer"))
+    buyer.file_mandate(maxSpend=max_spend, permissions=buyer_permissions, **buyer_constraints)
+    return seller, buyer
+
+
+def created(response: httpx.Response, status: int = 201) -> dict[str, Any]:
+    assert response.status_code == status, (response.status_code, response.text)
+    return response.json()
