@@ -487,6 +487,55 @@ def match_insights(
     console.print(turns)
 
 
+market_app = typer.Typer(help="The agent-native market (spec 003).", no_args_is_help=True)
+app.add_typer(market_app, name="market")
+
+
+@market_app.command("verify")
+def market_verify(
+    path: Annotated[Path, typer.Argument(help="The deal: the JSON GET /market/deals/{dealId} serves, "
+                                              "or a bare deal_confirmed message (then give both keys).")],
+    buyer_key: Annotated[Optional[str], typer.Option(
+        help="The buyer agent's public key, 0x + 64 hex digits (overrides the document's publicKeys.buyer).")] = None,
+    seller_key: Annotated[Optional[str], typer.Option(
+        help="The seller agent's public key, 0x + 64 hex digits (overrides the document's publicKeys.seller).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON for scripts.")] = False,
+) -> None:
+    """Verify a deal offline (spec 003: 8. Deal Confirmation): both signatures and any owner approvals.
+
+    The check shares no code with the market's signing, so a bug there cannot vouch for itself.
+    Exit 0 when every check passes, 1 when one fails, 2 when the file cannot be checked."""
+    from rich.text import Text
+
+    from haggler.protocols.market.offline_check import DealDocumentError, check_deal, read_document
+
+    try:
+        result = check_deal(read_document(path), buyer_key=buyer_key, seller_key=seller_key)
+    except DealDocumentError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        console = _wide_console()
+        if result.deal_id or result.status:
+            console.print(Text(f"deal {result.deal_id or '?'} (status: {result.status or '?'})"))
+        table = Table()
+        for column in ("check", "result", "reason"):
+            table.add_column(column)
+        for check in result.checks:
+            table.add_row(check.name, Text("valid", "green") if check.valid else Text("INVALID", "bold red"),
+                          Text(check.reason))
+        console.print(table)
+        if result.valid:
+            console.print(Text("valid: both parties signed these exact terms", "bold green"))
+        else:
+            failed = ", ".join(check.name for check in result.failures)
+            console.print(Text(f"INVALID: {failed} failed (the reasons are in the table)", "bold red"))
+    if not result.valid:
+        raise typer.Exit(1)
+
+
 def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()
