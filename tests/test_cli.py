@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -102,6 +103,9 @@ def test_deals_on_an_empty_database(tmp_path):
     (("--negotiation-timeout", "soon"), {}, "--negotiation-timeout"),
     (("--operator-token", "short"), {}, "--operator-token must be at least 16 characters"),
     ((), {"HAGGLER_OPERATOR_TOKEN": "short"}, "--operator-token must be at least 16 characters"),
+    (("--offer-turn-cap", "1"), {}, "--offer-turn-cap must be a number of offers of at least 2, or 0 (no cap)"),
+    (("--offer-turn-cap", "-1"), {}, "must not be negative"),
+    (("--clear-interval", "-0.5"), {}, "must not be negative"),
 ])
 def test_serve_refuses_bad_matching_options(tmp_path, args, env, needle):
     import os
@@ -135,3 +139,31 @@ def test_serve_runs_the_matching_api_with_its_options(tmp_path, monkeypatch):
                              headers={"Authorization": f"Bearer {token}"})
         assert created.status_code == 201 and created.json()["apiKey"].startswith("hmu_")
     assert "match negotiation at http://" in server.log()
+
+
+@pytest.mark.slow
+def test_serve_clears_market_books_on_its_schedule(tmp_path):
+    """spec 003: Protocol 4: Double Auction — ``--clear-interval`` runs the call auction by itself."""
+    from tests.support.market import BOOK, Trader
+
+    with ProcessServer("--clear-interval", "0.2", "--offer-turn-cap", "4", cwd=tmp_path) as server, \
+            httpx.Client(base_url=server.base) as http:
+        from datetime import datetime, timezone
+
+        def clock() -> datetime:
+            return datetime.now(timezone.utc)
+        seller, buyer = Trader(http, "sched-seller", clock), Trader(http, "sched-buyer", clock)
+        for agent, limit in ((seller, {"minAcceptablePrice": 100}), (buyer, {"maxSpend": 300})):
+            agent.register()
+            agent.file_mandate(**limit)
+        assert http.post(f"/market/books/{BOOK}/orders", json=seller.sign(seller.order("sell", 150))).status_code == 201
+        assert http.post(f"/market/books/{BOOK}/orders", json=buyer.sign(buyer.order("buy", 170))).status_code == 201
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            messages = buyer.inbox()["messages"]
+            if any(m["body"].get("event") == "deal_closed" for m in messages):
+                break
+            time.sleep(0.1)
+        closed = [m["body"] for m in buyer.inbox()["messages"] if m["body"].get("event") == "deal_closed"]
+        assert len(closed) == 1 and closed[0]["finalPrice"] == 160 and closed[0]["protocol"] == "double_auction"
+    assert "agent-native market at http://" in server.log()

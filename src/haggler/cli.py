@@ -13,6 +13,7 @@ from rich.table import Table
 
 from haggler.catalog import CatalogError, load_catalog
 from haggler.money import format_money, to_decimal_number
+from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
 
@@ -43,6 +44,20 @@ def matching_settings(operator_token: str | None, claim_timeout: int, parked_tim
         for name, option in _MATCHING_OPTIONS.items():
             message = message.replace(name, option)
         raise ValueError(message) from None
+
+
+_MARKET_DEFAULTS = MarketSettings()
+
+
+def market_settings(offer_turn_cap: int, clear_interval: float) -> MarketSettings:
+    """``serve``'s market options as settings (0 switches each off); a bad value is a ValueError
+    naming the option."""
+    if offer_turn_cap < 0 or clear_interval < 0:
+        raise ValueError("--offer-turn-cap and --clear-interval must not be negative (0 switches them off)")
+    try:
+        return MarketSettings(offer_turn_cap=offer_turn_cap or None, clear_interval_seconds=clear_interval or None)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("offer_turn_cap", "--offer-turn-cap").replace("None (no cap)", "0 (no cap)")) from None
 
 
 @app.command()
@@ -82,6 +97,11 @@ def serve(
     negotiation_timeout: Annotated[int, typer.Option(
         help="Seconds a negotiation between two personal agents may run before it ends as stalled.")]
         = _MATCHING_DEFAULTS.negotiation_timeout_seconds,
+    offer_turn_cap: Annotated[int, typer.Option(
+        help="Offers after which a /market natural-language negotiation ends without a deal (0: no cap).")]
+        = _MARKET_DEFAULTS.offer_turn_cap or 0,
+    clear_interval: Annotated[float, typer.Option(
+        help="Seconds between scheduled clearings of every /market order book (0: clear only on request).")] = 0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
@@ -105,6 +125,7 @@ def serve(
                                 requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
         matching = matching_settings(operator_token, claim_timeout, parked_timeout, negotiation_timeout)
+        market = market_settings(offer_turn_cap, clear_interval)
         if allowed_host:
             AllowedHosts(allowed_host)  # a bad name stops start-up here, named, rather than in create_app
     except (CatalogError, ValueError) as exc:
@@ -113,7 +134,7 @@ def serve(
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
-                         matching=matching, data_dir=data_dir, seed=seed,
+                         matching=matching, market=market, data_dir=data_dir, seed=seed,
                          sweep_interval_seconds=sweep_interval(idle_ttl, matching))
     try:
         application = create_app(config)
@@ -123,6 +144,7 @@ def serve(
               f"negotiate.v1 at http://{host}:{port}/negotiate.json")
     err.print(f"match negotiation at http://{host}:{port}/api" + (
         "" if matching.operator_token else " (no --operator-token: its operator routes answer 403)"))
+    err.print(f"agent-native market at http://{host}:{port}/market (schemas at /market/schemas)")
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
     uvicorn.run(application, host=host, port=port, proxy_headers=False, log_level=log_level,
