@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,13 +17,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
-import uvicorn
 
+from haggler.server.threaded import ThreadedServer, free_port
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+__all__ = ["FakeClock", "ProcessServer", "ThreadedServer", "free_port"]
 
 
 class FakeClock:
@@ -41,29 +37,6 @@ class FakeClock:
     def advance(self, **kwargs: float) -> None:
         with self._lock:
             self.now += timedelta(**kwargs)
-
-
-class ThreadedServer:
-    def __init__(self, app: object) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                proxy_headers=False, lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> "ThreadedServer":
-        self.thread.start()
-        deadline = time.monotonic() + 15
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("test server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
 
 
 class ProcessServer:

@@ -1,0 +1,40 @@
+"""A haggler app under uvicorn in a thread of this process, on a free loopback port: what the
+end-to-end tests and ``haggler market demo`` run their real HTTP server with (a thread, so that
+the caller can share objects such as a clock with the app). It stops when the ``with`` ends."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ThreadedServer:
+    def __init__(self, app: object) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",  # type: ignore[arg-type]
+                                proxy_headers=False, lifespan="on")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> "ThreadedServer":
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
