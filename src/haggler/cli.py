@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -556,6 +557,64 @@ def market_verify(
             console.print(Text(f"INVALID: {failed} failed (the reasons are in the table)", "bold red"))
     if not result.valid:
         raise typer.Exit(1)
+
+
+@market_app.command("demo")
+def market_demo(
+    sellers: Annotated[int, typer.Option(min=1, max=500, help="Seller agents, each listing one item.")] = 8,
+    buyers: Annotated[int, typer.Option(min=1, max=500, help="Buyer agents, each after one item.")] = 8,
+    seed: Annotated[int, typer.Option(help="Seed of the items, prices and mandates: a seed replays a market.")] = 0,
+    server: Annotated[Optional[str], typer.Option(
+        help="Trade on this running market (base URL); default: a fresh one on a free loopback port.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON for scripts.")] = False,
+) -> None:
+    """Run a seeded market of built-in agents over HTTP (spec 003) and print its deals, protocol
+    mix and surplus. No API key needed: the agents are the deterministic built-in ones."""
+    import tempfile
+
+    import httpx
+
+    from haggler.agents.market_runtime import MarketDemo
+    from haggler.protocols.market.client import MarketError
+
+    with contextlib.ExitStack() as stack:
+        base = server
+        if base is None:
+            from haggler.server.app import create_app
+            from haggler.server.config import StoreConfig
+            from haggler.server.threaded import ThreadedServer
+
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="haggler-market-")))
+            app_ = create_app(StoreConfig(catalog=load_catalog(None), db_url=f"sqlite:///{folder}/market.db",
+                                          data_dir=folder / "data", sweep_interval_seconds=None))
+            base = stack.enter_context(ThreadedServer(app_)).base
+        http = stack.enter_context(httpx.Client(base_url=base, timeout=30))
+        try:
+            result = MarketDemo(http, sellers=sellers, buyers=buyers, seed=seed).run()
+        except (httpx.HTTPError, MarketError) as exc:
+            raise _fail(f"the market at {base} failed the demo: {exc}") from None
+    if as_json:
+        json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    console = _wide_console()
+    deals = Table(title=f"Deals ({len(result.deals)}; {sellers} sellers, {buyers} buyers, seed {seed})")
+    for column in ("item", "protocol", "price", "buyer", "seller", "buyer surplus", "seller surplus", "status"):
+        deals.add_column(column, justify="right" if "price" in column or "surplus" in column else "left")
+    for deal in result.deals:
+        deals.add_row(deal.item, deal.protocol, format_money(deal.price_cents, "EUR"), deal.buyer, deal.seller,
+                      format_money(deal.buyer_surplus, "EUR"), format_money(deal.seller_surplus, "EUR"), deal.status)
+    console.print(deals)
+    mix = Table(title="Protocols")
+    for column in ("protocol", "proposed by buyers", "deals"):
+        mix.add_column(column, justify="left" if column == "protocol" else "right")
+    for protocol in sorted(set(result.proposed) | set(result.protocol_mix)):
+        mix.add_row(protocol, str(result.proposed.get(protocol, 0)), str(result.protocol_mix.get(protocol, 0)))
+    console.print(mix)
+    totals = result.to_json()["surplus"]
+    console.print(f"surplus: buyers {format_money(totals['buyers'], 'EUR')}, sellers "
+                  f"{format_money(totals['sellers'], 'EUR')}; no deal: "
+                  + (", ".join(f"{reason} {n}" for reason, n in sorted(result.failures.items())) or "none"))
 
 
 def _wide_console() -> Console:

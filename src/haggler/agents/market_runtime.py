@@ -1,0 +1,311 @@
+"""A seeded market of built-in agents trading over HTTP: ``haggler market demo`` (spec 003).
+
+Sellers list items, buyers post wanted ads, then each buyer picks the cheapest listing that fits
+its owner's mandate and proposes a protocol by the spec's "use when" rules
+(:meth:`~haggler.agents.market.MarketBuyer.choose_protocol`); the seller agrees or proposes
+another (:meth:`~haggler.agents.market.MarketSeller.agree_protocol`). Sealed bids, instant
+matches and offers run to a deal or a failure; buyers sent to the double auction bid in their
+item's book, unsold sellers ask there, and each book clears once at the end. Every deal is signed
+by both agents, each checking it against its own mandate first.
+
+Everything goes through :class:`~haggler.protocols.market.client.MarketClient`: real HTTP, real
+signatures, the market's own checks — the demo does nothing an outside agent could not. The
+random draws (items, prices, mandates) come from one seeded generator, so a seed replays the same
+market; the agents' ids and messages follow from it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+from haggler.agents.decider import ACCEPT, REJECT, DeciderView
+from haggler.agents.market import (
+    DOUBLE_AUCTION,
+    INSTANT_MATCH,
+    NATURAL_LANGUAGE,
+    SEALED_BID,
+    Interest,
+    ListingFacts,
+    MarketBuyer,
+    MarketSeller,
+)
+from haggler.engine import Terms
+from haggler.protocols.market.client import MarketClient, MarketError
+from haggler.protocols.market.mandates import CONDITIONS, parse_mandate
+from haggler.protocols.market.settlement import DEFAULT_OFFER_TURN_CAP
+
+#: The demo's items: taxonomy and a typical price in cents.
+ITEMS: tuple[tuple[str, str, str, int], ...] = (
+    ("electronics", "gaming_console", "nintendo_switch", 18000),
+    ("electronics", "phone", "pixel_8", 42000),
+    ("electronics", "headphones", "sony_wh1000xm5", 24000),
+    ("books", "fiction", "dune_hardcover", 2500),
+)
+ACCESSORIES = ("charger", "case", "box", "cable")
+
+
+@dataclass
+class Trader:
+    """One demo agent: its HTTP side, its decider, and what its owner values."""
+
+    client: MarketClient
+    role: str
+    agent: MarketSeller | MarketBuyer
+    limit_cents: int
+    listing: dict[str, Any] | None = None
+    sold: bool = False
+
+
+@dataclass
+class DealRow:
+    deal_id: str
+    item: str
+    protocol: str
+    price_cents: int
+    buyer: str
+    seller: str
+    buyer_surplus: int
+    seller_surplus: int
+    status: str
+
+
+@dataclass
+class DemoResult:
+    deals: list[DealRow] = field(default_factory=list)
+    #: The protocol each buyer proposed (or "pass").
+    proposed: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    buyers: int = 0
+    sellers: int = 0
+
+    @property
+    def protocol_mix(self) -> Counter[str]:
+        return Counter(deal.protocol for deal in self.deals)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sellers": self.sellers, "buyers": self.buyers, "proposed": dict(self.proposed),
+                "failures": dict(self.failures), "protocolMix": dict(self.protocol_mix),
+                "deals": [deal.__dict__ for deal in self.deals],
+                "surplus": {"buyers": sum(d.buyer_surplus for d in self.deals),
+                            "sellers": sum(d.seller_surplus for d in self.deals)}}
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class MarketDemo:
+    """The seeded market: build it with the traders' draws, then :meth:`run` it."""
+
+    def __init__(self, http: httpx.Client, *, sellers: int, buyers: int, seed: int,
+                 clock: Callable[[], datetime] = _now) -> None:
+        if sellers < 1 or buyers < 1:
+            raise ValueError("a market needs at least one seller and one buyer")
+        self.http = http
+        self.rng = random.Random(seed)
+        self.clock = clock
+        self.tag = f"s{seed}"
+        self.result = DemoResult(buyers=buyers, sellers=sellers)
+        self.sellers = [self._seller(n) for n in range(sellers)]
+        self.buyers = [self._buyer(n) for n in range(buyers)]
+        self.book_orders: dict[str, list[Trader]] = {}
+
+    # -- the draws --------------------------------------------------------------------------------------
+
+    def _client(self, name: str) -> MarketClient:
+        client = MarketClient(self.http, f"{name}_{self.tag}_{self.rng.randrange(16**6):06x}", clock=self.clock)
+        client.register()
+        return client
+
+    def _seller(self, n: int) -> Trader:
+        category, subcategory, name, typical = self.rng.choice(ITEMS)
+        ask = round(typical * self.rng.uniform(0.9, 1.25))
+        floor = round(ask * self.rng.uniform(0.7, 0.92))
+        client = self._client(f"seller{n}")
+        client.file_mandate({"minAcceptablePrice": floor}, permissions=self._permissions())
+        mandate = parse_mandate(client.call("GET", f"/market/mandates/{client.id}"))
+        trader = Trader(client, "seller", MarketSeller(mandate), floor)
+        item = {"category": category, "subcategory": subcategory, "name": name,
+                "condition": self.rng.choice(CONDITIONS[:4]),
+                "accessories": sorted(self.rng.sample(ACCESSORIES, self.rng.randrange(len(ACCESSORIES) + 1)))}
+        trader.listing = client.post_listing(item, ask=ask, floor=floor, negotiable=self.rng.random() > 0.1)
+        return trader
+
+    def _buyer(self, n: int) -> Trader:
+        category, subcategory, name, typical = self.rng.choice(ITEMS)
+        valuation = round(typical * self.rng.uniform(0.85, 1.3))
+        constraints: dict[str, Any] = {"maxSpend": valuation}
+        if self.rng.random() < 0.3:
+            constraints["requiredCondition"] = "good"
+        client = self._client(f"buyer{n}")
+        client.file_mandate(constraints, permissions=self._permissions())
+        mandate = parse_mandate(client.call("GET", f"/market/mandates/{client.id}"))
+        interest = {"category": category, "subcategory": subcategory, "name": name}
+        client.post_wanted({**interest, **({"minCondition": "good"} if "requiredCondition" in constraints else {})},
+                           budget=valuation, max_spend=valuation)
+        return Trader(client, "buyer", MarketBuyer(mandate, Interest(**interest)), valuation)
+
+    def _permissions(self) -> dict[str, bool]:
+        """Most owners allow everything; some withhold one protocol."""
+        withheld = self.rng.choice((None, None, None, "canNegotiate", "canUseSealedBid", "canAcceptInstantMatch"))
+        return {"canNegotiate": True, "canUseSealedBid": True, "canAcceptInstantMatch": True,
+                **({withheld: False} if withheld else {})}
+
+    # -- the run ----------------------------------------------------------------------------------------
+
+    def run(self) -> DemoResult:
+        for buyer in self.buyers:
+            self._shop(buyer)
+        self._auctions()
+        return self.result
+
+    def _seller_of(self, listing_id: str) -> Trader:
+        return next(s for s in self.sellers if s.listing and s.listing["listingId"] == listing_id)
+
+    def _shop(self, buyer: Trader) -> None:
+        assert isinstance(buyer.agent, MarketBuyer)
+        wants = buyer.agent.wants
+        live = buyer.client.listings(category=wants.category, subcategory=wants.subcategory, name=wants.name)
+        fitting = [(listing, ListingFacts.from_listing(listing)) for listing in live]
+        fitting = [(listing, facts) for listing, facts in fitting if buyer.agent.fits(facts)]
+        if not fitting:
+            self.result.proposed["pass"] += 1
+            return
+        listing, facts = fitting[0]  # the cheapest (the market lists by ask)
+        protocol = buyer.agent.choose_protocol(facts, competing_listings=len(live) - 1)
+        self.result.proposed[protocol or "pass"] += 1
+        if protocol is None:
+            return
+        if protocol == DOUBLE_AUCTION:
+            self.book_orders.setdefault(facts.item_key, []).append(buyer)
+            return
+        seller = self._seller_of(listing["listingId"])
+        assert isinstance(seller.agent, MarketSeller)
+        try:
+            if protocol == INSTANT_MATCH:
+                self._instant(buyer, seller, facts)
+                return
+            request_id = buyer.client.contact(listing["listingId"], protocol)
+            agreed = seller.agent.agree_protocol(protocol, facts)
+            if agreed is None:
+                self.result.failures["declined"] += 1
+                return
+            seller.client.agree(request_id, agreed)
+            if agreed == INSTANT_MATCH:
+                self._instant(buyer, seller, facts)
+            elif agreed == SEALED_BID:
+                self._sealed(buyer, seller, facts, request_id)
+            else:
+                self._offers(buyer, seller, facts, request_id)
+        except MarketError as exc:
+            self.result.failures[f"refused {exc.status}"] += 1
+
+    def _instant(self, buyer: Trader, seller: Trader, facts: ListingFacts) -> None:
+        if buyer.agent.instant_match(facts, at=self.clock()) is None:  # type: ignore[union-attr]
+            self.result.failures["instant match not allowed"] += 1
+            return
+        done = buyer.client.instant_match(seller.listing["listingId"], facts.ask_cents)  # type: ignore[index]
+        self._sign(done["dealId"], buyer, seller, facts)
+
+    def _sealed(self, buyer: Trader, seller: Trader, facts: ListingFacts, request_id: str) -> None:
+        bids = [(trader, trader.agent.sealed_bid(facts, at=self.clock())) for trader in (buyer, seller)]
+        if any(action is None for _, action in bids):
+            self.result.failures["no sealed bid allowed"] += 1
+            return
+        answer: dict[str, Any] = {}
+        for trader, action in bids:
+            answer = trader.client.sealed_bid(request_id, trader.role, action.price)  # type: ignore[union-attr]
+        if answer.get("dealId"):
+            self._sign(answer["dealId"], buyer, seller, facts)
+        else:
+            self.result.failures["sealed bids did not overlap"] += 1
+
+    def _offers(self, buyer: Trader, seller: Trader, facts: ListingFacts, request_id: str) -> None:
+        negotiators = {t.role: t.agent.negotiator(facts, clock=self.clock) for t in (buyer, seller)}
+        offers: dict[str, list[Terms]] = {"buyer": [], "seller": []}
+        max_rounds = DEFAULT_OFFER_TURN_CAP // 2
+        turn, party = 0, "buyer"
+        while True:
+            trader = buyer if party == "buyer" else seller
+            other = "seller" if party == "buyer" else "buyer"
+            view = DeciderView(party, trader.limit_cents, facts.ask_cents, turn // 2, max_rounds,
+                               tuple(offers[party]), tuple(offers[other]), currency=facts.currency)
+            decision = negotiators[party].decide(view)
+            if decision is ACCEPT:
+                answer = trader.client.offer(request_id, party, action="accept")
+            elif decision is REJECT:
+                answer = trader.client.offer(request_id, party, action="reject")
+            else:
+                assert isinstance(decision, Terms)
+                offers[party].append(decision)
+                answer = trader.client.offer(request_id, party, price=decision.price_cents)
+            if answer["state"] == "closed":
+                self._sign(answer["dealId"], buyer, seller, facts)
+                return
+            if answer["state"] == "failed":
+                self.result.failures[f"offers {answer['reason']}"] += 1
+                return
+            turn += 1
+            party = other
+
+    def _auctions(self) -> None:
+        """Each book gets its buyers' bids and its unsold sellers' asks, clears once, and every
+        party signs the deals its inbox announces (the clearing itself names no parties)."""
+        for item, bidders in self.book_orders.items():
+            sellers = [s for s in self.sellers if s.listing and ListingFacts.from_listing(s.listing).item_key == item
+                       and not s.sold]
+            if not sellers:
+                continue
+            reference = min((ListingFacts.from_listing(s.listing) for s in sellers if s.listing),
+                            key=lambda facts: facts.ask_cents)
+            placed = []
+            for trader in [*bidders, *sellers]:
+                facts = ListingFacts.from_listing(trader.listing) if trader.listing else reference
+                action = trader.agent.auction_order(facts, at=self.clock())
+                if action is not None:
+                    trader.client.order(item, "buy" if trader.role == "buyer" else "sell", action.price)
+                    placed.append(trader)
+            if not placed:
+                continue
+            placed[0].client.clear(item)
+            by_id = {t.client.id: t for t in placed}
+            for trader in placed:
+                for message in trader.client.inbox()["messages"]:
+                    body = message["body"]
+                    if body.get("event") == "deal_closed" and body["protocol"] == DOUBLE_AUCTION \
+                            and body["deal"][trader.role]["agentId"] == trader.client.id:
+                        document = trader.client.sign_deal(body["dealId"], trader.role)
+                        if trader.role == "seller":  # both have signed by now (buyers come first)
+                            deal = document["deal"]
+                            self._record(document, by_id[deal["buyer"]["agentId"]], trader)
+
+    # -- signing ----------------------------------------------------------------------------------------
+
+    def _sign(self, deal_id: str, buyer: Trader, seller: Trader, facts: ListingFacts) -> None:
+        document = buyer.client.deal(deal_id)
+        deal = document["deal"]
+        price = round(deal["finalPrice"] * 100)
+        for trader in (buyer, seller):
+            if trader.agent.confirm(facts, price, deal["protocol"], at=self.clock()) is None:
+                self.result.failures["a party would not confirm"] += 1
+                return
+        for trader in (buyer, seller):
+            document = trader.client.sign_deal(deal_id, trader.role)
+        seller.sold = True
+        self._record(document, buyer, seller)
+
+    def _record(self, document: dict[str, Any], buyer: Trader, seller: Trader) -> None:
+        deal = document["deal"]
+        price = round(deal["finalPrice"] * 100)
+        item = seller.listing["item"]["name"] if seller.listing else deal["listingId"]
+        self.result.deals.append(DealRow(
+            deal_id=document["dealId"], item=item, protocol=deal["protocol"], price_cents=price,
+            buyer=buyer.client.id, seller=seller.client.id, buyer_surplus=buyer.limit_cents - price,
+            seller_surplus=price - seller.limit_cents, status=document["status"]))
