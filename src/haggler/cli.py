@@ -570,11 +570,15 @@ def market_demo(
 ) -> None:
     """Run a seeded market of built-in agents over HTTP (spec 003) and print its deals, protocol
     mix and surplus. No API key needed: the agents are the deterministic built-in ones."""
+    import logging
     import tempfile
 
     import httpx
 
     from haggler.agents.market_runtime import MarketDemo
+
+    for noisy in ("httpx", "mcp"):  # one line per request would bury the tables
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     from haggler.protocols.market.client import MarketError
 
     with contextlib.ExitStack() as stack:

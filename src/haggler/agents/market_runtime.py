@@ -269,9 +269,14 @@ class MarketDemo:
             for trader in [*bidders, *sellers]:
                 facts = ListingFacts.from_listing(trader.listing) if trader.listing else reference
                 action = trader.agent.auction_order(facts, at=self.clock())
-                if action is not None:
+                if action is None:
+                    continue
+                try:
                     trader.client.order(item, "buy" if trader.role == "buyer" else "sell", action.price)
-                    placed.append(trader)
+                except MarketError as exc:
+                    self.result.failures[f"order refused {exc.status}"] += 1
+                    continue
+                placed.append(trader)
             if not placed:
                 continue
             placed[0].client.clear(item)
