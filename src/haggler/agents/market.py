@@ -282,7 +282,8 @@ class MarketSeller(_MarketAgent):
         super().__init__(mandate, floor, strategy)
 
     def listing(self, facts: ListingFacts, *, at: datetime) -> mandates.Action | None:
-        """Whether it may post its listing: the ask must not be below its owner's minimum."""
+        """The listing action, when it may post the listing: an ask not below its floor (its owner's
+        minimum, or its own reservation when higher); else None."""
         if not self._within_limit(facts.ask_cents):
             return None
         return self._allowed(mandates.listing(self.mandate.agent_id, facts.ask_cents, facts.currency, at))
@@ -290,7 +291,7 @@ class MarketSeller(_MarketAgent):
     def _takes(self, protocol: str, facts: ListingFacts) -> bool:
         if protocol not in _BILATERAL or not self.mandate.permits(PROTOCOL_PERMISSION[protocol]):
             return False
-        return protocol != INSTANT_MATCH or facts.ask_cents >= self.limit_cents
+        return protocol != INSTANT_MATCH or self._within_limit(facts.ask_cents)
 
     def agree_protocol(self, proposed: str, facts: ListingFacts) -> str | None:
         """The seller's protocol agreement (spec 003, message 4): the buyer's ``proposed`` protocol
