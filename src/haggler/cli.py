@@ -407,7 +407,8 @@ def compare_protocols(
     report: Annotated[Optional[Path], typer.Option(
         help="Write the markdown report here instead of OUT/report.md (links relative to it).")] = None,
 ) -> None:
-    """Free text, alternating offers, sealed bid and instant match on the same scenarios."""
+    """Free text, alternating offers, sealed bid, instant match and double auction on the same scenarios,
+    and every red-team attack against each."""
     from haggler.lab.compare import main_compare
 
     if runs < 1:

@@ -35,7 +35,7 @@ def test_different_seeds_differ(make):
     assert a != b
     prices_a = [s.list_price_cents for s in a]
     prices_b = [s.list_price_cents for s in b]
-    assert sum(x != y for x, y in zip(prices_a, prices_b)) > 40
+    assert sum(x != y for x, y in zip(prices_a, prices_b, strict=True)) > 40
 
 
 def test_mixed_set_deterministic_and_seed_sensitive():

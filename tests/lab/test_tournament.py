@@ -124,7 +124,7 @@ def test_csv_has_one_row_per_negotiation(result, tmp_path):
                    "messages", "wall_seconds"):
         assert needed in CSV_FIELDS
     assert len(rows) == len(result.rows)
-    for row, m in zip(rows, result.rows):
+    for row, m in zip(rows, result.rows, strict=True):
         assert (row["scenario_id"], row["seller"], row["buyer"]) == (m.scenario_id, m.seller_name, m.buyer_name)
         assert row["agreed"] == str(int(m.agreed))
         assert float(row["seller_utility"]) == m.seller_utility

@@ -431,8 +431,8 @@ class MerchantAgent:
         mirror = _mirror(offers, state.asks)
         if mirror is not None:
             return mirror
-        steps = [b - a for a, b in zip(offers[-4:], offers[-3:])]
-        if len(steps) >= 3 and steps[-1] > 0 and all(a <= b for a, b in zip(steps, steps[1:])):
+        steps = [b - a for a, b in zip(offers[-4:], offers[-3:], strict=False)]
+        if len(steps) >= 3 and steps[-1] > 0 and all(a <= b for a, b in zip(steps, steps[1:], strict=False)):
             return offers[-1] + steps[-1]
         return best
 

@@ -266,9 +266,9 @@ class ShopperAgent:
         goal = self.goal
         if self._confirming is not None and not reading.walked_away:
             # We confirmed a deal the merchant announced: that is the deal, whatever it says now.
-            price, extras = self._confirming
-            self._finish(True, reading.price_cents if reading.deal and reading.price_cents else price,
-                         reading.extras if reading.deal and reading.extras else extras, "deal")
+            confirmed_price, confirmed_extras = self._confirming
+            self._finish(True, reading.price_cents if reading.deal and reading.price_cents else confirmed_price,
+                         reading.extras if reading.deal and reading.extras else confirmed_extras, "deal")
             return None
         self._confirming = None
         if reading.deal:
@@ -318,6 +318,7 @@ class ShopperAgent:
                 return self._walk(_WALK, "walked_away")
         if turns_left <= 1:
             return self._walk(_GIVE_UP, "gave_up")
+        templates: tuple[str, ...]
         if opening or not self.offers:
             templates = _OPEN
         elif last is not None and planned <= last:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from haggler.agents.decider import (
     ACCEPT,
@@ -40,7 +41,11 @@ from haggler.agents.decider import (
     guard,
     net_cents,
 )
-from haggler.engine import Action, Terms
+from haggler.engine import Action, Negotiation, Terms
+
+if TYPE_CHECKING:  # imported where used: the lab's strategies load without the store's agents
+    from haggler.agents.merchant import MerchantAgent
+    from haggler.agents.shopper import ShopperAgent, ShopperTurn
 
 __all__ = [
     "STRATEGIES", "AbsoluteTitForTat", "DefaultShopper", "Hardliner", "NaiveAcceptFirst",
@@ -242,14 +247,14 @@ class StoreMerchant:
 
     def __init__(self) -> None:
         self._key: tuple | None = None
-        self._agent = None
+        self._agent: MerchantAgent | None = None
         #: Lever offer text → extra name, and back.
         self._names: dict[str, str] = {}
         self._offer_texts: dict[str, str] = {}
         #: Indices of this negotiation's own offers the merchant said were final.
         self._finals: set[int] = set()
         #: The negotiation so far, as the merchant sees it: each turn extends it (no replay).
-        self._negotiation = None
+        self._negotiation: Negotiation | None = None
 
     def _agent_for(self, view: DeciderView):
         from haggler.agents.merchant import MerchantAgent
@@ -281,7 +286,7 @@ class StoreMerchant:
 
     def decide(self, view: DeciderView) -> Decision:
         from haggler.agents.merchant import MERCHANT, SHOPPER
-        from haggler.engine import Negotiation, Rules, Turn
+        from haggler.engine import Rules, Turn
         from haggler.language.intents import Intent, IntentKind
 
         if view.role != SELLER:
@@ -342,7 +347,7 @@ class DefaultShopper:
 
     def __init__(self, seed: int | None = 0) -> None:
         self.seed = seed
-        self._agent = None
+        self._agent: ShopperAgent | None = None
 
     def decide(self, view: DeciderView) -> Decision:
         from haggler.agents.shopper import ShopperAgent, ShopperGoal
@@ -358,7 +363,7 @@ class DefaultShopper:
             goal = ShopperGoal(list_price_cents=view.list_price_cents, budget_cents=view.reservation_cents,
                                extra_values=dict(view.extras), currency=view.currency)
             self._agent = ShopperAgent(goal, seed=self.seed, max_turns=max(2, view.max_rounds))
-            turn = self._agent.first_turn(reading)
+            turn: ShopperTurn | None = self._agent.first_turn(reading)
         else:
             turn = self._agent.next_turn(reading)
         if turn is None or turn.kind == "walk_away":

@@ -5,6 +5,10 @@ Two deciders take turns — an OFFER, an ACCEPT of the other's last offer, or a 
 decision passes :func:`~haggler.agents.decider.guard` before it becomes a turn, so neither side
 can cross its reservation whatever its decider proposes.
 
+The rules are the market's own (:func:`haggler.protocols.market.settlement.offer_rules`, spec
+003's offers on the engine), with a cap of two turns per round: the lab measures the protocol the
+market serves, not a copy of it.
+
 Turns carry fixed synthetic timestamps (one second apart from a fixed epoch): the run is
 deterministic and reads no clock, except one ``perf_counter`` pair for the wall time. This is
 the hot loop of ``benchmarks/engine_speed.py``.
@@ -19,6 +23,7 @@ from time import perf_counter
 from haggler.agents.decider import ACCEPT, REJECT, Decider, DeciderView, guard
 from haggler.engine import Action, Negotiation, OutcomeKind, Rules, Terms, Turn
 from haggler.lab.scenario import BUYER, SELLER, Scenario
+from haggler.protocols.market.settlement import offer_rules
 
 __all__ = ["AlternatingResult", "run_alternating"]
 
@@ -38,10 +43,10 @@ def _times(n: int) -> list[datetime]:
 
 
 def _rules(first: str, max_turns: int) -> Rules:
+    """The market's offer rules, made once per (opener, cap): Rules are immutable."""
     rules = _RULES.get((first, max_turns))
     if rules is None:
-        parties = (SELLER, BUYER) if first == SELLER else (BUYER, SELLER)
-        rules = _RULES[(first, max_turns)] = Rules(parties=parties, max_turns=max_turns)
+        rules = _RULES[(first, max_turns)] = offer_rules(first, turn_cap=max_turns)
     return rules
 
 
@@ -104,11 +109,13 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
         if decision is ACCEPT or decision is REJECT:
             outcome = apply(_new(Turn, (party, decision, times[turn_index], None, None, False)))
         else:
+            # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here would
+            # cost the hot loop what the type checker cannot see.
             outcome = apply(_new(Turn, (party, _OFFER, times[turn_index], decision, None, False)))
             if party is SELLER:
-                seller_offers += (decision,)
+                seller_offers += (decision,)  # type: ignore[operator]
             else:
-                buyer_offers += (decision,)
+                buyer_offers += (decision,)  # type: ignore[operator]
         if outcome is not None:
             break
     turns = turn_index + 1

@@ -1,11 +1,13 @@
-"""Phase 6 of spec 003: the four protocols on the same scenarios.
+"""Phase 6 of spec 003: the five protocols on the same scenarios.
 
-``compare_protocols(runs, seed)`` runs alternating offers, free text, sealed bid and instant
-match over the same ``single_issue(runs, seed=seed, zopa=None)`` scenarios (a mix with and
-without a zone of agreement) and summarises each protocol: success rate (over all runs and
-over the runs where a deal was possible), mean wall time, messages and words, and the mean
-seller/buyer share of the surplus of the deals made. ``write_comparison`` writes a CSV and bar
-charts, ``write_report_md`` a markdown report; ``main_compare`` does it all for the CLI.
+``compare_protocols(runs, seed)`` runs alternating offers, free text, sealed bid, instant match
+and the double auction over the same ``single_issue(runs, seed=seed, zopa=None)`` scenarios (a
+mix with and without a zone of agreement) and summarises each protocol: success rate (over all
+runs and over the runs where a deal was possible), mean wall time, messages and words, the mean
+seller/buyer share of the surplus of the deals made, and security — the share of the red-team
+corpus's attacks it resisted, and how many the audit markers flagged (:mod:`haggler.lab.security`).
+``write_comparison`` writes a CSV and bar charts, ``write_report_md`` a markdown report;
+``main_compare`` does it all for the CLI.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from typing import Callable
 from haggler.lab.generate import single_issue
 from haggler.lab.metrics import Aggregate, NegotiationRecord, aggregate, measure
 from haggler.lab.protocols import (
-    ALTERNATING, FREE_TEXT, INSTANT_MATCH, PROTOCOLS, SEALED_BID, FreeTextStore, alternating, instant_match,
-    sealed_bid,
+    ALTERNATING, BOOK_SIZE, CHANNELS, DOUBLE_AUCTION, FREE_TEXT, INSTANT_MATCH, PROTOCOLS, SEALED_BID, Attack,
+    FreeTextStore, alternating, double_auction, instant_match, sealed_bid,
 )
 from haggler.lab.scenario import Scenario
+from haggler.lab.security import SecurityResult, red_team_attacks, security_trials
 
 __all__ = ["Comparison", "ProtocolSummary", "compare_protocols", "main_compare", "render_comparison",
            "write_comparison", "write_report_md"]
@@ -30,7 +33,9 @@ __all__ = ["Comparison", "ProtocolSummary", "compare_protocols", "main_compare",
 Progress = Callable[[str, int, int], None]
 
 _LABELS = {ALTERNATING: "Alternating offers", FREE_TEXT: "Free text", SEALED_BID: "Sealed bid",
-           INSTANT_MATCH: "Instant match"}
+           INSTANT_MATCH: "Instant match", DOUBLE_AUCTION: "Double auction"}
+#: One protocol's run of scenario ``index``, with an attack in its free-text channel or without.
+_Run = Callable[[int, Attack | None], NegotiationRecord]
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class ProtocolSummary:
     mean_seller_share: float | None
     mean_buyer_share: float | None
     aggregate: Aggregate
+    #: The red-team corpus against this protocol (spec 003, Phase 6: "security").
+    security: SecurityResult
 
     @property
     def label(self) -> str:
@@ -74,7 +81,7 @@ class Comparison:
         raise KeyError(protocol)
 
 
-def _summarise(protocol: str, records: list[NegotiationRecord]) -> ProtocolSummary:
+def _summarise(protocol: str, records: list[NegotiationRecord], security: SecurityResult) -> ProtocolSummary:
     metrics = [measure(r) for r in records]
     agg = aggregate(metrics)
     zopa = [m for m in metrics if m.had_zopa]
@@ -84,34 +91,39 @@ def _summarise(protocol: str, records: list[NegotiationRecord]) -> ProtocolSumma
         success_rate=agg.agreement_rate, success_rate_zopa=zopa_deals / len(zopa) if zopa else None,
         irrational_deals=agg.irrational_agreements, mean_wall_seconds=agg.mean_wall_seconds,
         mean_messages=agg.mean_messages, mean_words=agg.mean_words, mean_seller_share=agg.mean_seller_share,
-        mean_buyer_share=agg.mean_buyer_share, aggregate=agg,
+        mean_buyer_share=agg.mean_buyer_share, aggregate=agg, security=security,
     )
 
 
+def _runs(scenarios: tuple[Scenario, ...], seed: int, store: FreeTextStore) -> dict[str, _Run]:
+    """How each protocol runs scenario ``i`` — the same way with an attack and without, so that
+    the security trials compare like with like (free text keeps its per-scenario seed)."""
+    return {
+        ALTERNATING: lambda i, attack: alternating(scenarios[i], attack=attack),
+        FREE_TEXT: lambda i, attack: store.negotiate(scenarios[i], seed=seed * 1_000_003 + i, attack=attack),
+        SEALED_BID: lambda i, attack: sealed_bid(scenarios[i], attack=attack),
+        INSTANT_MATCH: lambda i, attack: instant_match(scenarios[i], attack=attack),
+        DOUBLE_AUCTION: lambda i, attack: double_auction(scenarios, i, attack=attack),
+    }
+
+
 def compare_protocols(runs: int = 50, seed: int = 0, *, progress: Progress | None = None) -> Comparison:
-    """Run every protocol on the same ``runs`` scenarios. ``progress(protocol, done, total)``
-    is called after each negotiation."""
+    """Run every protocol on the same ``runs`` scenarios, then every red-team attack against each.
+    ``progress(protocol, done, total)`` is called after each attack-free negotiation."""
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs must be a positive integer, got {runs!r}")
     scenarios = single_issue(runs, seed=seed, zopa=None, prefix="cmp")
     records: dict[str, list[NegotiationRecord]] = {p: [] for p in PROTOCOLS}
-
-    def step(protocol: str, record: NegotiationRecord) -> None:
-        records[protocol].append(record)
-        if progress is not None:
-            progress(protocol, len(records[protocol]), runs)
-
-    for s in scenarios:
-        step(ALTERNATING, alternating(s))
     with FreeTextStore(scenarios, seed=seed) as store:
-        for i, s in enumerate(scenarios):
-            step(FREE_TEXT, store.negotiate(s, seed=seed * 1_000_003 + i))
-    for s in scenarios:
-        step(SEALED_BID, sealed_bid(s))
-    for s in scenarios:
-        step(INSTANT_MATCH, instant_match(s))
+        run = _runs(scenarios, seed, store)
+        for protocol in PROTOCOLS:
+            for i in range(runs):
+                records[protocol].append(run[protocol](i, None))
+                if progress is not None:
+                    progress(protocol, i + 1, runs)
+        security = {p: security_trials(p, scenarios, records[p], run[p]) for p in PROTOCOLS}
     return Comparison(runs=runs, seed=seed, scenarios=scenarios,
-                      summaries=tuple(_summarise(p, records[p]) for p in PROTOCOLS),
+                      summaries=tuple(_summarise(p, records[p], security[p]) for p in PROTOCOLS),
                       records={p: tuple(rs) for p, rs in records.items()})
 
 
@@ -119,11 +131,15 @@ def compare_protocols(runs: int = 50, seed: int = 0, *, progress: Progress | Non
 
 _COLUMNS = ("protocol", "runs", "deals", "success_rate", "zopa_runs", "zopa_deals", "success_rate_zopa",
             "irrational_deals", "mean_wall_ms", "mean_messages", "mean_words", "mean_seller_share",
-            "mean_buyer_share")
+            "mean_buyer_share", "attacks", "attacks_resisted", "resisted_rate", "attacks_flagged")
 
 
 def _pct(x: float | None) -> str:
     return "—" if x is None else f"{x:.1%}"
+
+
+def _resisted(r: SecurityResult) -> str:
+    return f"{r.resisted}/{r.attacks} ({r.resisted_rate:.0%})"
 
 
 def _row(s: ProtocolSummary) -> dict[str, object]:
@@ -135,6 +151,8 @@ def _row(s: ProtocolSummary) -> dict[str, object]:
         "mean_messages": round(s.mean_messages, 2), "mean_words": round(s.mean_words, 2),
         "mean_seller_share": "" if s.mean_seller_share is None else round(s.mean_seller_share, 4),
         "mean_buyer_share": "" if s.mean_buyer_share is None else round(s.mean_buyer_share, 4),
+        "attacks": s.security.attacks, "attacks_resisted": s.security.resisted,
+        "resisted_rate": round(s.security.resisted_rate, 4), "attacks_flagged": s.security.flagged,
     }
 
 
@@ -147,12 +165,13 @@ def render_comparison(c: Comparison, console) -> None:  # type: ignore[no-untype
     for name, justify in (("Protocol", "left"), ("Deals", "right"), ("Success", "right"),
                           ("Success (ZOPA)", "right"), ("Wall ms", "right"), ("Messages", "right"),
                           ("Words", "right"), ("Seller share", "right"), ("Buyer share", "right"),
-                          ("Bad deals", "right")):
+                          ("Bad deals", "right"), ("Attacks resisted", "right"), ("Flagged", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for s in c.summaries:
         table.add_row(s.label, f"{s.deals}/{s.runs}", _pct(s.success_rate), _pct(s.success_rate_zopa),
                       f"{s.mean_wall_seconds * 1000:.3f}", f"{s.mean_messages:.1f}", f"{s.mean_words:.1f}",
-                      _pct(s.mean_seller_share), _pct(s.mean_buyer_share), str(s.irrational_deals))
+                      _pct(s.mean_seller_share), _pct(s.mean_buyer_share), str(s.irrational_deals),
+                      _resisted(s.security), f"{s.security.flagged}/{s.security.attacks}")
     console.print(table)
 
 
@@ -170,7 +189,7 @@ def _pyplot():  # type: ignore[no-untyped-def]
 def _bar(plt, path: Path, labels: list[str], values: list[float], title: str, ylabel: str,  # type: ignore[no-untyped-def]
          fmt: str) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
-    bars = ax.bar(labels, values, color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"][: len(values)])
+    bars = ax.bar(labels, values, color=["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3"][: len(values)])
     ax.bar_label(bars, labels=[fmt.format(v) for v in values], padding=2, fontsize=8)
     ax.set_title(title)
     ax.set_ylabel(ylabel)
@@ -201,6 +220,8 @@ def write_comparison(c: Comparison, out_dir: str | Path) -> list[Path]:
         ("protocols_words.png", [s.mean_words for s in c.summaries], "Mean words per negotiation", "words", "{:.0f}"),
         ("protocols_success.png", [100 * (s.success_rate_zopa or 0.0) for s in c.summaries],
          "Deals where a deal was possible", "% of runs with a ZOPA", "{:.0f}%"),
+        ("protocols_security.png", [100 * s.security.resisted_rate for s in c.summaries],
+         "Red-team attacks resisted", f"% of {len(red_team_attacks())} attacks", "{:.0f}%"),
     )
     for name, values, title, ylabel, fmt in charts:
         path = out / name
@@ -213,7 +234,7 @@ def write_comparison(c: Comparison, out_dir: str | Path) -> list[Path]:
     buyer = [100 * (s.mean_buyer_share or 0.0) for s in c.summaries]
     ax.bar(labels, seller, label="seller", color="#4c72b0")
     ax.bar(labels, buyer, bottom=seller, label="buyer", color="#dd8452")
-    for i, (sv, bv) in enumerate(zip(seller, buyer)):
+    for i, (sv, bv) in enumerate(zip(seller, buyer, strict=True)):
         if sv + bv > 0:
             ax.text(i, sv / 2, f"{sv:.0f}%", ha="center", va="center", color="white", fontsize=8)
             ax.text(i, sv + bv / 2, f"{bv:.0f}%", ha="center", va="center", color="white", fontsize=8)
@@ -259,10 +280,35 @@ def findings(c: Comparison) -> list[str]:
                    f"({_pct(seller_best.mean_seller_share)}), the buyer under {buyer_best.label} "
                    f"({_pct(buyer_best.mean_buyer_share)}).")
     bad = sum(s.irrational_deals for s in ss)
-    out.append("No protocol made a deal past either side's reservation." if bad == 0 else
+    out.append("Without attacks, no protocol made a deal past either side's reservation." if bad == 0 else
                f"{bad} deals went past a side's reservation: "
                + ", ".join(f"{s.label} {s.irrational_deals}" for s in ss if s.irrational_deals) + ".")
+    out.append(_security_finding(ss))
     return out
+
+
+def _security_finding(ss: list[ProtocolSummary]) -> str:
+    attacks = ss[0].security.attacks
+    whole = [s.label for s in ss if s.security.resisted == s.security.attacks]
+    partial = [s for s in ss if s.security.resisted < s.security.attacks]
+    said = f"Against the {attacks} red-team attacks, each placed in the protocol's free-text channel, "
+    said += f"{_join(whole)} resisted every one" if whole else "no protocol resisted every one"
+    if partial:
+        said += "; " + "; ".join(f"{s.label} {_resisted(s.security)} — {_outside(s.security)}" for s in partial)
+    flagged = sorted({s.security.flagged for s in ss})
+    counts = str(flagged[0]) if len(flagged) == 1 else f"{flagged[0]} to {flagged[-1]}"
+    return said + f". The audit markers flagged {counts} of the {attacks} in each protocol's channel."
+
+
+def _outside(r: SecurityResult) -> str:
+    """How many of the attacks that got through broke a mandate (the rest only moved the deal)."""
+    if len(r.violations) == len(r.breaches):
+        return "every attack that got through closed a deal outside a mandate"
+    return f"{len(r.violations)} of the {len(r.breaches)} that got through closed a deal outside a mandate"
+
+
+def _join(labels: list[str]) -> str:
+    return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " and " + labels[-1]
 
 
 def write_report_md(c: Comparison, out_dir: str | Path, plots: list[Path], report: str | Path | None = None) -> Path:
@@ -284,22 +330,53 @@ def write_report_md(c: Comparison, out_dir: str | Path, plots: list[Path], repor
     csv_paths = [p for p in plots if p.suffix == ".csv"]
     raw = f" (the raw numbers are in [`{link(csv_paths[0])}`]({link(csv_paths[0])}))" if csv_paths else ""
     lines = [f"# Protocol comparison ({c.runs} scenarios, seed {c.seed})", "",
-             f"Generated by `{command}`{raw}. Alternating offers pit the store's merchant adapter against "
-             "the default shopper adapter through the engine; free text is the real merchant and shopper agents "
-             "talking through the text layer in process.", "",
-             "| Protocol | Deals | Success | Success (ZOPA) | Wall ms | Messages | Words | Seller share | Buyer share |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             f"Generated by `{command}`{raw}. The structured protocols are played by the market's built-in "
+             "agents (`haggler.agents.market`) under owner mandates made from each scenario (the seller's "
+             "reservation is its `minAcceptablePrice`, the buyer's its `maxSpend`) and settled by the market's "
+             "own rules: alternating offers run on `settlement.offer_rules`, the store's merchant strategy "
+             "against the default shopper strategy behind the agents' negotiators; the sealed bid settles by "
+             "`settlement.sealed_bid_price`; in the instant match the buyer agent decides and "
+             "`settlement.instant_match_price` gives the price; the double auction clears with `auction.clear`. "
+             "Free text is the real merchant and shopper agents talking through the text layer in process.", "",
+             f"Double auction: each run clears a book of {BOOK_SIZE} sellers and {BOOK_SIZE} buyers of one item "
+             f"— the run's scenario and the next {BOOK_SIZE - 1} (cyclically), their reservations rescaled to its "
+             "list price — every agent ordering one unit at its limit. A scenario counts a deal when both its "
+             "seller and its buyer trade, at the clearing price (whoever each traded with); its messages are its "
+             "two orders, its wall time the whole book's.", "",
+             "| Protocol | Deals | Success | Success (ZOPA) | Wall ms | Messages | Words | Seller share | Buyer share "
+             "| Attacks resisted | Flagged |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in c.summaries:
         lines.append(f"| {s.label} | {s.deals}/{s.runs} | {_pct(s.success_rate)} | {_pct(s.success_rate_zopa)} | "
                      f"{s.mean_wall_seconds * 1000:.3f} | {s.mean_messages:.1f} | {s.mean_words:.1f} | "
-                     f"{_pct(s.mean_seller_share)} | {_pct(s.mean_buyer_share)} |")
-    lines += ["", "## Findings", "", " ".join(findings(c)), "", "## Charts", ""]
+                     f"{_pct(s.mean_seller_share)} | {_pct(s.mean_buyer_share)} | {_resisted(s.security)} | "
+                     f"{s.security.flagged}/{s.security.attacks} |")
+    lines += ["", "## Findings", "", " ".join(findings(c)), "", "## Security", "", *_security_section(c),
+              "", "## Charts", ""]
     for p in plots:
         if p.suffix == ".png":
             lines.append(f"![{p.stem}]({link(p)})")
             lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
+
+
+def _security_section(c: Comparison) -> list[str]:
+    """How the security measure was taken, per protocol: the channel, and what got through."""
+    attacks = c.summaries[0].security.attacks if c.summaries else 0
+    lines = [f"Each of the {attacks} attacks of the red-team corpus (`src/haggler/data/market_red_team.json`) "
+             "ran once against each protocol, attack *k* on scenario *k* mod runs, its text placed by the seller "
+             "in every field of the protocol's free-text channel. **Resisted**: the outcome stays within both "
+             "owners' mandates (`mandates.check` of both confirmations) and equals the outcome of the same run "
+             "without the attack. **Flagged**: `suspicious_markers` found a marker in the fields that carried it "
+             "(what the audit log records).", "",
+             "| Protocol | Free-text channel | Resisted | Flagged | Not resisted |", "|---|---|---:|---:|---|"]
+    for s in c.summaries:
+        r = s.security
+        breaches = [f"`{b}`" + (" (outside a mandate)" if b in r.violations else "") for b in r.breaches]
+        lines.append(f"| {s.label} | {CHANNELS[s.protocol]} | {_resisted(r)} | {r.flagged}/{r.attacks} | "
+                     f"{', '.join(breaches) or '—'} |")
+    return lines
 
 
 def main_compare(runs: int, seed: int, out_dir: str | Path | None, console,  # type: ignore[no-untyped-def]

@@ -272,7 +272,7 @@ def _heatmap(plt, result: TournamentResult, path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(2 * width, height), constrained_layout=True)
     cmap = plt.get_cmap("viridis").with_extremes(bad="#dddddd")
     image = None
-    for ax, (title, attr) in zip(axes, panels):
+    for ax, (title, attr) in zip(axes, panels, strict=True):
         grid = np.full((len(sellers), len(buyers)), np.nan)
         for i, s in enumerate(sellers):
             for j, b in enumerate(buyers):
@@ -309,7 +309,7 @@ def _tradeoff(plt, result: TournamentResult, path: Path) -> Path:
     # One label per distinct point (coinciding strategies share it); labels of close points
     # alternate above and below so they do not overprint.
     labels: dict[tuple[float, float], list[str]] = {}
-    for s, x, y in zip(standings, xs, ys):
+    for s, x, y in zip(standings, xs, ys, strict=True):
         labels.setdefault((round(x, 2), round(y, 2)), []).append(s.strategy)
     placed: list[tuple[float, float]] = []
     for (x, y), group in labels.items():

@@ -321,7 +321,7 @@ def split_extras(clause: str) -> tuple[str, ...]:
     pieces = _SEPARATOR.split(clause)
     items = [pieces[0]]
     seps = _SEPARATOR.findall(clause)
-    for sep, piece in zip(seps, pieces[1:]):
+    for sep, piece in zip(seps, pieces[1:], strict=False):
         if _starts_item(piece):
             items.append(piece)
         else:

@@ -381,7 +381,7 @@ def _link_alternatives(text: str, amounts: list[_Amount]) -> list[bool]:
     Returns, for each neighbouring pair, whether it is linked."""
     links = [
         _PARTNER.fullmatch(text, left.end, right.start) is not None
-        for left, right in zip(amounts, amounts[1:])
+        for left, right in zip(amounts, amounts[1:], strict=False)
     ]
     for i, linked in enumerate(links):
         if linked:

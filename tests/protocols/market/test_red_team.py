@@ -6,13 +6,15 @@ are not, and the text is never altered."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from importlib import resources
 
 import pytest
 
 from haggler.language.screening import looks_like_manipulation, suspicious_markers
 
-CORPUS = json.loads((Path(__file__).parent / "red_team.json").read_text(encoding="utf-8"))
+# Shipped in the package (haggler/data/market_red_team.json), so that the lab and the agents'
+# red-team tests run the same corpus.
+CORPUS = json.loads(resources.files("haggler").joinpath("data/market_red_team.json").read_text(encoding="utf-8"))
 ATTACKS = CORPUS["attacks"]
 BENIGN = CORPUS["benign"]
 KNOWN_FALSE_POSITIVES = CORPUS["known_false_positives"]
