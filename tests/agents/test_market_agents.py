@@ -164,7 +164,11 @@ def test_buyer_bids_its_true_limit_and_accepts_instant_match_within_it():
     assert buyer(20_000).sealed_bid(facts(), at=DURING).price == 20_000
     assert buyer(20_000, valuation_cents=18_500).sealed_bid(facts(), at=DURING).price == 18_500
     assert buyer(20_000, valuation_cents=25_000).sealed_bid(facts(), at=DURING).price == 20_000
-    assert buyer(20_000, valuation_cents=18_500).auction_order(facts(), at=DURING).price == 18_500
+    unconditional = {"required_condition": None, "required_accessories": ()}
+    assert buyer(20_000, valuation_cents=18_500, **unconditional).auction_order(facts(), at=DURING).price == 18_500
+    # A book trades the item, not a listing: a buyer whose owner requires a condition or an
+    # accessory cannot know what it would get there, so it never bids (the market refuses it too).
+    assert buyer(20_000, valuation_cents=18_500).auction_order(facts(), at=DURING) is None
     assert buyer(20_000, can_use_sealed_bid=False).sealed_bid(facts(), at=DURING) is None
     assert buyer(20_000).sealed_bid(facts(), at=ISSUED - timedelta(seconds=1)) is None
     match = buyer(20_000).instant_match(facts(ask=18_000), at=DURING)
@@ -322,7 +326,9 @@ def test_owner_mandate_no_buyer_decision_violates_its_mandate(mandate, valuation
     in_time = at >= ISSUED and (mandate.deal_must_close_by is None or at <= mandate.deal_must_close_by)
     if agent.fits(listing) and in_time:
         assert (actions[0] is not None) == (mandate.can_use_sealed_bid and listing.negotiable)
-        assert (actions[1] is not None) == (mandate.can_negotiate and listing.negotiable)
+        assert (actions[1] is not None) == (mandate.can_negotiate and listing.negotiable  # a book trades the
+                                            and mandate.required_condition is None  # item, not a listing
+                                            and not mandate.required_accessories)
         if listing.ask_cents <= agent.limit_cents:
             assert (actions[2] is not None) == mandate.can_accept_instant_match
     if not agent.fits(listing):

@@ -250,8 +250,13 @@ class _MarketAgent:
     def auction_order(self, facts: ListingFacts, *, at: datetime) -> mandates.Action | None:
         """The double-auction order (Protocol 4) for the listing's item: a buyer's bid or a seller's
         ask, one unit at its limit (see the module docstring for why truthful). None when the
-        mandate does not allow one, or the listing's price is fixed."""
-        return self._act(mandates.order, self.limit_cents, facts, at) if facts.negotiable else None
+        mandate does not allow one, or the listing's price is fixed.
+
+        A book trades the item, not a listing, so the order states no condition or accessories
+        (as the market checks it): a buyer whose mandate requires either never bids there."""
+        if not facts.negotiable or not self._deals_in(facts):
+            return None
+        return self._allowed(mandates.order(self.mandate.agent_id, self.limit_cents, facts.currency, at))
 
     def confirm(self, facts: ListingFacts, price_cents: int, protocol: str, *,
                 at: datetime) -> mandates.Action | None:
