@@ -144,12 +144,13 @@ def _say(benign: str, attack: Attack | None) -> str:
 
 def _mandate(role: str, agent_id: str, limit_cents: int, currency: str) -> Mandate:
     """An owner mandate in spec 003's format, read by the market's parser: every permission, no
-    owner approval; the buyer requires the condition every lab listing has."""
+    owner approval, the reservation as the limit. The buyer requires no condition: its owner
+    would then keep it out of the double auction, whose book trades the item, not a listing."""
     constraints: dict[str, Any] = {"currency": currency}
     if role == SELLER:
         constraints["minAcceptablePrice"] = to_decimal_number(limit_cents)
     else:
-        constraints.update(maxSpend=to_decimal_number(limit_cents), requiredCondition=LAB_CONDITION)
+        constraints["maxSpend"] = to_decimal_number(limit_cents)
     return parse_mandate({
         "mandateVersion": _VERSION, "issuedAt": _ISSUED, "agentId": agent_id, "constraints": constraints,
         "permissions": {"canNegotiate": True, "canAcceptInstantMatch": True, "canUseSealedBid": True,
