@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import pytest
@@ -221,7 +221,7 @@ def test_extras_it_values_bring_it_up_faster(service):
     assert valued.deal_cents <= budget
     # The two play alike until the merchant puts an extra on the table (it does once the
     # shopper's offer pays for one); from there the shopper that values it offers more.
-    split = next(i for i, (v, p) in enumerate(zip(valued.agent.offers, plain.agent.offers)) if v != p)
+    split = next(i for i, (v, p) in enumerate(zip(valued.agent.offers, plain.agent.offers, strict=False)) if v != p)
     assert valued.agent.offers[split] > plain.agent.offers[split]
 
 
@@ -284,7 +284,7 @@ def _answering_merchant(agent: ShopperAgent, *, step: int = 500) -> ShopperTurn 
 def test_concedes_in_shrinking_steps_against_a_steady_merchant():
     agent = ShopperAgent(ShopperGoal(LIST, 60_000), seed=2)
     _answering_merchant(agent)
-    steps = [b - a for a, b in zip(agent.offers, agent.offers[1:]) if b > a]
+    steps = [b - a for a, b in zip(agent.offers, agent.offers[1:], strict=False) if b > a]
     assert len(steps) >= 4
     assert steps[-1] <= max(steps[:3])
     assert max(agent.offers) < 60_000
@@ -297,7 +297,7 @@ def test_probes_once_in_a_while_early_in_a_long_chat():
     assert agent.offers[1] == agent.offers[0] and agent.offers[2] > agent.offers[1]
     assert agent.offers[3] == agent.offers[2]
     late = agent.offers[len(agent.offers) // 2:]
-    assert all(b > a for a, b in zip(late, late[1:]))
+    assert all(b > a for a, b in zip(late, late[1:], strict=False))
 
 
 def test_waits_for_the_last_offer_of_a_merchant_on_a_clock():
@@ -352,7 +352,9 @@ def test_accepts_a_final_offer_within_budget_and_records_the_deal():
     agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
     agent.first_turn(reading(LIST))
     turn = agent.next_turn(reading(61_500, final=True))
-    assert turn is not None and turn.kind == "accept" and turn.structured == {"action": "accept"}
+    # the acceptance names its price: in JSON an offer of exactly that price, never a bare accept
+    assert turn is not None and turn.kind == "accept" and turn.price_cents == 61_500
+    assert turn.structured == {"action": "offer", "price": 615} and "$615" in turn.text
     assert not agent.done
     assert agent.next_turn(reading(61_500, deal=True, closed=True)) is None
     assert agent.outcome is not None and agent.outcome.agreed and agent.outcome.price_cents == 61_500
@@ -373,6 +375,56 @@ def test_merchant_taking_our_offer_without_closing_gets_a_confirmation():
     assert turn is not None and turn.kind == "accept"
     assert agent.next_turn(reading(None)) is None
     assert agent.outcome is not None and agent.outcome.agreed and agent.outcome.price_cents == first.price_cents
+
+
+def test_a_confirmation_names_the_price_it_confirms():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    first = agent.first_turn(reading(LIST))
+    turn = agent.next_turn(reading(None, deal=True))
+    assert turn is not None and turn.price_cents == first.price_cents
+    assert turn.structured == {"action": "offer", "price": first.price_cents / 100}
+    assert parse_shopper_turn(turn.text).amount_cents == first.price_cents
+
+
+def test_a_deal_read_from_text_is_held_to_the_price_the_shopper_named():
+    """Text may state any number (a quoted list price, an injected one): the deal is the price
+    the shopper's acceptance named, all a store can hold it to."""
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    agent.first_turn(reading(LIST))
+    turn = agent.next_turn(reading(61_500, final=True))
+    assert turn is not None and turn.kind == "accept" and turn.price_cents == 61_500
+    assert agent.next_turn(reading(99_000, deal=True, closed=True)) is None
+    assert agent.outcome is not None and agent.outcome.agreed and agent.outcome.price_cents == 61_500
+
+
+def test_a_store_deal_above_the_budget_is_not_the_shoppers():
+    """The store's own structured deal above the budget is refused, closed or not."""
+    for closed in (True, False):
+        agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+        agent.first_turn(reading(LIST))
+        agent.next_turn(reading(61_500, final=True))
+        over = replace(reading(63_000, deal=True, closed=closed), structured=True)
+        turn = agent.next_turn(over)
+        assert (turn is None) == closed and (closed or turn.kind == "walk_away")
+        assert agent.outcome is not None and not agent.outcome.agreed and agent.outcome.reason == "over_budget"
+        assert agent.outcome.price_cents is None
+
+
+def test_a_store_deal_within_the_budget_is_taken_at_the_stores_price():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    agent.first_turn(reading(LIST))
+    agent.next_turn(reading(61_500, final=True))
+    assert agent.next_turn(replace(reading(61_000, deal=True, closed=True), structured=True)) is None
+    assert agent.outcome is not None and agent.outcome.agreed and agent.outcome.price_cents == 61_000
+
+
+def test_it_never_commits_to_a_price_above_its_budget():
+    agent = ShopperAgent(ShopperGoal(LIST, 62_000), seed=4)
+    agent.first_turn(reading(LIST))
+    with pytest.raises(RuntimeError):
+        agent._accept(62_001)
+    with pytest.raises(RuntimeError):
+        agent._emit("offer", None, ("Would you take {p}?",))
 
 
 def test_asks_for_a_price_when_none_is_stated():
@@ -403,8 +455,10 @@ def test_gives_up_politely_after_max_turns():
 
 
 def test_turn_texts_mean_what_the_turn_does():
-    """Every text parses, with the store's own parser, to the turn's intent and amount."""
-    kinds = {"offer": IntentKind.OFFER, "accept": IntentKind.ACCEPT, "walk_away": IntentKind.WALK_AWAY,
+    """Every text parses, with the store's own parser, to the turn's intent and amount. An
+    acceptance is an offer of exactly the price it accepts ("deal at $574"), which the store takes
+    as acceptance when it meets its ask, and which binds no more than that price."""
+    kinds = {"offer": IntentKind.OFFER, "accept": IntentKind.OFFER, "walk_away": IntentKind.WALK_AWAY,
              "ask": IntentKind.BEST_PRICE}
     seen = set()
     for seed in range(40):
@@ -419,11 +473,13 @@ def test_turn_texts_mean_what_the_turn_does():
             intent = parse_shopper_turn(turn.text, reference_cents=LIST)
             assert intent.kind is kinds[turn.kind], turn
             assert not intent.manipulation, turn
-            if turn.kind == "offer":
+            if turn.kind in ("offer", "accept"):
                 assert intent.amount_cents == turn.price_cents, turn
             seen.add(turn.kind)
             # the JSON form parses to the same thing
-            assert parse_shopper_turn(json.dumps(turn.structured)).kind is kinds[turn.kind]
+            structured = parse_shopper_turn(json.dumps(turn.structured))
+            assert structured.kind is kinds[turn.kind]
+            assert structured.amount_cents == (turn.price_cents if turn.kind in ("offer", "accept") else None)
     assert seen == set(kinds)
 
 

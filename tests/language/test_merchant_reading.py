@@ -184,6 +184,7 @@ def test_structured_offer_and_deal_win_over_text():
     text = "$450 is a bit low for this one, but I can do $520."
     reading = read_merchant_reply(text, closed=False, offer={"price": 519.99, "currency": "USD", "extras": ["Case"]})
     assert (reading.price_cents, reading.extras, reading.deal) == (51999, ("Case",), False)
+    assert reading.structured  # the store's own terms, not read from its text
     reading = read_merchant_reply("Deal! The Widget for $500.", closed=True,
                                   deal={"id": "deal_1", "price": 499, "currency": "USD", "extras": [],
                                         "checkout_url": "http://x/checkout/deal_1"})
@@ -191,7 +192,8 @@ def test_structured_offer_and_deal_win_over_text():
     assert reading.checkout_url == "http://x/checkout/deal_1"
     # a malformed structured price falls back to the text
     reading = read_merchant_reply(text, closed=False, offer={"price": "cheap", "extras": "nope"})
-    assert reading.price_cents == 52000
+    assert reading.price_cents == 52000 and not reading.structured
+    assert not read_merchant_reply(text, closed=False).structured
 
 
 @pytest.mark.parametrize("product", CATALOG.products, ids=[p.id for p in CATALOG.products])

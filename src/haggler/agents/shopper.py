@@ -27,8 +27,19 @@ How it buys:
   it has no room left, when a merchant on a clock stops coming down, or near the end (its last turn against a merchant on a clock, one turn
   earlier otherwise); walks away politely from a final price above budget; gives up politely
   after ``max_turns``;
+* commits only to a price it names: an acceptance (or a confirmation) states the price it
+  accepts, in its text and as a JSON offer of exactly that price, which a store takes as
+  acceptance when it meets its ask. A bare "I'll take it" would bind whatever the store has on
+  the table, while the shopper only knows the price it read — and a merchant's text can misstate
+  it or carry someone else's number. So the most a store can hold it to is a price it decided to
+  pay, never above its budget: a misread can cost a deal, never the budget;
+* checks the deal a store reports: the store's structured deal (see
+  :attr:`~haggler.language.merchant_reading.MerchantReading.structured`) above its budget is not
+  its deal (outcome ``over_budget``); a deal read from text is held to the price it named;
 * never reveals its budget: its highest offer is a round amount strictly below the budget, and
-  no text it writes states the budget or talks about a budget, maximum or limit.
+  no text it writes states the budget or talks about a budget, maximum or limit — save an
+  acceptance naming the merchant's own price when that happens to equal it, which says no more
+  than accepting does.
 """
 
 from __future__ import annotations
@@ -45,6 +56,8 @@ from haggler.money import format_money, price_unit, to_decimal_number
 __all__ = ["ShopperAgent", "ShopperGoal", "ShopperOutcome", "ShopperTurn", "mentions_amount"]
 
 OFFER, ACCEPT, WALK_AWAY, ASK = "offer", "accept", "walk_away", "ask"
+#: The reason of an outcome whose deal the store reported above the budget: not the shopper's deal.
+OVER_BUDGET = "over_budget"
 
 
 @dataclass(frozen=True)
@@ -79,9 +92,12 @@ class ShopperGoal:
 @dataclass(frozen=True)
 class ShopperTurn:
     kind: str  # "offer" | "accept" | "walk_away" | "ask"
+    #: The price offered, or accepted (an acceptance names its price); None for the others.
     price_cents: int | None
     text: str
-    #: The JSON-extension message, e.g. {"action": "offer", "price": 450}.
+    #: The JSON-extension message, e.g. {"action": "offer", "price": 450}. An acceptance is an
+    #: offer of exactly the price it accepts: a store takes it as acceptance when it meets its ask
+    #: and can bind no more.
     structured: dict[str, Any]
 
 
@@ -91,8 +107,9 @@ class ShopperOutcome:
     #: The deal price (cash), or None without a deal.
     price_cents: int | None
     extras: tuple[str, ...]
-    #: "deal", "walked_away" (the shopper left), "gave_up" (turn limit), or
-    #: "merchant_closed" (the merchant ended the chat without a deal).
+    #: "deal", "walked_away" (the shopper left), "gave_up" (turn limit),
+    #: "merchant_closed" (the merchant ended the chat without a deal), or "over_budget" (the store
+    #: reported a deal above the budget: not the shopper's deal, so not agreed).
     reason: str
     turns: int
 
@@ -137,15 +154,16 @@ _STAY = (
     "I'll have to stay at {p}.",
     "I'm going to stay at {p} on this one.",
 )
+# An acceptance names its price (see the module docstring): "deal at $X" is an offer of X.
 _ACCEPT = (
-    "Deal — I'll take it.",
-    "Sounds good, I'll take it.",
-    "Great, you've got a deal.",
-    "Deal! Let's do it.",
+    "Deal — I'll take it at {p}.",
+    "Sounds good, I'll take it at {p}.",
+    "Great, you've got a deal at {p}.",
+    "Deal at {p}! Let's do it.",
 )
 _CONFIRM = (
-    "Great — deal. Thank you!",
-    "Deal! Thanks, I'll take it.",
+    "Great — deal at {p}. Thank you!",
+    "Deal at {p}! Thanks, I'll take it.",
 )
 _WALK = (
     "Thanks, but that's more than I can spend. I'll pass.",
@@ -221,6 +239,8 @@ class ShopperAgent:
         #: Share of the gap between its terms and our last offer the merchant just closed.
         self._move_share = 0.0
         self._accepted = False
+        #: The price our last acceptance named (when :attr:`_accepted`).
+        self._accepted_price: int | None = None
         #: The deal (price, extras) the merchant announced without closing, once we confirmed it.
         self._confirming: tuple[int, tuple[str, ...]] | None = None
         self._outcome: ShopperOutcome | None = None
@@ -265,27 +285,37 @@ class ShopperAgent:
     def _respond(self, reading: MerchantReading, *, opening: bool) -> ShopperTurn | None:
         goal = self.goal
         if self._confirming is not None and not reading.walked_away:
-            # We confirmed a deal the merchant announced: that is the deal, whatever it says now.
+            # We confirmed, at its price, a deal the merchant announced: that is the deal, unless
+            # the store's own terms say it is above the budget.
             confirmed_price, confirmed_extras = self._confirming
-            self._finish(True, reading.price_cents if reading.deal and reading.price_cents else confirmed_price,
-                         reading.extras if reading.deal and reading.extras else confirmed_extras, "deal")
+            price = self._deal_price(reading, confirmed_price) if reading.deal else confirmed_price
+            extras = reading.extras if reading.deal and reading.extras else confirmed_extras
+            if price is not None and price > goal.budget_cents:
+                self._finish(False, None, (), OVER_BUDGET)
+            else:
+                self._finish(True, price, extras, "deal")
             return None
         self._confirming = None
         if reading.deal:
-            price = reading.price_cents
-            if self._accepted and self._ask is not None:
-                price = price or self._ask
-            elif self.offers and (price is None or price > goal.budget_cents):
-                # the merchant took our offer: that is the price, whatever number we read
-                price = self.offers[-1]
+            # What the shopper last committed to: the price its acceptance named, or else its
+            # last offer (the merchant took it).
+            committed = self._accepted_price if self._accepted else (self.offers[-1] if self.offers else None)
+            price = self._deal_price(reading, committed)
             extras = reading.extras or self._ask_extras
-            if reading.closed or self._accepted:
+            if price is not None and price > goal.budget_cents:
+                # The store's own terms put the deal above the budget: not a deal we agreed to.
+                if reading.closed:
+                    self._finish(False, None, (), OVER_BUDGET)
+                    return None
+                return self._walk(_WALK, OVER_BUDGET)
+            if price is not None and (reading.closed or self._accepted):
                 self._finish(True, price, extras, "deal")
                 return None
-            # The merchant took our offer but the store wants a confirmation.
-            if price is not None and price <= goal.budget_cents:
+            # The merchant took our offer but the store wants a confirmation: at the price.
+            if price is not None:
                 self._confirming = (price, tuple(extras))
-                return self._emit(ACCEPT, None, _CONFIRM)
+                return self._emit(ACCEPT, price, _CONFIRM)
+            # A deal at no price we named or read is none we can stand behind.
         if reading.closed:
             self._finish(False, None, (), "merchant_closed")
             return None
@@ -310,7 +340,7 @@ class ShopperAgent:
 
         if within:
             if self._worth_taking(reading, ask, planned, moved):
-                return self._accept()
+                return self._accept(ask)
         else:
             if reading.final:
                 return self._walk(_WALK, "walked_away")
@@ -329,6 +359,17 @@ class ShopperAgent:
             templates = _AFTER_HOLD
         self.offers.append(planned)
         return self._emit(OFFER, planned, templates)
+
+    @staticmethod
+    def _deal_price(reading: MerchantReading, committed: int | None) -> int | None:
+        """The price of the deal ``reading`` announces. The store's structured terms are what it
+        bound. Without them it is ``committed``, the price the shopper last named (its
+        acceptance, or its offer the merchant took) — what it agreed to pay and all a store can
+        hold it to — rather than a number read from text, which may misstate the price or be
+        someone else's; the text's price only when the shopper named none."""
+        if reading.structured or committed is None:
+            return reading.price_cents
+        return committed
 
     def _worth_taking(self, reading: MerchantReading, ask: int, planned: int, moved: int) -> bool:
         """Whether to take the merchant's terms (``ask`` is within budget) rather than counter."""
@@ -444,6 +485,9 @@ class ShopperAgent:
     # -- emitting ----------------------------------------------------------------------------
 
     def _emit(self, kind: str, price: int | None, templates: tuple[str, ...]) -> ShopperTurn:
+        if kind in (OFFER, ACCEPT) and (price is None or price > self.goal.budget_cents):
+            # Every turn that can bind the shopper names its price, within the budget.
+            raise RuntimeError(f"refusing to {kind} at {price!r}: not a price within the budget")
         text = self._rng.choice(templates)
         if price is not None:
             text = text.format(p=format_money(price, self.goal.currency))
@@ -451,7 +495,9 @@ class ShopperAgent:
             text = {OFFER: "Would you take {p}?", ACCEPT: _ACCEPT[0], WALK_AWAY: _WALK[0], ASK: _ASK[0]}[kind]
             if price is not None:
                 text = text.format(p=format_money(price, self.goal.currency))
-        structured: dict[str, Any] = {OFFER: {"action": "offer"}, ACCEPT: {"action": "accept"},
+        # An acceptance goes out as an offer of exactly its price: a bare {"action": "accept"}
+        # would bind whatever the store has on the table.
+        structured: dict[str, Any] = {OFFER: {"action": "offer"}, ACCEPT: {"action": "offer"},
                                       WALK_AWAY: {"action": "walk_away"}, ASK: {"action": "best_price"}}[kind]
         if price is not None:
             structured = {**structured, "price": to_decimal_number(price)}
@@ -465,9 +511,10 @@ class ShopperAgent:
             return True
         return price != budget and mentions_amount(text, budget)
 
-    def _accept(self) -> ShopperTurn:
-        self._accepted = True
-        return self._emit(ACCEPT, None, _ACCEPT)
+    def _accept(self, price: int) -> ShopperTurn:
+        """Accept the merchant's terms at ``price``, the price it read: the acceptance names it."""
+        self._accepted, self._accepted_price = True, price
+        return self._emit(ACCEPT, price, _ACCEPT)
 
     def _walk(self, templates: tuple[str, ...], reason: str) -> ShopperTurn:
         turn = self._emit(WALK_AWAY, None, templates)

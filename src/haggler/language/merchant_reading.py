@@ -49,6 +49,9 @@ class MerchantReading:
     discount_cents: int | None = None
     #: The checkout link of a concluded deal, when given.
     checkout_url: str | None = None
+    #: The price and extras are the store's own structured terms (its ``offer`` or ``deal``), not
+    #: read from the text: what the store will bind, whatever its text says.
+    structured: bool = False
 
 
 # --------------------------------------------------------------------------- amounts
@@ -434,9 +437,11 @@ def read_merchant_reply(message: str, *, closed: bool, offer: Mapping[str, Any] 
     if not closed and not is_deal and "?" not in message and _CLOSING.search(lowered):
         closed = True
 
+    structured = False
     for terms in (offer, deal):  # the deal, when there is one, has the last word
         if isinstance(terms, Mapping) and (cents := _structured_cents(terms.get("price"))) is not None:
             price, extras, discount = cents, _structured_extras(terms.get("extras")), None
+            structured = True
     if isinstance(deal, Mapping):
         is_deal = True
         url = deal.get("checkout_url")
@@ -450,4 +455,5 @@ def read_merchant_reply(message: str, *, closed: bool, offer: Mapping[str, Any] 
         walked_away=closed and not is_deal,
         discount_cents=discount,
         checkout_url=checkout,
+        structured=structured,
     )

@@ -127,8 +127,8 @@ def build_server(*, allow_private: bool = False, timeout: float = 15.0) -> MCPSe
         """Let haggler's shopper agent haggle for one product, end to end. `budget` is the most
         you will pay (the agent never reveals it); `target` a price you'd be happy with;
         `values` what extras are worth to you, by keyword, e.g. {"shipping": 30, "battery": 80}.
-        Returns the outcome (deal, walked_away, merchant_closed, gave_up), price, extras and
-        the transcript."""
+        Returns the outcome (deal, walked_away, merchant_closed, gave_up, or over_budget: the
+        store reported a deal above the budget, not taken), price, extras and the transcript."""
         info = await guarded(tools.store(store))
         try:
             goal = goal_for(listing_for(info, product_id), budget, target, values)

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from haggler.agents.shopper import ShopperAgent, ShopperGoal, ShopperTurn
+from haggler.agents.shopper import OVER_BUDGET, ShopperAgent, ShopperGoal, ShopperTurn
 from haggler.language.intents import IntentKind
 from haggler.language.merchant_reading import MerchantReading, read_merchant_reply
 from haggler.language.parse import parse_shopper_turn
@@ -35,7 +35,8 @@ class NegotiationResult:
     list_price_cents: int
     currency: str
     #: "deal", "walked_away" (the shopper left), "merchant_closed" (the store ended it without
-    #: a deal), or "gave_up" (turn limit).
+    #: a deal), "gave_up" (turn limit), or "over_budget" (the store reported a deal above the
+    #: budget: not the shopper's deal, so no checkout link; its price is the store's).
     outcome: str
     price_cents: int | None
     extras: tuple[str, ...]
@@ -140,7 +141,10 @@ def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str
             reading: MerchantReading, deal: Deal | None, sent: int, transcript: list[Line]) -> NegotiationResult:
     outcome = agent.outcome
     if deal is not None:
-        kind, price, extras = "deal", deal.price_cents, deal.extras
+        # The store's own record of the deal, checked against the budget: a deal above it is
+        # not one the shopper made, whatever the chat said.
+        kind = "deal" if deal.price_cents <= agent.goal.budget_cents else OVER_BUDGET
+        price, extras = deal.price_cents, deal.extras
     elif outcome is not None:
         kind, price, extras = outcome.reason, outcome.price_cents, outcome.extras
     elif reading.closed and reading.deal:
@@ -152,11 +156,18 @@ def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str
     said = [line.message for line in transcript if line.speaker == "shopper"]
     if kind == "merchant_closed" and said and parse_shopper_turn(said[-1]).kind is IntentKind.WALK_AWAY:
         kind = "walked_away"  # a person at the keyboard (--interactive) left in their own words
-    if kind != "deal":
-        price, extras = None, ()
+    if kind == "deal" and (price is None or price > agent.goal.budget_cents):
+        # e.g. a person at the keyboard (--interactive) accepting terms read only from text
+        kind = OVER_BUDGET if price is not None else "merchant_closed"
+    if kind == OVER_BUDGET:
+        checkout = None
+    elif kind != "deal":
+        price, extras, checkout = None, (), None
+    else:
+        checkout = deal.checkout_url if deal else reading.checkout_url
     return NegotiationResult(
         store=store.name, product_id=listing.id, product_name=listing.name, list_price_cents=list_price,
         currency=listing.currency, outcome=kind, price_cents=price, extras=tuple(extras),
         session_id=session_id, turns=sent, transcript=tuple(transcript),
-        deal_id=deal.id if deal else None, checkout_url=deal.checkout_url if deal else reading.checkout_url,
+        deal_id=deal.id if deal else None, checkout_url=checkout,
     )

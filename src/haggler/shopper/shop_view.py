@@ -15,7 +15,8 @@ from haggler.shopper.models import Listing, StoreInfo
 from haggler.shopper.negotiation import Line, NegotiationResult
 
 _OUTCOMES = {"deal": "[bold green]deal[/]", "walked_away": "[yellow]walked away[/]",
-             "merchant_closed": "[yellow]the store closed the chat[/]", "gave_up": "[yellow]gave up (turn limit)[/]"}
+             "merchant_closed": "[yellow]the store closed the chat[/]", "gave_up": "[yellow]gave up (turn limit)[/]",
+             "over_budget": "[bold red]the store reported a deal above your budget: not taken[/]"}
 
 
 class ShopView:
