@@ -144,6 +144,9 @@ BAD: list[tuple[str, int, str, Any, str]] = [
     ("listing", 0, "/seller/matrixId", "seller_001", "/seller/matrixId"),
     ("listing", 0, "/listingId", "x" * 129, "/listingId"),
     ("listing", 0, "/listingId", "lst abc", "/listingId"),
+    ("listing", 0, "/listingId", "lst/abc", "/listingId"),  # an id is one URL path segment
+    ("contact_request", 0, "/requestId", "req?1", "/requestId"),
+    ("order", 0, "/orderId", "ord%2F1", "/orderId"),
     ("listing", 0, "/item/name", "Nintendo Switch", "/item/name"),
     ("listing", 0, "/item/verification/hashes/0", "sha256:abc123...", "/item/verification/hashes/0"),
     ("listing", 0, "/version", "0.2.0", "/version"),
