@@ -25,6 +25,7 @@ from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
 from haggler.protocols.negotiate_v1.service import ChatService
+from haggler.protocols.market import views as market_views
 from haggler.protocols.market.routes import BODY_WORDING as MARKET_BODIES
 from haggler.protocols.market.routes import PREFIX as MARKET_PREFIX
 from haggler.protocols.market.routes import Market
@@ -144,6 +145,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         agents_json_views.openapi_operations(agents.capabilities, checkout_page=agents.cart is not None),
         transactions_views.openapi_operations(EXCHANGE_PREFIX),
         matching_views.openapi_operations(MATCHING_PREFIX),
+        market_views.openapi_operations(MARKET_PREFIX),
         {("get", "/healthz"): Operation("Liveness", {200: Health})},
     ])
 

@@ -43,12 +43,22 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Media:
+    """A JSON body served under another media type than ``application/json`` (a JSON Schema
+    file is ``application/schema+json``), with the model of its JSON."""
+
+    media_type: str
+    model: type[BaseModel]
+
+
+@dataclass(frozen=True)
 class Operation:
     """What one operation takes and answers. ``responses`` maps a status code to the model of
-    its JSON body, or to :data:`HTML` for a page."""
+    its JSON body, to a :class:`Media` for JSON under another media type, or to :data:`HTML`
+    for a page."""
 
     summary: str
-    responses: Mapping[int, type[BaseModel] | str]
+    responses: Mapping[int, type[BaseModel] | Media | str]
     query: tuple[Param, ...] = ()
     body: type[BaseModel] | None = None
     body_required: bool = True
@@ -58,7 +68,7 @@ class Operation:
 #: (method, path) → its documentation; method in lower case, path as routed.
 Operations = Mapping[tuple[str, str], Operation]
 
-_REASONS = {200: "OK", 201: "Created", 400: "Bad request: the message names what is wrong",
+_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad request: the message names what is wrong",
             204: "No content", 401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
             405: "Method not allowed", 409: "Conflict", 410: "Gone", 422: "Unprocessable",
             425: "Too early", 429: "Too many requests: see Retry-After"}
@@ -101,7 +111,7 @@ def _build(app: FastAPI, documented: Mapping[tuple[str, str], Operation]) -> dic
 
 
 def _models(op: Operation) -> list[type[BaseModel]]:
-    found = [m for m in op.responses.values() if not isinstance(m, str)]
+    found = [m.model if isinstance(m, Media) else m for m in op.responses.values() if not isinstance(m, str)]
     return found + ([op.body] if op.body is not None else [])
 
 
@@ -127,9 +137,11 @@ def _operation(path: str, generated: dict[str, Any], op: Operation) -> dict[str,
     return out
 
 
-def _response(status: int, model: type[BaseModel] | str) -> dict[str, Any]:
+def _response(status: int, model: type[BaseModel] | Media | str) -> dict[str, Any]:
     described: dict[str, Any] = {"description": _REASONS.get(status, str(status))}
-    if model == HTML:
+    if isinstance(model, Media):
+        described["content"] = {model.media_type: {"schema": _ref(model.model)}}
+    elif model == HTML:
         described["content"] = {HTML: {"schema": {"type": "string"}}}
     elif model != NO_BODY:
         described["content"] = {"application/json": {"schema": _ref(model)}}  # type: ignore[arg-type]

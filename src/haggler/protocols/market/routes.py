@@ -36,6 +36,11 @@ log = logging.getLogger("haggler")
 PREFIX = "/market"
 BODY_WORDING = BodyWording()
 SCHEMA_TYPE = "application/schema+json"
+#: The highest ``after`` cursor of the inbox and the audit log: their sequence numbers are
+#: PostgreSQL ``integer``s, so a larger one is a 400 rather than a failed query.
+MAX_CURSOR = 2**31 - 1
+#: The most audit entries one page holds.
+AUDIT_PAGE = 500
 
 Handler = Callable[..., tuple[int, Any]]
 
@@ -171,7 +176,7 @@ class Market:
             agent = identity.authenticate(conn, request.headers.get("authorization"))
             params = request.query_params
             _only_params(params, ("after", "limit"))
-            after = query_integer(params.get("after"), "after", low=0, high=2**62) or 0
+            after = query_integer(params.get("after"), "after", low=0, high=MAX_CURSOR) or 0
             limit = query_integer(params.get("limit"), "limit", low=1, high=inbox.MAX_PAGE) or 100
             return JSON(inbox.read(conn, agent.id, after, limit))
         get("/inbox", read_inbox)
@@ -224,8 +229,8 @@ class Market:
         def read_audit(conn: Connection, request: Request) -> Response:
             params = request.query_params
             _only_params(params, ("after", "limit"))
-            after = query_integer(params.get("after"), "after", low=0, high=2**62) or 0
-            limit = query_integer(params.get("limit"), "limit", low=1, high=500) or 100
+            after = query_integer(params.get("after"), "after", low=0, high=MAX_CURSOR) or 0
+            limit = query_integer(params.get("limit"), "limit", low=1, high=AUDIT_PAGE) or 100
             agent_id = None if self._is_operator(request) else \
                 identity.authenticate(conn, request.headers.get("authorization")).id
             return JSON({"entries": audit.entries(conn, agent_id, after=after, limit=limit)})
