@@ -4,13 +4,29 @@ owner's) talking to a real store's ``/market`` over HTTP, and builders for every
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+import json
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Iterator
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from sqlalchemy import Table, select
 
+from haggler.storage.schema import (
+    market_agents,
+    market_audit,
+    market_bids,
+    market_deals,
+    market_inbox,
+    market_listings,
+    market_mandates,
+    market_offers,
+    market_orders,
+    market_requests,
+    market_wanted,
+)
 from haggler.trust.messages import encode_hex_public_key, sign_deal, sign_message
 
 VERSION = "0.1.0"
@@ -70,12 +86,18 @@ class Trader:
     def get(self, path: str, **params: Any) -> httpx.Response:
         return self.http.get(path, params=params, headers=self.auth)
 
-    def register(self) -> dict[str, Any]:
-        response = self.http.post("/market/agents", json={"agentId": self.id, "publicKey": self.public_key,
-                                                          "ownerPublicKey": self.owner_key})
+    def register(self, matrix_id: str | None = None) -> dict[str, Any]:
+        body = {"agentId": self.id, "publicKey": self.public_key, "ownerPublicKey": self.owner_key}
+        if matrix_id is not None:
+            body["matrixId"] = matrix_id
+        response = self.http.post("/market/agents", json=body)
         assert response.status_code == 201, response.text
         self.token = response.json()["token"]
         return response.json()
+
+    def on(self, http: httpx.Client) -> "Trader":
+        """The same agent (keys, token) talking through another client: one per racing thread."""
+        return replace(self, http=http)
 
     def mandate(self, *, issued: datetime | None = None, permissions: dict[str, bool] | None = None,
                 **constraints: Any) -> dict[str, Any]:
@@ -117,14 +139,18 @@ class Trader:
 
     def wanted(self, *, budget: float = 200, max_spend: float = 200, min_condition: str | None = "good",
                must_have: tuple[str, ...] = ("charger",), active_for: timedelta = timedelta(days=7),
-               wanted_id: str | None = None) -> dict[str, Any]:
+               wanted_id: str | None = None, interests: list[dict[str, Any]] | None = None,
+               required_condition: str | None = None) -> dict[str, Any]:
         interest: dict[str, Any] = {**ITEM, "mustHaveAccessories": list(must_have)}
         if min_condition:
             interest["minCondition"] = min_condition
+        embedded: dict[str, Any] = {"maxSpend": max_spend}
+        if required_condition is not None:
+            embedded["requiredCondition"] = required_condition
         return {"type": "wanted", "version": VERSION, "wantedId": wanted_id or new_id("wnt"), "timestamp": self.now(),
-                "buyer": {"agentId": self.id}, "interests": [interest],
+                "buyer": {"agentId": self.id}, "interests": interests if interests is not None else [interest],
                 "budget": {"maxPrice": budget, "currency": "EUR", "flexible": False},
-                "ownerMandate": self.owner_signed({"maxSpend": max_spend}),
+                "ownerMandate": self.owner_signed(embedded),
                 "activeUntil": z(self.clock() + active_for)}
 
     def contact(self, listing_id: str, protocol: str, *, message: str | None = None,
@@ -179,8 +205,14 @@ class Trader:
         signature = sign_deal(self.key, document["deal"], party)[party]["signature"]
         return self.http.post(f"/market/deals/{deal_id}/signatures", json={"party": party, "signature": signature})
 
-    def inbox(self, after: int = 0) -> dict[str, Any]:
-        response = self.get("/market/inbox", after=after)
+    def sign_deal_as_owner(self, deal_id: str, party: str) -> httpx.Response:
+        """The owner's approval: the owner key's signature over the deal's signing bytes."""
+        document = self.deal(deal_id)
+        signature = sign_deal(self.owner, document["deal"], party)[party]["signature"]
+        return self.http.post(f"/market/deals/{deal_id}/approvals", json={"party": party, "signature": signature})
+
+    def inbox(self, after: int = 0, **params: Any) -> dict[str, Any]:
+        response = self.get("/market/inbox", after=after, **params)
         assert response.status_code == 200, response.text
         return response.json()
 
@@ -211,3 +243,68 @@ def seller_and_buyer(store: Any, *, floor: float = 150, max_spend: float = 200, 
 def created(response: httpx.Response, status: int = 201) -> dict[str, Any]:
     assert response.status_code == status, (response.status_code, response.text)
     return response.json()
+
+
+def refused(response: httpx.Response, status: int, **fields: Any) -> dict[str, Any]:
+    """A refusal: ``status``, a JSON object with an ``error``, and the given fields."""
+    assert response.status_code == status, (response.status_code, response.text)
+    body = response.json()
+    assert isinstance(body, dict) and isinstance(body.get("error"), str) and body["error"], body
+    for name, value in fields.items():
+        assert body.get(name) == value, (name, body)
+    return body
+
+
+# -- the database behind the API -------------------------------------------------------------------
+
+#: Every market table but the audit log: what a refused request must leave exactly as it was.
+STATE_TABLES: tuple[Table, ...] = (market_agents, market_mandates, market_listings, market_wanted, market_requests,
+                                   market_bids, market_offers, market_deals, market_orders, market_inbox)
+
+
+def database(store: Any) -> Any:
+    return store.app.state.market.db
+
+
+def rows(store: Any, table: Table, *where: Any) -> list[Any]:
+    with database(store).read() as conn:
+        return list(conn.execute(select(table).where(*where)).all())
+
+
+def state(store: Any) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every market table but the audit log, sorted: a snapshot to compare."""
+    with database(store).read() as conn:
+        return {table.name: sorted((tuple(row) for row in conn.execute(select(table)).all()), key=repr)
+                for table in STATE_TABLES}
+
+
+def audit_events(store: Any, agent_id: str | None = None) -> list[tuple[str | None, str, dict[str, Any]]]:
+    where = () if agent_id is None else (market_audit.c.agent_id == agent_id,)
+    with database(store).read() as conn:
+        found = conn.execute(select(market_audit).where(*where).order_by(market_audit.c.seq)).all()
+    return [(row.agent_id, row.event, json.loads(row.detail)) for row in found]
+
+
+@contextmanager
+def nothing_changes(store: Any) -> Iterator[None]:
+    """Assert that what runs inside changes no market state (the audit log may grow)."""
+    before = state(store)
+    yield
+    after = state(store)
+    for table in before:
+        assert after[table] == before[table], f"{table} changed: {before[table]} -> {after[table]}"
+
+
+def deal_count(store: Any, listing_id: str) -> int:
+    return len(rows(store, market_deals, market_deals.c.listing_id == listing_id))
+
+
+def everything_said_to(response_texts: list[str], *secrets: str) -> list[tuple[str, str]]:
+    """The (secret, text excerpt) pairs for every secret found in any of the texts."""
+    found = []
+    for text in response_texts:
+        for secret in secrets:
+            at = text.find(secret)
+            if at >= 0:
+                found.append((secret, text[max(0, at - 80):at + 80]))
+    return found
