@@ -277,7 +277,7 @@ def search_wanted(conn: Connection, params: dict[str, str], now: datetime) -> di
     offset = query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
     rows = conn.execute(select(market_wanted).where(market_wanted.c.active_until > now)
                         .order_by(market_wanted.c.created_at.desc(), market_wanted.c.id)).all()
-    wanted = [row for row in rows if any(_same_item(interest, params) for interest in _interests(row))]
+    wanted = [row for row in rows if any(_names_all(interest, params) for interest in _interests(row))]
     return {"wanted": [wanted_public_view(row, now) for row in wanted[offset:offset + limit]],
             "offset": offset, "limit": limit}
 
@@ -286,8 +286,16 @@ def _interests(row: Any) -> list[dict[str, Any]]:
     return json.loads(row.message)["interests"]
 
 
-def _same_item(interest: dict[str, Any], wanted: dict[str, Any]) -> bool:
-    return all(interest[field] == wanted[field] for field in ("category", "subcategory", "name") if field in wanted)
+def _same_item(interest: dict[str, Any], item: dict[str, Any]) -> bool:
+    """Whether an interest covers a listing's ``item``: only category is required of an interest,
+    and a level it leaves out (subcategory, name) takes any value."""
+    return all(interest[field] == item[field] for field in ("category", "subcategory", "name") if field in interest)
+
+
+def _names_all(interest: dict[str, Any], search: dict[str, Any]) -> bool:
+    """Whether an interest names every taxonomy level a search asks for, as asked (a search for
+    ``name=x`` cannot tell whether an interest in a whole category covers x: it is left out)."""
+    return all(interest.get(field) == search[field] for field in ("category", "subcategory", "name") if field in search)
 
 
 # -- matching listings and wanted ads --------------------------------------------------------------
@@ -325,10 +333,13 @@ def _notify_buyers(conn: Connection, row: Any, now: datetime) -> int:
 
 def _notify_sellers(conn: Connection, wanted: Any, now: datetime) -> int:
     interests = _interests(wanted)
-    rows = conn.execute(select(market_listings).where(
+    query = select(market_listings).where(
         market_listings.c.status == LIVE, market_listings.c.ask_cents <= wanted.max_cents,
         (market_listings.c.available_until.is_(None)) | (market_listings.c.available_until > now),
-        market_listings.c.name.in_({interest["name"] for interest in interests}))).all()
+        market_listings.c.category.in_({interest["category"] for interest in interests}))
+    if all("name" in interest for interest in interests):  # only category is required of an interest
+        query = query.where(market_listings.c.name.in_({interest["name"] for interest in interests}))
+    rows = conn.execute(query).all()
     matches = [row for row in rows if row.seller_id != wanted.buyer_id and fits(row, wanted)]
     for row in matches:
         inbox.notify(conn, [row.seller_id], "wanted_matches_listing", now, listingId=row.id, wantedId=wanted.id,
