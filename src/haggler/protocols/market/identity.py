@@ -23,7 +23,7 @@ from typing import Any, Mapping
 
 from sqlalchemy import Connection, insert, select, update
 
-from haggler.errors import Conflict, Unauthorized
+from haggler.errors import Conflict, InvalidInput, Unauthorized
 from haggler.protocols.fields import bearer_credential
 from haggler.protocols.market.mandates import Mandate, MandateViolation, Violation, parse_mandate
 from haggler.protocols.market.messages import InvalidMessage, validate
@@ -135,7 +135,10 @@ def file_mandate(conn: Connection, body: object, now: datetime) -> tuple[Mandate
     if agent is None:
         raise Unauthorized(f"no agent {body['agentId']!r} is registered, so no owner key can vouch for this mandate")
     check_owner_signed(agent, body, "the mandate")
-    mandate = parse_mandate(body)
+    try:
+        mandate = parse_mandate(body)
+    except InvalidInput as exc:  # what the schema cannot say (an amount of 0, neither floor nor cap)
+        raise InvalidMessage(_mandate_pointer(exc.message), exc.message) from None
     current = conn.execute(select(market_mandates.c.issued_at).where(market_mandates.c.agent_id == agent.id)
                            .with_for_update()).scalar()
     if current is not None and mandate.issued_at <= current:
@@ -149,6 +152,14 @@ def file_mandate(conn: Connection, body: object, now: datetime) -> tuple[Mandate
         conn.execute(update(market_mandates).where(market_mandates.c.agent_id == agent.id)
                      .values(issued_at=mandate.issued_at, mandate=stored, updated_at=now))
     return mandate, current is not None
+
+
+def _mandate_pointer(message: str) -> str:
+    """The JSON pointer of the field a :func:`parse_mandate` refusal names first (its messages
+    start with the field, dotted: ``constraints.maxSpend must be greater than 0``)."""
+    words = message.split()
+    name = words[2] if message.startswith("unknown field ") and len(words) > 2 else (words[0] if words else "")
+    return "".join(f"/{part}" for part in name.rstrip(";:,").split(".") if part)
 
 
 def mandate_of(conn: Connection, agent_id: str) -> Mandate:

@@ -392,8 +392,8 @@ def _amount(constraints: dict[str, Any], name: str) -> int | None:
 def _timestamp(value: object, name: str) -> datetime:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be an ISO 8601 timestamp string")
-    try:
-        moment = datetime.fromisoformat(value)
+    try:  # RFC 3339 allows a lower-case "z" (and the market's schemas accept it); fromisoformat does not
+        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("z") else value)
     except ValueError as exc:
         raise InvalidInput(f"{name} must be an ISO 8601 timestamp, not {_show(value)}") from exc
     if moment.tzinfo is None:
