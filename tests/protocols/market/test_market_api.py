@@ -193,10 +193,19 @@ def test_mandate_schema_failures_are_422_with_a_pointer(store):
         (signed(issuedAt="yesterday"), "/issuedAt"),
         (signed(mandateVersion="9.9.9"), "/mandateVersion"),
     ]
+    # what the schema cannot say is refused the same way: an amount of 0, neither floor nor cap
+    cases += [
+        (signed(constraints={**base["constraints"], "maxSpend": 0}), "/constraints/maxSpend"),
+        (signed(constraints={"currency": "EUR", "requiredCondition": "good"}), "/constraints"),
+    ]
     with nothing_changes(store):
         for body, path in cases:
             refused(store.http.post("/market/mandates", json=body), 422, path=path)
     assert agent.get(f"/market/mandates/{agent.id}").status_code == 404
+    # RFC 3339 (and the schema) allow a lower-case z; the mandate is filed and enforced
+    lower = signed(issuedAt=base["issuedAt"].replace("Z", "z"))
+    assert created(store.http.post("/market/mandates", json=lower))["status"] == "on_file"
+    assert agent.get(f"/market/mandates/{agent.id}").json() == lower
 
 
 def test_a_mandate_is_shown_to_its_own_agent_only(store):
