@@ -8,7 +8,8 @@ one exception is an ``offer`` without ``offerPrice``, whose price the language l
 the text — the same reader the store's merchant uses, which never guesses between two amounts.
 
 The state of a request: ``proposed`` (the buyer's contact) → ``agreed`` (the seller's protocol
-agreement) → ``closed`` (a deal) or ``failed`` (no overlap, a rejection, the turn cap).
+agreement) → ``closed`` (a deal) or ``failed`` (no overlap, a sealed bid its owner no longer allows, a rejection,
+the turn cap).
 """
 
 from __future__ import annotations
@@ -79,6 +80,29 @@ def _enforce(conn: Connection, audit: AuditEvents, role: str, action: Action, *,
     except MandateViolation as exc:
         raise _violation(audit, action.agent_id, what, exc, **facts_) from None
     return mandate
+
+
+def _lapsed(conn: Connection, audit: AuditEvents, request: Any, listing: Any, party: str, kind: Any, cents_: int,
+            now: datetime, what: str) -> bool:
+    """Whether ``party``'s earlier commitment on ``request`` (its sealed bid, its standing offer:
+    ``kind`` at ``cents_``) is one its owner's mandate no longer allows *now* — a passed
+    dealMustCloseBy, a newer mandate, a revised listing. A deal must not close on it: the party
+    could never sign it, and the listing would be sold for nothing. Logged for that party."""
+    agent_id = request.buyer_id if party == "buyer" else request.seller_id
+    condition, accessories = facts(listing)
+    try:
+        mandate = identity.mandate_of(conn, agent_id)
+        if party == "seller":
+            mandate = seller_floor(mandate, listing.floor_cents)
+        violation = check(mandate, party, kind(agent_id, cents_, listing.currency, now, condition=condition,
+                                               accessories=accessories))
+    except MandateViolation as exc:
+        violation = exc.violation
+    if violation is None:
+        return False
+    audit.add(agent_id, "mandate_violation", {"action": what, "constraint": violation.constraint,
+                                              "requestId": request.id})
+    return True
 
 
 def _permits(conn: Connection, audit: AuditEvents, agent_id: str, protocol: str, what: str, request_id: str) -> None:
@@ -169,7 +193,8 @@ def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
 
 def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime) -> tuple[int, dict[str, Any]]:
     """``POST /market/contact/{requestId}/bids``: one side's sealed bid. Hidden from the other side
-    until both are in; then a deal at the midpoint (201) or a failure that reveals neither (200)."""
+    until both are in; then a deal at the midpoint (201) or a failure that reveals neither (200):
+    ``no_overlap``, or ``mandate`` when the first bid's owner no longer allows it (checked first)."""
     validate(message)
     assert isinstance(message, dict)
     _same_request(message, request_id)
@@ -196,6 +221,11 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
         inbox.notify(conn, [request.seller_id if other == "seller" else request.buyer_id], "sealed_bid_waiting", now,
                      requestId=request_id)
         return 202, {"requestId": request_id, "state": "waiting_for_other_bid"}
+    other = "seller" if party == "buyer" else "buyer"
+    if _lapsed(conn, audit, request, listing, other, sealed_bid, placed[other], now, "sealed_bid at close"):
+        # checked before the bids are compared, so that the failure says nothing about them
+        _fail(conn, request, "mandate", now)
+        return 200, {"requestId": request_id, "state": FAILED, "reason": "mandate"}
     deal_price = sealed_bid_price(placed["buyer"], placed["seller"])
     if deal_price is None:
         _fail(conn, request, "no_overlap", now)
@@ -223,7 +253,7 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
                turn_cap: int | None) -> tuple[int, dict[str, Any]]:
     """``POST /market/contact/{requestId}/offers``: one turn of the natural-language protocol,
     on the engine (alternation, the turn cap). ``accept`` closes at the counterpart's standing
-    offer (201, a deal)."""
+    offer (201, a deal) — 409 if the counterpart's owner no longer allows that offer."""
     validate(message)
     assert isinstance(message, dict)
     _same_request(message, request_id)
@@ -244,6 +274,10 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     counterpart = "seller" if party == "buyer" else "buyer"
     committed = amount if action == "offer" else (
         negotiation.standing[counterpart].price_cents if action == "accept" else None)
+    if action == "accept" and committed is not None and _lapsed(
+            conn, audit, request, listing, counterpart, offer, committed, now, "standing offer at accept"):
+        raise Conflict(f"the {counterpart}'s standing offer no longer stands: its owner's mandate does not allow it "
+                       "any more; make an offer instead")
     if committed is not None:
         condition, accessories = facts(listing)
         _enforce(conn, audit, party, offer(agent.id, committed, listing.currency, now, condition=condition,
