@@ -3,6 +3,8 @@ Agreement, 5. Sealed Bid, 6. Instant Match, 7. Natural Language Offer; Protocols
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from haggler.protocols.market.settings import MarketSettings
@@ -17,6 +19,7 @@ from tests.support.market import (
     rows,
     seller_and_buyer,
     trader,
+    z,
 )
 
 
@@ -419,3 +422,67 @@ def test_offers_are_held_to_the_mandates(store):
         ["maxSpend", "maxSpend", "maxSpend", "canNegotiate"]
     assert [e["detail"]["constraint"] for e in seller.audit() if e["event"] == "mandate_violation"] == \
         ["minAcceptablePrice", "minAcceptablePrice"]
+
+
+# -- a commitment that lapsed before the deal closed --------------------------------------------------
+
+
+def test_a_sealed_bid_whose_owner_no_longer_allows_it_does_not_close(store):
+    """spec 003: Protocol 2 ("Both parties are cryptographically committed"), Owner Mandate
+    Format ("Enforced by framework"; dealMustCloseBy): when the second bid comes in, the first
+    bid must still be one its owner's mandate allows — its dealMustCloseBy not passed, no newer
+    mandate refusing it. Otherwise the request fails (reason mandate, telling neither bid), no
+    deal is opened and the listing stays live; the lapsed party's audit log says why."""
+    seller, buyer = seller_and_buyer(store, floor=150, max_spend=200)
+    buyer.file_mandate(maxSpend=200, dealMustCloseBy=z(store.clock() + timedelta(minutes=30)), issued=store.clock())
+    listing_id = _listed(seller, ask=220, floor=150)
+    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    assert _bid(buyer, request_id, "buyer", 190).status_code == 202
+    store.clock.advance(hours=1)  # the buyer's deal had to close by now
+    r = _bid(seller, request_id, "seller", 160)
+    assert r.status_code == 200 and r.json() == {"requestId": request_id, "state": "failed", "reason": "mandate"}, r.text
+    assert deal_count(store, listing_id) == 0
+    assert store.http.get(f"/market/listings/{listing_id}").json()["status"] == "live"
+    assert everything_said_to([r.text, str(seller.inbox())], "190") == []
+    assert [e["detail"]["constraint"] for e in buyer.audit()] == ["dealMustCloseBy"]
+
+    # a newer mandate with a higher floor: the seller's standing bid no longer binds it
+    listing_id = _listed(seller, ask=220, floor=150)
+    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    buyer.file_mandate(maxSpend=200, issued=store.clock())
+    assert _bid(seller, request_id, "seller", 155).status_code == 202
+    store.clock.advance(seconds=1)
+    seller.file_mandate(minAcceptablePrice=165, issued=store.clock())
+    r = _bid(buyer, request_id, "buyer", 195)
+    assert r.status_code == 200 and r.json()["reason"] == "mandate", r.text
+    assert deal_count(store, listing_id) == 0
+    assert [e["detail"]["constraint"] for e in seller.audit()] == ["minAcceptablePrice"]
+
+
+def test_a_standing_offer_whose_owner_no_longer_allows_it_cannot_be_accepted(store):
+    """spec 003: 7. Natural Language Offer, Owner Mandate Format ("Enforced by framework"):
+    accepting closes at the counterpart's standing offer, so that offer must still be one its
+    owner's mandate allows; if a newer mandate (or a passed dealMustCloseBy) forbids it, the
+    accept is 409, nothing changes, and the lapsed party's audit log says why."""
+    seller, buyer = seller_and_buyer(store, floor=150, max_spend=200)
+    listing_id = _listed(seller, ask=220, floor=150)
+    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    assert _offer(seller, request_id, "seller", 160).status_code == 200
+    store.clock.advance(seconds=1)
+    seller.file_mandate(minAcceptablePrice=170, issued=store.clock())
+    with nothing_changes(store):
+        refused(_offer(buyer, request_id, "buyer", action="accept"), 409)
+    assert deal_count(store, listing_id) == 0
+    assert [e["detail"]["constraint"] for e in seller.audit()] == ["minAcceptablePrice"]
+    # the buyer may still counter; the seller, under its new mandate, may then accept
+    assert _offer(buyer, request_id, "buyer", 175).status_code == 200
+    assert created(_offer(seller, request_id, "seller", action="accept"))["finalPrice"] == 175
+
+    buyer.file_mandate(maxSpend=200, dealMustCloseBy=z(store.clock() + timedelta(minutes=10)), issued=store.clock())
+    listing_id = _listed(seller, ask=220, floor=170)
+    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    assert _offer(buyer, request_id, "buyer", 180).status_code == 200
+    store.clock.advance(minutes=11)
+    with nothing_changes(store):
+        refused(_offer(seller, request_id, "seller", action="accept"), 409)
+    assert deal_count(store, listing_id) == 0
