@@ -8,8 +8,8 @@ one exception is an ``offer`` without ``offerPrice``, whose price the language l
 the text — the same reader the store's merchant uses, which never guesses between two amounts.
 
 The state of a request: ``proposed`` (the buyer's contact) → ``agreed`` (the seller's protocol
-agreement) → ``closed`` (a deal) or ``failed`` (no overlap, a sealed bid its owner no longer allows, a rejection,
-the turn cap).
+agreement) → ``closed`` (a deal) or ``failed`` (no overlap, a sealed bid its owner no longer
+allows, a rejection, the turn cap).
 """
 
 from __future__ import annotations
