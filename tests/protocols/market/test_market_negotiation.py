@@ -437,13 +437,13 @@ def test_a_sealed_bid_whose_owner_no_longer_allows_it_does_not_close(store):
     buyer.file_mandate(maxSpend=200, dealMustCloseBy=z(store.clock() + timedelta(minutes=30)), issued=store.clock())
     listing_id = _listed(seller, ask=220, floor=150)
     request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
-    assert _bid(buyer, request_id, "buyer", 190).status_code == 202
+    assert _bid(buyer, request_id, "buyer", 191.37).status_code == 202
     store.clock.advance(hours=1)  # the buyer's deal had to close by now
     r = _bid(seller, request_id, "seller", 160)
     assert r.status_code == 200 and r.json() == {"requestId": request_id, "state": "failed", "reason": "mandate"}, r.text
     assert deal_count(store, listing_id) == 0
     assert store.http.get(f"/market/listings/{listing_id}").json()["status"] == "live"
-    assert everything_said_to([r.text, str(seller.inbox())], "190") == []
+    assert everything_said_to([r.text, str(seller.inbox())], "191.37", "19137") == []
     assert [e["detail"]["constraint"] for e in buyer.audit()] == ["dealMustCloseBy"]
 
     # a newer mandate with a higher floor: the seller's standing bid no longer binds it
