@@ -486,3 +486,29 @@ def test_a_standing_offer_whose_owner_no_longer_allows_it_cannot_be_accepted(sto
     with nothing_changes(store):
         refused(_offer(seller, request_id, "seller", action="accept"), 409)
     assert deal_count(store, listing_id) == 0
+
+
+def test_a_signed_offer_cannot_be_replayed(store):
+    """spec 003: 7. Natural Language Offer, Security Model ("Secure (cryptographic
+    commitments)"): an offer carries no id of its own, and the counterpart receives it signed in
+    its inbox. Sending that same signed offer again — to reinstate a price its party has since
+    moved away from, and accept it — is 409 and changes nothing."""
+    seller, buyer = seller_and_buyer(store)
+    listing_id = _listed(seller, ask=190)
+    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    assert _offer(buyer, request_id, "buyer", 178).status_code == 200
+    store.clock.advance(seconds=1)
+    assert _offer(seller, request_id, "seller", 185).status_code == 200
+    store.clock.advance(seconds=1)
+    assert _offer(buyer, request_id, "buyer", 165).status_code == 200  # the buyer thinks again, lower
+    store.clock.advance(seconds=1)
+    assert _offer(seller, request_id, "seller", 184).status_code == 200
+    received = [m["body"] for m in seller.inbox()["messages"] if m["body"].get("type") == "offer"]
+    first = {key: value for key, value in received[0].items() if key != "offerPriceRead"}
+    assert first["offerPrice"] == 178
+    with nothing_changes(store):
+        refused(store.http.post(f"/market/contact/{request_id}/offers", json=first), 409)
+        refused(store.http.post(f"/market/contact/{request_id}/offers", json=received[1]), 409)  # the latest, again
+    r = _offer(seller, request_id, "seller", action="accept")
+    assert r.status_code == 409, r.text  # not the seller's turn: the buyer's 165 stands, for the buyer to answer
+    assert created(_offer(buyer, request_id, "buyer", action="accept"))["finalPrice"] == 184
