@@ -249,14 +249,18 @@ def _negotiation(conn: Connection, request: Any, opener: str, currency: str,
     return negotiation, len(rows)
 
 
-def _not_a_replay(conn: Connection, request_id: str, message: dict[str, Any]) -> None:
-    """409 for an offer already made. An offer carries no id of its own, so the same signed offer
-    sent again — by anyone: the counterpart receives it in its inbox — would put back a price its
-    party has since moved away from, for the counterpart to accept. A new offer is a new message
-    (a new timestamp at least), so its signature is new."""
-    made = conn.execute(select(market_offers.c.message).where(market_offers.c.request_id == request_id)).scalars()
-    if any(json.loads(earlier).get("signature") == message["signature"] for earlier in made):
-        raise Conflict("this signed offer was already made (a replay); a new offer is a new message")
+def _not_a_replay(conn: Connection, request_id: str, party: str, message: dict[str, Any]) -> None:
+    """409 for an offer its party has since moved on from. An offer carries no id of its own and
+    reaches the counterpart signed, in its inbox, so the same signed offer sent again — by anyone —
+    would put back a price the party had left behind, for the counterpart to accept. Sending its
+    party's latest offer again is holding firm (an agent may repeat itself within one second, when
+    the timestamp is the same); any earlier one is refused as a replay."""
+    made = [json.loads(row.message).get("signature") for row in conn.execute(
+        select(market_offers.c.message).where(market_offers.c.request_id == request_id,
+                                              market_offers.c.party == party).order_by(market_offers.c.seq))]
+    if message["signature"] in made[:-1] and message["signature"] != made[-1]:
+        raise Conflict(f"this signed offer was already made and the {party} has offered since (a replay); "
+                       "a new offer is a new message")
 
 
 def make_offer(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime,
@@ -272,7 +276,7 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     agent = _party_agent(conn, request, party, message)
     audit.screen(agent.id, "/message", message.get("message"))
     _agreed(request, NATURAL_LANGUAGE)
-    _not_a_replay(conn, request_id, message)
+    _not_a_replay(conn, request_id, party, message)
     listing = listing_row(conn, request.listing_id, now, lock=True)
     action, amount, read_from_text = _read_offer(message, listing.ask_cents)
     negotiation, count = _negotiation(conn, request, party, listing.currency, turn_cap)
