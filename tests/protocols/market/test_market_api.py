@@ -361,3 +361,51 @@ def test_a_plain_description_is_not_flagged(store):
 
 def _unsigned(message):
     return {key: value for key, value in message.items() if key != "signature"}
+
+
+def test_a_forged_signature_is_401_and_audited_for_the_agent_it_names(store):
+    """spec 003: Security Model ("Audit logging"), Owner Mandate Format ("Verifiable"): a message
+    signed by the wrong key is refused and the named agent's owner finds it in the audit log."""
+    seller, buyer = seller_and_buyer(store)
+    listing = seller.listing()
+    forged = buyer.sign(listing)  # the buyer's key, the seller's name
+    refused = store.http.post("/market/listings", json=forged)
+    assert refused.status_code == 401, refused.text
+    assert store.http.get(f"/market/listings/{listing['listingId']}").status_code == 404
+    entries = seller.audit()
+    assert [e["event"] for e in entries] == ["bad_signature"] and entries[0]["detail"]["signed"] == "listing"
+    assert entries[0]["at"].endswith("Z")
+    assert buyer.audit() == []
+
+
+def test_instant_match_cannot_reuse_a_failed_request_and_zero_bids_name_their_field(store):
+    """spec 003: 5. Sealed Bid, 6. Instant Match — a failed negotiation's requestId is spent."""
+    seller, buyer = seller_and_buyer(store)
+    listing = seller.listing(ask=180, floor=150)
+    created(seller.send("/market/listings", listing))
+    request_id = created(buyer.send("/market/contact", buyer.contact(listing["listingId"], "sealed_bid")))["requestId"]
+    seller.send(f"/market/contact/{request_id}/agreement", seller.agreement(request_id, "sealed_bid"))
+    zero = buyer.send(f"/market/contact/{request_id}/bids", buyer.bid(request_id, "buyer", 0))
+    assert zero.status_code == 422 and zero.json()["path"] == "/maxPrice", zero.text
+    assert buyer.send(f"/market/contact/{request_id}/bids", buyer.bid(request_id, "buyer", 151)).status_code == 202
+    failed = seller.send(f"/market/contact/{request_id}/bids", seller.bid(request_id, "seller", 160))
+    assert failed.json()["state"] == "failed"
+    reuse = buyer.send(f"/market/listings/{listing['listingId']}/instant_match",
+                       buyer.instant(listing["listingId"], 180, request_id=request_id))
+    assert reuse.status_code == 409 and "failed" in reuse.json()["error"], reuse.text
+
+
+@pytest.mark.parametrize("bad", ["1.005", "1_000", "1e3", "-5", "abc", ""])
+def test_listing_search_reads_max_price_exactly(store, bad):
+    """spec 003: 1. Listing — a query amount is read like a body amount: nothing rounded."""
+    response = store.http.get("/market/listings", params={"maxPrice": bad})
+    assert response.status_code == 400 and "maxPrice" in response.json()["error"], response.text
+
+
+def test_listing_search_by_max_price(store):
+    seller, _ = seller_and_buyer(store)
+    cheap, dear = seller.listing(ask=179.99), seller.listing(ask=180.01)
+    for listing in (cheap, dear):
+        created(seller.send("/market/listings", listing))
+    found = store.http.get("/market/listings", params={"maxPrice": "180"}).json()["listings"]
+    assert [item["listingId"] for item in found] == [cheap["listingId"]]

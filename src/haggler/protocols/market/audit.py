@@ -19,6 +19,7 @@ from sqlalchemy import Connection, insert, select
 
 from haggler.language.screening import suspicious_markers
 from haggler.storage.schema import market_audit
+from haggler.timestamps import utc_z
 
 MANDATE_VIOLATION, SUSPICIOUS_TEXT, BAD_SIGNATURE = "mandate_violation", "suspicious_text", "bad_signature"
 
@@ -57,4 +58,4 @@ def entries(conn: Connection, agent_id: str | None, *, after: int = 0, limit: in
         query = query.where(market_audit.c.agent_id == agent_id)
     rows = conn.execute(query.order_by(market_audit.c.seq).limit(limit)).all()
     return [{"seq": row.seq, "agentId": row.agent_id, "event": row.event, "detail": json.loads(row.detail),
-             "at": row.created_at.isoformat()} for row in rows]
+             "at": utc_z(row.created_at)} for row in rows]

@@ -17,6 +17,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from haggler.money import to_decimal_number
+from haggler.timestamps import utc_z
 from haggler.trust.messages import encode_hex_public_key, sign_deal, sign_message
 
 VERSION = "0.1.0"
@@ -24,9 +25,7 @@ ALL_PERMISSIONS = {"canNegotiate": True, "canAcceptInstantMatch": True, "canUseS
                    "requiresOwnerApproval": False}
 
 
-def z(moment: datetime) -> str:
-    """An RFC 3339 timestamp with a ``Z``, as the spec writes them."""
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+z = utc_z
 
 
 class MarketError(RuntimeError):

@@ -22,10 +22,10 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, update
 
-from haggler.errors import Conflict, Forbidden, Unauthorized
+from haggler.errors import Conflict, Forbidden
 from haggler.protocols.market import identity, inbox
 from haggler.protocols.market.audit import AuditEvents
-from haggler.protocols.market.identity import Agent
+from haggler.protocols.market.identity import Agent, BadSignature
 from haggler.protocols.market.listings import facts, iso, listing_row, price, seller_floor
 from haggler.protocols.market.mandates import MandateViolation, confirm, enforce, needs_owner_approval
 from haggler.protocols.market.messages import InvalidMessage
@@ -134,7 +134,8 @@ def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents, now: 
     deal = json.loads(row.deal)
     deal[party]["signature"] = signature
     if not verify_deal(agent.public_key, deal, party):
-        raise Unauthorized(f"the signature does not verify against the {party}'s key over this deal's signing bytes")
+        raise BadSignature(f"the signature does not verify against the {party}'s key over this deal's signing bytes",
+                           agent.id, f"deal {row.id} ({party})")
     current = row.buyer_signature if party == "buyer" else row.seller_signature
     if current is not None:
         if current == signature:
@@ -176,7 +177,8 @@ def approve(conn: Connection, deal_id: str, body: object, now: datetime) -> dict
     deal = json.loads(row.deal)
     deal[party]["signature"] = signature
     if not verify_deal(agent.owner_public_key, deal, party):
-        raise Unauthorized(f"the approval does not verify against the {party}'s owner key over this deal")
+        raise BadSignature(f"the approval does not verify against the {party}'s owner key over this deal", agent.id,
+                           f"owner approval of deal {row.id} ({party})")
     approvals = json.loads(row.approvals)
     approvals[party] = {"publicKey": agent.owner_public_key, "signature": signature}
     conn.execute(update(market_deals).where(market_deals.c.id == row.id)

@@ -37,6 +37,17 @@ _REGISTRATION_FIELDS = ("agentId", "matrixId", "publicKey", "ownerPublicKey")
 _ID_SCHEMA_NAME = "listing"  # any schema: they share $defs/id and $defs/matrixId
 
 
+class BadSignature(Unauthorized):
+    """A signature that does not verify against the key it must (HTTP 401). The route writes it
+    to the audit log of the agent the message claims to come from: a forged message is exactly
+    what that agent's owner wants to hear about."""
+
+    def __init__(self, message: str, agent_id: str, signed: str) -> None:
+        super().__init__(message)
+        self.agent_id = agent_id
+        self.signed = signed
+
+
 @dataclass(frozen=True, slots=True)
 class Agent:
     id: str
@@ -111,8 +122,9 @@ def sender(conn: Connection, agent_id: str, message: Mapping[str, Any]) -> Agent
     agent the message names."""
     agent = find(conn, agent_id)
     if agent is None or not verify_message(agent.public_key, message):
-        raise Unauthorized(f"the {message.get('type', 'message')} is not signed by a registered agent {agent_id!r}: "
-                           "sign the RFC 8785 canonical JSON of the message without its signature field")
+        kind = str(message.get("type", "message"))
+        raise BadSignature(f"the {kind} is not signed by a registered agent {agent_id!r}: sign the RFC 8785 "
+                           "canonical JSON of the message without its signature field", agent_id, kind)
     return agent
 
 
@@ -120,7 +132,7 @@ def check_owner_signed(agent: Agent, signed: Mapping[str, Any], what: str) -> No
     """401 unless ``signed`` (a mandate, or a listing's embedded mandate) names the agent's owner's
     key as its ``publicKey`` and carries that key's signature."""
     if signed.get("publicKey") != agent.owner_public_key or not verify_message(agent.owner_public_key, signed):
-        raise Unauthorized(f"{what} is not signed by the owner key registered for agent {agent.id!r}")
+        raise BadSignature(f"{what} is not signed by the owner key registered for agent {agent.id!r}", agent.id, what)
 
 
 # -- mandates --------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select
 
 from haggler.storage.schema import market_inbox
+from haggler.timestamps import utc_z
 
 #: What a delivery is: a message another agent sent (``message``) or a market notice.
 MESSAGE, NOTIFICATION = "message", "notification"
@@ -37,6 +38,6 @@ def read(conn: Connection, agent_id: str, after: int, limit: int) -> dict[str, A
     ``cursor`` is what to pass as ``after`` next (unchanged when nothing is new)."""
     rows = conn.execute(select(market_inbox).where(market_inbox.c.agent_id == agent_id, market_inbox.c.seq > after)
                         .order_by(market_inbox.c.seq).limit(limit)).all()
-    messages = [{"cursor": row.seq, "kind": row.kind, "at": row.created_at.isoformat(), "body": json.loads(row.body)}
+    messages = [{"cursor": row.seq, "kind": row.kind, "at": utc_z(row.created_at), "body": json.loads(row.body)}
                 for row in rows]
     return {"messages": messages, "cursor": messages[-1]["cursor"] if messages else after}

@@ -17,8 +17,10 @@ buyer; a new wanted ad that fits a live listing notifies the seller.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from typing import Any, Iterable
 
 from sqlalchemy import Connection, insert, select, update
@@ -33,6 +35,7 @@ from haggler.protocols.market.mandates import CONDITIONS, Mandate, MandateViolat
 from haggler.protocols.market.messages import InvalidMessage, validate
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_listings, market_wanted
+from haggler.timestamps import utc_z
 
 LIVE, SOLD = "live", "sold"
 MAX_PAGE = 200
@@ -52,8 +55,7 @@ def timestamp(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
 
 
-def iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+iso = utc_z
 
 
 def cents(value: object) -> int:
@@ -210,15 +212,14 @@ def only_params(params: dict[str, str], allowed: tuple[str, ...]) -> None:
         raise InvalidInput(f"unknown query parameter {unknown[0]!r}; allowed: {', '.join(allowed)}")
 
 
+_AMOUNT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?")
+
+
 def _query_cents(raw: str, name: str) -> int:
-    try:
-        value = float(raw) if any(c in raw for c in ".eE") else int(raw)
-        amount = amount_cents(value)
-    except (ValueError, OverflowError):
-        raise InvalidInput(f"{name} must be an amount in major units, e.g. 180 or 179.99") from None
-    if amount < 0:
-        raise InvalidInput(f"{name} must not be negative")
-    return amount
+    """A query amount exactly as a body's: major units, at most two decimals, nothing rounded."""
+    if not _AMOUNT.fullmatch(raw):
+        raise InvalidInput(f"{name} must be an amount in major units with at most two decimals, e.g. 180 or 179.99")
+    return int(Decimal(raw) * 100)  # exact: at most two decimals
 
 
 # -- wanted ads ------------------------------------------------------------------------------------

@@ -205,7 +205,10 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
     _agreed(request, SEALED_BID)
     listing = listing_row(conn, request.listing_id, now, lock=True)
     condition, accessories = facts(listing)
-    limit = cents(message["maxPrice"] if party == "buyer" else message["minPrice"])
+    field = "maxPrice" if party == "buyer" else "minPrice"
+    limit = cents(message[field])
+    if limit <= 0:
+        raise InvalidMessage(f"/{field}", "must be greater than 0")
     _enforce(conn, audit, party, sealed_bid(agent.id, limit, listing.currency, now, condition=condition,
                                             accessories=accessories),
              floor=listing.floor_cents, what="sealed_bid", requestId=request_id)
@@ -382,8 +385,9 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
             proposed_protocol=INSTANT_MATCH, protocol=INSTANT_MATCH, state=AGREED, message=stored(message),
             created_at=now, updated_at=now))
         request = _request(conn, message["requestId"])
-    elif request.buyer_id != buyer.id or request.listing_id != listing_id or request.state == CLOSED:
-        raise Conflict(f"requestId {message['requestId']} is already taken")
+    elif request.buyer_id != buyer.id or request.listing_id != listing_id or request.state in (CLOSED, FAILED):
+        raise Conflict(f"requestId {message['requestId']} is already taken"
+                       + (f" (its negotiation is {request.state})" if request.buyer_id == buyer.id else ""))
     elif request.state == PROPOSED or (request.state == AGREED and request.protocol != INSTANT_MATCH):
         raise Conflict(f"request {request.id} is negotiating by {request.protocol or request.proposed_protocol}")
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)

@@ -109,7 +109,9 @@ class Market:
                         with self.db.write() as conn:
                             status, data = handler(conn, *args, events, **request.path_params)
                             events.write(conn, now())
-                    except Exception:
+                    except Exception as exc:
+                        if isinstance(exc, identity.BadSignature):
+                            events.add(exc.agent_id, audit.BAD_SIGNATURE, {"signed": exc.signed})
                         if events.events:
                             with self.db.write() as conn:
                                 events.write(conn, now())
