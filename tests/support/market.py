@@ -15,6 +15,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Table, select
 
+from haggler.protocols.market.client import AgentKeys
 from haggler.storage.schema import (
     market_agents,
     market_audit,
@@ -28,7 +29,7 @@ from haggler.storage.schema import (
     market_requests,
     market_wanted,
 )
-from haggler.trust.messages import encode_hex_public_key, sign_deal, sign_message
+from haggler.trust.messages import sign_deal, sign_message
 
 VERSION = "0.1.0"
 ITEM = {"category": "electronics", "subcategory": "gaming_console", "name": "nintendo_switch"}
@@ -51,7 +52,7 @@ def bearer(token: str) -> dict[str, str]:
 
 
 @dataclass
-class Trader:
+class Trader(AgentKeys):
     """One market agent: its key, its owner's key, its token once registered."""
 
     http: httpx.Client
@@ -60,18 +61,6 @@ class Trader:
     key: Ed25519PrivateKey = field(default_factory=Ed25519PrivateKey.generate)
     owner: Ed25519PrivateKey = field(default_factory=Ed25519PrivateKey.generate)
     token: str = ""
-
-    @property
-    def public_key(self) -> str:
-        return encode_hex_public_key(self.key)
-
-    @property
-    def owner_key(self) -> str:
-        return encode_hex_public_key(self.owner)
-
-    @property
-    def auth(self) -> dict[str, str]:
-        return bearer(self.token)
 
     def now(self) -> str:
         return z(self.clock())

@@ -466,6 +466,7 @@ market_listings = Table(
     Column("available_until", UTCDateTime, nullable=True),  # the end of logistics.availableUntil
     Column("status", String(16), nullable=False),  # live | sold
     Column("sent_at", UTCDateTime, nullable=False),  # the message's timestamp: a revision must be newer
+    Column("listed_at", UTCDateTime, nullable=False),  # when the market took this ask (post or revision)
     Column("message", Text, nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),

@@ -383,11 +383,11 @@ def committed_violations(store, agents: list[str]) -> list:
     row was committed, forbids."""
     found = []
     for row in rows(store, market_listings, market_listings.c.seller_id.in_(agents)):
-        mandate = seller_floor(_mandate_at(row.seller_id, row.updated_at), row.floor_cents)
+        mandate = seller_floor(_mandate_at(row.seller_id, row.listed_at), row.floor_cents)
         pricing = json.loads(row.message)["pricing"]
         prices = [row.ask_cents] + ([round(pricing["minPrice"] * 100)] if "minPrice" in pricing else [])
         for cents in prices:
-            violation = check(mandate, "seller", list_action(row.seller_id, cents, row.currency, row.updated_at))
+            violation = check(mandate, "seller", list_action(row.seller_id, cents, row.currency, row.listed_at))
             if violation is not None:
                 found.append(("listing", row.id, cents, violation))
     requests = {row.id: row for row in rows(store, market_requests, market_requests.c.buyer_id.in_(agents))}

@@ -37,19 +37,13 @@ class MarketError(RuntimeError):
         self.body = body
 
 
-class MarketClient:
-    """One agent: ``key`` signs its messages, ``owner`` signs its mandates (the owner's key would
-    live with the owner, not the agent; the demo holds both to play both parts)."""
+class AgentKeys:
+    """An agent's signing key, its owner's key and its token, and their wire forms: what every
+    market agent holds (this client, and the tests' traders)."""
 
-    def __init__(self, http: httpx.Client, agent_id: str, *, key: Ed25519PrivateKey | None = None,
-                 owner: Ed25519PrivateKey | None = None, clock: Callable[[], datetime] | None = None) -> None:
-        self.http = http
-        self.id = agent_id
-        self.key = key or Ed25519PrivateKey.generate()
-        self.owner = owner or Ed25519PrivateKey.generate()
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
-        self.token = ""
-        self._ids = itertools.count(1)
+    key: Ed25519PrivateKey
+    owner: Ed25519PrivateKey
+    token: str
 
     @property
     def public_key(self) -> str:
@@ -62,6 +56,21 @@ class MarketClient:
     @property
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+
+class MarketClient(AgentKeys):
+    """One agent: ``key`` signs its messages, ``owner`` signs its mandates (the owner's key would
+    live with the owner, not the agent; the demo holds both to play both parts)."""
+
+    def __init__(self, http: httpx.Client, agent_id: str, *, key: Ed25519PrivateKey | None = None,
+                 owner: Ed25519PrivateKey | None = None, clock: Callable[[], datetime] | None = None) -> None:
+        self.http = http
+        self.id = agent_id
+        self.key = key or Ed25519PrivateKey.generate()
+        self.owner = owner or Ed25519PrivateKey.generate()
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.token = ""
+        self._ids = itertools.count(1)
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}_{self.id}_{next(self._ids)}"

@@ -107,7 +107,8 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
     sent_at = timestamp(message["timestamp"])
     values = dict(seller_id=seller.id, category=item["category"], subcategory=item["subcategory"], name=item["name"],
                   condition=item["condition"], ask_cents=ask, floor_cents=embedded_floor,
-                  currency=currency, negotiable=pricing["negotiable"], available_until=until, sent_at=sent_at,
+                  currency=currency, negotiable=pricing["negotiable"], available_until=until,
+                  sent_at=sent_at, listed_at=now,
                   message=stored(message), updated_at=now)
     existing = conn.execute(select(market_listings).where(market_listings.c.id == message["listingId"])
                             .with_for_update()).first()

@@ -173,6 +173,22 @@ def _party_agent(conn: Connection, request: Any, party: str, message: dict[str, 
     return identity.sender(conn, request.buyer_id if party == "buyer" else request.seller_id, message)
 
 
+def _party_message(conn: Connection, request_id: str, message: object, audit: AuditEvents, protocol: str,
+                   text_field: str) -> tuple[dict[str, Any], Any, str, Agent]:
+    """What a sealed bid and an offer check first, in this order: the schema, the request in the
+    path (locked), the signature of the party the message names, its free text (screened), and
+    that the request agreed on ``protocol``. Returns the message, the request, the party, its agent."""
+    validate(message)
+    assert isinstance(message, dict)
+    _same_request(message, request_id)
+    request = _request(conn, request_id, lock=True)
+    party = message["party"]
+    agent = _party_agent(conn, request, party, message)
+    audit.screen(agent.id, f"/{text_field}", message.get(text_field))
+    _agreed(request, protocol)
+    return message, request, party, agent
+
+
 def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime) -> dict[str, Any]:
     conn.execute(update(market_requests).where(market_requests.c.id == request.id)
                  .values(state=CLOSED, updated_at=now))
@@ -195,14 +211,7 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
     """``POST /market/contact/{requestId}/bids``: one side's sealed bid. Hidden from the other side
     until both are in; then a deal at the midpoint (201) or a failure that reveals neither (200):
     ``no_overlap``, or ``mandate`` when the first bid's owner no longer allows it (checked first)."""
-    validate(message)
-    assert isinstance(message, dict)
-    _same_request(message, request_id)
-    request = _request(conn, request_id, lock=True)
-    party = message["party"]
-    agent = _party_agent(conn, request, party, message)
-    audit.screen(agent.id, "/commitment", message.get("commitment"))
-    _agreed(request, SEALED_BID)
+    message, request, party, agent = _party_message(conn, request_id, message, audit, SEALED_BID, "commitment")
     listing = listing_row(conn, request.listing_id, now, lock=True)
     condition, accessories = facts(listing)
     field = "maxPrice" if party == "buyer" else "minPrice"
@@ -271,14 +280,7 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     """``POST /market/contact/{requestId}/offers``: one turn of the natural-language protocol,
     on the engine (alternation, the turn cap). ``accept`` closes at the counterpart's standing
     offer (201, a deal) — 409 if the counterpart's owner no longer allows that offer."""
-    validate(message)
-    assert isinstance(message, dict)
-    _same_request(message, request_id)
-    request = _request(conn, request_id, lock=True)
-    party = message["party"]
-    agent = _party_agent(conn, request, party, message)
-    audit.screen(agent.id, "/message", message.get("message"))
-    _agreed(request, NATURAL_LANGUAGE)
+    message, request, party, agent = _party_message(conn, request_id, message, audit, NATURAL_LANGUAGE, "message")
     _not_a_replay(conn, request_id, party, message)
     listing = listing_row(conn, request.listing_id, now, lock=True)
     action, amount, read_from_text = _read_offer(message, listing.ask_cents)

@@ -176,10 +176,7 @@ class Market:
         # the inbox
         def read_inbox(conn: Connection, request: Request) -> Response:
             agent = identity.authenticate(conn, request.headers.get("authorization"))
-            params = request.query_params
-            _only_params(params, ("after", "limit"))
-            after = query_integer(params.get("after"), "after", low=0, high=MAX_CURSOR) or 0
-            limit = query_integer(params.get("limit"), "limit", low=1, high=inbox.MAX_PAGE) or 100
+            after, limit = _page(request, inbox.MAX_PAGE)
             return JSON(inbox.read(conn, agent.id, after, limit))
         get("/inbox", read_inbox)
 
@@ -229,10 +226,7 @@ class Market:
 
         # the audit log
         def read_audit(conn: Connection, request: Request) -> Response:
-            params = request.query_params
-            _only_params(params, ("after", "limit"))
-            after = query_integer(params.get("after"), "after", low=0, high=MAX_CURSOR) or 0
-            limit = query_integer(params.get("limit"), "limit", low=1, high=AUDIT_PAGE) or 100
+            after, limit = _page(request, AUDIT_PAGE)
             agent_id = None if self._is_operator(request) else \
                 identity.authenticate(conn, request.headers.get("authorization")).id
             return JSON({"entries": audit.entries(conn, agent_id, after=after, limit=limit)})
@@ -245,6 +239,14 @@ def _known_agent(conn: Connection, agent_id: str) -> Agent:
     if agent is None:
         raise NotFound(f"unknown agent: {agent_id}")
     return agent
+
+
+def _page(request: Request, most: int) -> tuple[int, int]:
+    """A cursor page's ``?after=`` (default 0) and ``?limit=`` (default 100, at most ``most``)."""
+    params = request.query_params
+    _only_params(params, ("after", "limit"))
+    after = query_integer(params.get("after"), "after", low=0, high=MAX_CURSOR) or 0
+    return after, query_integer(params.get("limit"), "limit", low=1, high=most) or 100
 
 
 def _only_params(params: Any, allowed: tuple[str, ...]) -> None:

@@ -46,6 +46,7 @@ def upgrade() -> None:
         sa.Column("available_until", sa.DateTime(timezone=True), nullable=True),
         sa.Column("status", sa.String(16), nullable=False),
         sa.Column("sent_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("listed_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("message", sa.Text(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
