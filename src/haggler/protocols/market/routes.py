@@ -169,7 +169,7 @@ class Market:
             return JSON(listings.view_for(conn, listing_id, viewer, now()))
         get("/listings/{listing_id}", one_listing)
         write("/listings/{listing_id}/instant_match",
-             lambda conn, body, events, listing_id: (201, requests.instant(conn, listing_id, body, events, now())))
+              lambda conn, body, events, listing_id: (201, requests.instant(conn, listing_id, body, events, now())))
         write("/wanted", lambda conn, body, events: (201, listings.post_wanted(conn, body, events, now())))
         get("/wanted", lambda conn, request: JSON(listings.search_wanted(conn, dict(request.query_params), now())))
 
@@ -187,11 +187,11 @@ class Market:
             return JSON(requests.view(conn, request_id, identity.authenticate(conn, request.headers.get("authorization"))))
         get("/contact/{request_id}", one_request)
         write("/contact/{request_id}/agreement",
-             lambda conn, body, events, request_id: (200, requests.agree(conn, request_id, body, events, now())))
+              lambda conn, body, events, request_id: (200, requests.agree(conn, request_id, body, events, now())))
         write("/contact/{request_id}/bids",
-             lambda conn, body, events, request_id: requests.bid(conn, request_id, body, events, now()))
+              lambda conn, body, events, request_id: requests.bid(conn, request_id, body, events, now()))
         write("/contact/{request_id}/offers",
-             lambda conn, body, events, request_id: requests.make_offer(conn, request_id, body, events, now(),
+              lambda conn, body, events, request_id: requests.make_offer(conn, request_id, body, events, now(),
                                                                         settings.offer_turn_cap))
 
         # deals
@@ -199,16 +199,16 @@ class Market:
             return JSON(deals.view(conn, deal_id, identity.authenticate(conn, request.headers.get("authorization"))))
         get("/deals/{deal_id}", one_deal)
         write("/deals/{deal_id}/signatures",
-             lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now())))
+              lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now())))
         write("/deals/{deal_id}/approvals",
-             lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, now())))
+              lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, now())))
 
         # the double auction
         write("/books/{item}/orders",
-             lambda conn, body, events, item: (201, books.place(conn, books.check_item(item), body, events, now())))
+              lambda conn, body, events, item: (201, books.place(conn, books.check_item(item), body, events, now())))
         write("/books/{item}/orders/{order_id}", lambda conn, caller, events, item, order_id:
-             (200, books.cancel(conn, books.check_item(item), order_id, caller)), method="DELETE", body=False,
-             caller=True)
+              (200, books.cancel(conn, books.check_item(item), order_id, caller)), method="DELETE", body=False,
+              caller=True)
         get("/books/{item}", lambda conn, request, item: JSON(books.depth(conn, books.check_item(item))))
 
         async def clear_book(request: Request, item: str) -> Response:
