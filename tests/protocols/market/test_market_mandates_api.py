@@ -139,14 +139,13 @@ class Round:
     def refile(self):
         """The owner replaces the mandate (spec 003: a newer issuedAt replaces): another limit,
         sometimes another deadline and, in the adversarial regime, other permissions."""
-        party, agent = self._party()
+        party, agent = self._party(self._turn())
+        around_commitment = self.draw(st.booleans(), label="around what the agent committed to")
+        near, far = self.draw(st.integers(-300, 300)), self.draw(st.integers(-3_000, 3_000), label="limit change")
         self.store.clock.advance(seconds=1)  # what was done before binds under the old mandate
         key = "minAcceptablePrice" if party == "seller" else "maxSpend"
         committed = self._committed(party)
-        if committed is not None and self.draw(st.booleans(), label="around what the agent committed to"):
-            agent.limit = max(100, committed + self.draw(st.integers(-300, 300), label="limit - committed"))
-        else:
-            agent.limit = max(100, agent.limit + self.draw(st.integers(-3_000, 3_000), label="limit change"))
+        agent.limit = max(100, committed + near if committed is not None and around_commitment else agent.limit + far)
         agent.constraints = {**agent.constraints, key: _amount(agent.limit)}
         if self.draw(st.booleans(), label="new deadline"):
             agent.constraints.pop("dealMustCloseBy", None)
@@ -220,8 +219,9 @@ class Round:
         return response
 
     def instant(self):
+        at_the_ask, other = self.draw(st.sampled_from([True, True, False])), self.price(self.buyer)
         ask = self._ask()
-        price = ask if ask is not None and self.draw(st.sampled_from([True, True, False])) else self.price(self.buyer)
+        price = ask if ask is not None and at_the_ask else other
         message = self.buyer.instant(self.listing_id, _amount(price))
         response = self.send(self.buyer, f"/market/listings/{self.listing_id}/instant_match", message)
         if response.status_code == 201:
@@ -230,33 +230,37 @@ class Round:
     def contact(self, proposed: str | None = None):
         draw = self.draw
         proposed = proposed or draw(st.sampled_from(PROTOCOLS))
+        agreed = draw(st.sampled_from([proposed, proposed, proposed, *PROTOCOLS]))
         message = self.buyer.contact(self.listing_id, proposed)
         if self.send(self.buyer, "/market/contact", message).status_code == 201:
             self.request_id = message["requestId"]
             rid = self.request_id
-            agreed = draw(st.sampled_from([proposed, proposed, proposed, *PROTOCOLS]))
             self.send(self.seller, f"/market/contact/{rid}/agreement", self.seller.agreement(rid, agreed))
 
     def bid(self):
+        turn, buyer_limit, seller_limit = self._turn(), self.price(self.buyer), self.price(self.seller)
         if self.request_id is None:
             return
         placed = {row.party for row in rows(self.store, market_bids, market_bids.c.request_id == self.request_id)}
-        party, agent = self._party(usually=next((p for p in ("buyer", "seller") if p not in placed), None))
-        limit = self.price(agent)
+        party, agent = self._party(turn, usually=next((p for p in ("buyer", "seller") if p not in placed), None))
+        limit = buyer_limit if party == "buyer" else seller_limit
         rid = self.request_id
         response = self.send(agent, f"/market/contact/{rid}/bids", agent.bid(rid, party, _amount(limit)))
         if response.status_code == 201:
             self.deal_id = response.json()["dealId"]
 
     def offer(self):
+        turn = self._turn()
+        action = self.draw(st.sampled_from(["offer", "accept", "offer", "accept", "offer", "reject"]))
+        prices = {"buyer": self.price(self.buyer), "seller": self.price(self.seller)}
         if self.request_id is None:
             return
         made = rows(self.store, market_offers, market_offers.c.request_id == self.request_id)
-        party, agent = self._party(usually={"buyer": "seller", "seller": "buyer"}.get(made[-1].party) if made else None)
-        action = self.draw(st.sampled_from(["offer", "accept", "offer", "accept", "offer", "reject"]))
+        party, agent = self._party(turn, usually={"buyer": "seller", "seller": "buyer"}.get(made[-1].party)
+                                   if made else None)
         rid = self.request_id
         if action == "offer":
-            message = agent.offer(rid, party, _amount(self.price(agent)))
+            message = agent.offer(rid, party, _amount(prices[party]))
         else:
             message = agent.offer(rid, party, action=action)
         response = self.send(agent, f"/market/contact/{rid}/offers", message)
@@ -264,10 +268,11 @@ class Round:
             self.deal_id = response.json()["dealId"]
 
     def sign(self):
+        turn = self._turn()
         if self.deal_id is None:
             return
         deal = rows(self.store, market_deals, market_deals.c.id == self.deal_id)[0]
-        party, agent = self._party(usually="buyer" if deal.buyer_signature is None else "seller")
+        party, agent = self._party(turn, usually="buyer" if deal.buyer_signature is None else "seller")
         if (deal.buyer_id, deal.seller_id)[party == "seller"] != agent.id:  # an auction deal with another round's agent
             return
         deal_id = self.deal_id
@@ -279,12 +284,13 @@ class Round:
             assert _deal_violations(self.store, row, now=self.store.clock(), parties=(party,)) == []
 
     def order(self):
+        turn, prices = self._turn(), {"buyer": self.price(self.buyer), "seller": self.price(self.seller)}
         mine = {row.side for row in rows(self.store, market_orders,
                                          market_orders.c.agent_id.in_([self.buyer.id, self.seller.id]))}
-        party, agent = self._party(usually="seller" if "buy" in mine and "sell" not in mine else
+        party, agent = self._party(turn, usually="seller" if "buy" in mine and "sell" not in mine else
                                    "buyer" if "buy" not in mine else None)
         side = "buy" if party == "buyer" else "sell"
-        self.send(agent, f"/market/books/{BOOK}/orders", agent.order(side, _amount(self.price(agent))))
+        self.send(agent, f"/market/books/{BOOK}/orders", agent.order(side, _amount(prices[party])))
 
     def clear(self):
         self.send(self.buyer, f"/market/books/{BOOK}/clear",
@@ -303,10 +309,15 @@ class Round:
                  if row.party == party]
         return made[-1] if made else None
 
-    def _party(self, usually: str | None = None):
-        """A party: ``usually`` the one whose move it is, now and then either (out of turn)."""
-        choices = ["buyer", "seller"] if usually is None else [usually, usually, usually, "buyer", "seller"]
-        party = self.draw(st.sampled_from(choices))
+    def _turn(self) -> int:
+        """Who moves, drawn before the market is looked at: each move draws the same values
+        whatever the market's state (the auction's book is shared with earlier examples), so that
+        Hypothesis replays an example exactly."""
+        return self.draw(st.integers(0, 4), label="who moves")
+
+    def _party(self, turn: int, usually: str | None = None):
+        """A party: ``usually`` the one whose move it is (turn 0-2), now and then either (3, 4)."""
+        party = usually if usually is not None and turn < 3 else ("buyer", "seller")[turn % 2]
         return party, (self.buyer if party == "buyer" else self.seller)
 
     def _ask(self):
