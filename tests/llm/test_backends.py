@@ -25,6 +25,7 @@ from tests.support.fake_llm import (
     OUTPUT_TOKENS,
     FakeLLM,
     answer,
+    garbage,
     slow,
     status,
     text,
@@ -123,6 +124,19 @@ def test_two_malformed_answers_make_the_model_unavailable(provider: str, fake: F
         build(provider, fake).complete(SYSTEM, MESSAGES, Move)
     assert caught.value.reason == "malformed"
     assert len(fake.requests) == 2 and fake.pending == 1
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("body", ["<html>bad gateway</html>", "[]", '{"hello": 1}',
+                                  '{"content": 5, "choices": 5}'],
+                         ids=["not-json", "a-list", "other-object", "wrong-types"])
+def test_a_200_that_is_not_the_apis_shape_is_malformed_not_a_crash(provider: str, body: str,
+                                                                   fake: FakeLLM) -> None:
+    fake.script(garbage(body), garbage(body), answer(GOOD))
+    with pytest.raises(ModelUnavailable) as caught:
+        build(provider, fake).complete(SYSTEM, MESSAGES, Move)
+    assert caught.value.reason == "malformed"
+    assert len(fake.requests) == 2  # retried once, like any malformed answer
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

@@ -12,6 +12,8 @@ Each test scripts the provider's next replies with ``FakeLLM.script(...)``:
     a plain text answer, no structured output at all.
 ``status(code, message)``
     an HTTP error in the provider's error shape (429, 500, 400, ...).
+``garbage(body)``
+    HTTP 200 with a body that is not the provider's shape (``body`` sent as is, JSON or not).
 ``slow(seconds, reply)``
     the reply, after a delay (to trip a client timeout).
 
@@ -30,7 +32,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from haggler.server.threaded import ThreadedServer
@@ -57,6 +59,10 @@ def text(content: str) -> Reply:
 
 def status(code: int, message: str = "scripted error") -> Reply:
     return Reply("status", message, status=code)
+
+
+def garbage(body: str) -> Reply:
+    return Reply("garbage", body)
 
 
 def slow(seconds: float, reply: Reply) -> Reply:
@@ -99,8 +105,10 @@ class FakeLLM:
             await asyncio.sleep(reply.delay)
         return reply, body
 
-    async def _anthropic(self, request: Request) -> JSONResponse:
+    async def _anthropic(self, request: Request) -> Response:
         reply, body = await self._next(request)
+        if reply.kind == "garbage":
+            return Response(reply.data, media_type="application/json")
         if reply.kind == "status":
             return JSONResponse({"type": "error", "error": {"type": _error_type(reply.status),
                                                             "message": reply.data}},
@@ -123,8 +131,10 @@ class FakeLLM:
             "stop_sequence": None,
             "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS}})
 
-    async def _openai(self, request: Request) -> JSONResponse:
+    async def _openai(self, request: Request) -> Response:
         reply, body = await self._next(request)
+        if reply.kind == "garbage":
+            return Response(reply.data, media_type="application/json")
         if reply.kind == "status":
             return JSONResponse({"error": {"message": reply.data, "type": _error_type(reply.status),
                                            "param": None, "code": None}},

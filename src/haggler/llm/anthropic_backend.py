@@ -16,8 +16,8 @@ from haggler.llm.base import (
     Malformed,
     Message,
     RawReply,
-    classify,
     import_sdk,
+    reading,
     require_key,
 )
 
@@ -41,22 +41,21 @@ class AnthropicBackend(LLMBackend):
             "description": f"Give your answer as a {schema.__name__}.",
             "input_schema": schema.model_json_schema(),
         }
-        try:
-            response = self._client.messages.create(
-                model=self.model, max_tokens=self.max_tokens, system=system,
-                messages=[{"role": m.role, "content": m.content} for m in messages],
-                tools=[tool], tool_choice={"type": "tool", "name": TOOL_NAME})
-        except Exception as exc:
-            mapped = classify(self._sdk, exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
-        usage = getattr(response, "usage", None)
-        tokens_in = int(getattr(usage, "input_tokens", 0) or 0)
-        tokens_out = int(getattr(usage, "output_tokens", 0) or 0)
-        if response.stop_reason == "max_tokens":
-            raise Malformed("the answer was cut off at max_tokens", tokens_in, tokens_out)
-        for block in response.content:
-            if getattr(block, "type", None) == "tool_use" and block.name == TOOL_NAME:
-                return RawReply(block.input, tokens_in, tokens_out)
-        raise Malformed(f"no {TOOL_NAME!r} tool call in the answer", tokens_in, tokens_out)
+        response = self._request(
+            self._client.messages.create, model=self.model, max_tokens=self.max_tokens,
+            system=system, messages=[{"role": m.role, "content": m.content} for m in messages],
+            tools=[tool], tool_choice={"type": "tool", "name": TOOL_NAME})
+        with reading("Messages API"):
+            return _read(response)
+
+
+def _read(response: Any) -> RawReply:
+    usage = getattr(response, "usage", None)
+    tokens_in = int(getattr(usage, "input_tokens", 0) or 0)
+    tokens_out = int(getattr(usage, "output_tokens", 0) or 0)
+    if response.stop_reason == "max_tokens":
+        raise Malformed("the answer was cut off at max_tokens", tokens_in, tokens_out)
+    for block in response.content:
+        if getattr(block, "type", None) == "tool_use" and block.name == TOOL_NAME:
+            return RawReply(block.input, tokens_in, tokens_out)
+    raise Malformed(f"no {TOOL_NAME!r} tool call in the answer", tokens_in, tokens_out)

@@ -11,6 +11,8 @@ extra not installed, no key) is ``LLMSetupError``: that is the operator's proble
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Generic, Literal, TypeVar
@@ -132,6 +134,7 @@ class LLMBackend:
 
     name = "llm"
     malformed_attempts = 2  # the first answer and one retry
+    _sdk: ModuleType
 
     def __init__(self, model: str, *, max_tokens: int = 1024) -> None:
         self.model = model
@@ -165,6 +168,32 @@ class LLMBackend:
 
     def _call(self, system: str, messages: list[Message], schema: type[BaseModel]) -> RawReply:
         raise NotImplementedError
+
+    def _request(self, create: Callable[..., Any], **kwargs: Any) -> Any:
+        """One SDK call, its API errors turned into ``ModelUnavailable`` (a body that is not
+        JSON at all into ``Malformed``); anything else is a bug and propagates."""
+        try:
+            return create(**kwargs)
+        except Exception as exc:
+            mapped: Exception | None = classify(self._sdk, exc)
+            if mapped is None and isinstance(exc, ValueError):
+                mapped = Malformed(f"the provider's response is not JSON: {exc}")
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+
+@contextmanager
+def reading(api: str) -> Iterator[None]:
+    """Around the code that reads an SDK response object: a provider (or a proxy, or a local
+    server) answering 200 with something else than the API's shape makes a malformed answer,
+    not an ``AttributeError`` on the shopper's request."""
+    try:
+        yield
+    except Malformed:
+        raise
+    except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+        raise Malformed(f"not a {api} response: {type(exc).__name__}: {exc}") from exc
 
 
 def classify(sdk: ModuleType, exc: Exception) -> ModelUnavailable | None:

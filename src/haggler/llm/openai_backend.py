@@ -18,9 +18,10 @@ from haggler.llm.base import (
     LLMBackend,
     Malformed,
     Message,
+    ModelUnavailable,
     RawReply,
-    classify,
     import_sdk,
+    reading,
     require_key,
 )
 
@@ -44,46 +45,44 @@ class OpenAIBackend(LLMBackend):
     def _call(self, system: str, messages: list[Message], schema: type[BaseModel]) -> RawReply:
         chat: list[dict[str, Any]] = [{"role": "system", "content": system}]
         chat += [{"role": m.role, "content": m.content} for m in messages]
-        try:
-            if self.structured == "json_schema":
-                try:
-                    return self._json_schema(chat, schema)
-                except self._sdk.BadRequestError as exc:
-                    if "response_format" not in str(exc):
-                        raise
-                    self.structured = "tools"
-            return self._tools(chat, schema)
-        except Malformed:
-            raise
-        except Exception as exc:
-            mapped = classify(self._sdk, exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        if self.structured == "json_schema":
+            try:
+                return self._json_schema(chat, schema)
+            except ModelUnavailable as exc:
+                if not (exc.reason == "rejected" and exc.detail.startswith("HTTP 400")
+                        and "response_format" in exc.detail):
+                    raise
+                self.structured = "tools"
+        return self._tools(chat, schema)
 
     def _json_schema(self, chat: list[dict[str, Any]], schema: type[BaseModel]) -> RawReply:
-        response = self._client.chat.completions.create(
-            model=self.model, max_tokens=self.max_tokens, messages=chat,
-            response_format={"type": "json_schema", "json_schema": {
+        response = self._request(
+            self._client.chat.completions.create, model=self.model, max_tokens=self.max_tokens,
+            messages=chat, response_format={"type": "json_schema", "json_schema": {
                 "name": schema.__name__, "schema": schema.model_json_schema()}})
-        tokens_in, tokens_out = _usage(response)
-        choice = _choice(response, tokens_in, tokens_out)
-        return RawReply(_parse(choice.message.content, tokens_in, tokens_out), tokens_in, tokens_out)
+        with reading("Chat Completions"):
+            tokens_in, tokens_out = _usage(response)
+            choice = _choice(response, tokens_in, tokens_out)
+            return RawReply(_parse(choice.message.content, tokens_in, tokens_out),
+                            tokens_in, tokens_out)
 
     def _tools(self, chat: list[dict[str, Any]], schema: type[BaseModel]) -> RawReply:
-        response = self._client.chat.completions.create(
-            model=self.model, max_tokens=self.max_tokens, messages=chat,
+        response = self._request(
+            self._client.chat.completions.create, model=self.model, max_tokens=self.max_tokens,
+            messages=chat,
             tools=[{"type": "function", "function": {
                 "name": TOOL_NAME, "description": f"Give your answer as a {schema.__name__}.",
                 "parameters": schema.model_json_schema()}}],
             tool_choice={"type": "function", "function": {"name": TOOL_NAME}})
-        tokens_in, tokens_out = _usage(response)
-        choice = _choice(response, tokens_in, tokens_out)
-        for call in choice.message.tool_calls or []:
-            function = getattr(call, "function", None)
-            if function is not None and function.name == TOOL_NAME:
-                return RawReply(_parse(function.arguments, tokens_in, tokens_out), tokens_in, tokens_out)
-        raise Malformed(f"no {TOOL_NAME!r} tool call in the answer", tokens_in, tokens_out)
+        with reading("Chat Completions"):
+            tokens_in, tokens_out = _usage(response)
+            choice = _choice(response, tokens_in, tokens_out)
+            for call in choice.message.tool_calls or []:
+                function = getattr(call, "function", None)
+                if function is not None and function.name == TOOL_NAME:
+                    return RawReply(_parse(function.arguments, tokens_in, tokens_out),
+                                    tokens_in, tokens_out)
+            raise Malformed(f"no {TOOL_NAME!r} tool call in the answer", tokens_in, tokens_out)
 
 
 def _usage(response: Any) -> tuple[int, int]:
