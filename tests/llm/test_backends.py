@@ -184,6 +184,18 @@ def test_the_token_budget_stops_further_calls(provider: str, fake: FakeLLM) -> N
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_the_budget_left_caps_the_answers_length(provider: str, fake: FakeLLM) -> None:
+    fake.script(answer(GOOD), answer(GOOD), answer(GOOD))
+    budget = INPUT_TOKENS + OUTPUT_TOKENS + 5
+    backend = build(provider, fake, max_tokens=300)
+    backend.complete(SYSTEM, MESSAGES, Move, Conversation())
+    conversation = Conversation(token_budget=budget)
+    backend.complete(SYSTEM, MESSAGES, Move, conversation)
+    backend.complete(SYSTEM, MESSAGES, Move, conversation)
+    assert [body["max_tokens"] for _, body in fake.requests] == [300, budget, 5]
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_the_budget_also_stops_the_malformed_retry(provider: str, fake: FakeLLM) -> None:
     fake.script(answer("{not json"), answer(GOOD))
     conversation = Conversation(token_budget=INPUT_TOKENS + OUTPUT_TOKENS)

@@ -35,14 +35,15 @@ class AnthropicBackend(LLMBackend):
         self._client = self._sdk.Anthropic(api_key=key, base_url=base_url, timeout=timeout,
                                            max_retries=max_retries)
 
-    def _call(self, system: str, messages: list[Message], schema: type[BaseModel]) -> RawReply:
+    def _call(self, system: str, messages: list[Message], schema: type[BaseModel],
+              max_tokens: int) -> RawReply:
         tool: dict[str, Any] = {
             "name": TOOL_NAME,
             "description": f"Give your answer as a {schema.__name__}.",
             "input_schema": schema.model_json_schema(),
         }
         response = self._request(
-            self._client.messages.create, model=self.model, max_tokens=self.max_tokens,
+            self._client.messages.create, model=self.model, max_tokens=max_tokens,
             system=system, messages=[{"role": m.role, "content": m.content} for m in messages],
             tools=[tool], tool_choice={"type": "tool", "name": TOOL_NAME})
         with reading("Messages API"):

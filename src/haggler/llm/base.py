@@ -68,7 +68,8 @@ class Usage:
 @dataclass
 class Conversation:
     """Token accounting for one negotiation. ``token_budget`` (input + output, ``None``: no limit)
-    is checked before every call: once it is reached, no further request is sent."""
+    is checked before every call: once it is reached, no further request is sent; and a call's
+    ``max_tokens`` is capped by what remains of it."""
 
     token_budget: int | None = None
     usage: Usage = field(default_factory=Usage)
@@ -151,7 +152,7 @@ class LLMBackend:
                                        f"{conversation.usage.total_tokens} of "
                                        f"{conversation.token_budget} tokens used")
             try:
-                reply = self._call(system, messages, schema)
+                reply = self._call(system, messages, schema, self._max_tokens(conversation))
             except Malformed as exc:
                 conversation.usage.add(exc.input_tokens, exc.output_tokens)
                 spent.add(exc.input_tokens, exc.output_tokens)
@@ -166,7 +167,14 @@ class LLMBackend:
                          f"{exc.errors()[0]['msg']}"
         raise ModelUnavailable("malformed", detail)
 
-    def _call(self, system: str, messages: list[Message], schema: type[BaseModel]) -> RawReply:
+    def _max_tokens(self, conversation: Conversation) -> int:
+        """The answer's length is capped by what is left of the budget, so one call overshoots
+        it by at most its input."""
+        remaining = conversation.remaining
+        return self.max_tokens if remaining is None else max(1, min(self.max_tokens, remaining))
+
+    def _call(self, system: str, messages: list[Message], schema: type[BaseModel],
+              max_tokens: int) -> RawReply:
         raise NotImplementedError
 
     def _request(self, create: Callable[..., Any], **kwargs: Any) -> Any:

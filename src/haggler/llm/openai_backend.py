@@ -42,22 +42,24 @@ class OpenAIBackend(LLMBackend):
         self._client = self._sdk.OpenAI(api_key=key, base_url=base_url, timeout=timeout,
                                         max_retries=max_retries)
 
-    def _call(self, system: str, messages: list[Message], schema: type[BaseModel]) -> RawReply:
+    def _call(self, system: str, messages: list[Message], schema: type[BaseModel],
+              max_tokens: int) -> RawReply:
         chat: list[dict[str, Any]] = [{"role": "system", "content": system}]
         chat += [{"role": m.role, "content": m.content} for m in messages]
         if self.structured == "json_schema":
             try:
-                return self._json_schema(chat, schema)
+                return self._json_schema(chat, schema, max_tokens)
             except ModelUnavailable as exc:
                 if not (exc.reason == "rejected" and exc.detail.startswith("HTTP 400")
                         and "response_format" in exc.detail):
                     raise
                 self.structured = "tools"
-        return self._tools(chat, schema)
+        return self._tools(chat, schema, max_tokens)
 
-    def _json_schema(self, chat: list[dict[str, Any]], schema: type[BaseModel]) -> RawReply:
+    def _json_schema(self, chat: list[dict[str, Any]], schema: type[BaseModel],
+                     max_tokens: int) -> RawReply:
         response = self._request(
-            self._client.chat.completions.create, model=self.model, max_tokens=self.max_tokens,
+            self._client.chat.completions.create, model=self.model, max_tokens=max_tokens,
             messages=chat, response_format={"type": "json_schema", "json_schema": {
                 "name": schema.__name__, "schema": schema.model_json_schema()}})
         with reading("Chat Completions"):
@@ -66,9 +68,10 @@ class OpenAIBackend(LLMBackend):
             return RawReply(_parse(choice.message.content, tokens_in, tokens_out),
                             tokens_in, tokens_out)
 
-    def _tools(self, chat: list[dict[str, Any]], schema: type[BaseModel]) -> RawReply:
+    def _tools(self, chat: list[dict[str, Any]], schema: type[BaseModel],
+               max_tokens: int) -> RawReply:
         response = self._request(
-            self._client.chat.completions.create, model=self.model, max_tokens=self.max_tokens,
+            self._client.chat.completions.create, model=self.model, max_tokens=max_tokens,
             messages=chat,
             tools=[{"type": "function", "function": {
                 "name": TOOL_NAME, "description": f"Give your answer as a {schema.__name__}.",
