@@ -18,6 +18,7 @@ from haggler.llm import (
     Message,
     ModelUnavailable,
     OpenAIBackend,
+    Prices,
     make_backend,
 )
 from tests.support.fake_llm import (
@@ -230,3 +231,14 @@ def test_a_missing_sdk_names_the_extra_and_the_env_var(provider: str, env: str,
 def test_an_unknown_provider_is_a_setup_error() -> None:
     with pytest.raises(LLMSetupError):
         make_backend("gemini", "x")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_cost_is_counted_in_integer_nano_dollars(provider: str, fake: FakeLLM) -> None:
+    prices = Prices.per_million_usd(3, "0.15")
+    assert prices == Prices(input=3000, output=150)
+    fake.script(answer("{not json"), answer(GOOD))
+    conversation = Conversation()
+    result = build(provider, fake, prices=prices).complete(SYSTEM, MESSAGES, Move, conversation)
+    per_call = INPUT_TOKENS * 3000 + OUTPUT_TOKENS * 150
+    assert result.usage.cost_nanousd == conversation.usage.cost_nanousd == 2 * per_call

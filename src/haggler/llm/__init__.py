@@ -32,6 +32,7 @@ from haggler.llm.base import (
     LLMSetupError,
     Message,
     ModelUnavailable,
+    Prices,
     Reason,
     Usage,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "Message",
     "ModelUnavailable",
     "OpenAIBackend",
+    "Prices",
     "Reason",
     "Usage",
     "make_backend",

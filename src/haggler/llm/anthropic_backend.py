@@ -15,6 +15,7 @@ from haggler.llm.base import (
     LLMBackend,
     Malformed,
     Message,
+    Prices,
     RawReply,
     import_sdk,
     reading,
@@ -28,8 +29,9 @@ class AnthropicBackend(LLMBackend):
     name = "anthropic"
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 timeout: float = 30.0, max_retries: int = 1, max_tokens: int = 1024) -> None:
-        super().__init__(model, max_tokens=max_tokens)
+                 timeout: float = 30.0, max_retries: int = 1, max_tokens: int = 1024,
+                 prices: Prices | None = None) -> None:
+        super().__init__(model, max_tokens=max_tokens, prices=prices)
         self._sdk = import_sdk("anthropic", self.name, "ANTHROPIC_API_KEY")
         key = require_key(api_key, os.environ, self.name, "ANTHROPIC_API_KEY")
         self._client = self._sdk.Anthropic(api_key=key, base_url=base_url, timeout=timeout,

@@ -14,6 +14,7 @@ import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from types import ModuleType
 from typing import Any, Generic, Literal, TypeVar
 
@@ -49,20 +50,39 @@ class Message:
     content: str
 
 
+@dataclass(frozen=True)
+class Prices:
+    """A model's prices in nano-dollars per token (money is integers): $3 per million input
+    tokens is ``input=3000``. ``Prices.per_million_usd(3, 15)`` says it the providers' way."""
+
+    input: int
+    output: int
+
+    @classmethod
+    def per_million_usd(cls, input_usd: float | str, output_usd: float | str) -> Prices:
+        return cls(int(Decimal(str(input_usd)) * 1000), int(Decimal(str(output_usd)) * 1000))
+
+    def cost(self, input_tokens: int, output_tokens: int) -> int:
+        return input_tokens * self.input + output_tokens * self.output
+
+
 @dataclass
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     calls: int = 0
+    cost_nanousd: int = 0
+    """What the tokens cost at the backend's ``Prices`` (0 when it has none)."""
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def add(self, input_tokens: int, output_tokens: int) -> None:
+    def add(self, input_tokens: int, output_tokens: int, cost_nanousd: int = 0) -> None:
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
         self.calls += 1
+        self.cost_nanousd += cost_nanousd
 
 
 @dataclass
@@ -137,9 +157,10 @@ class LLMBackend:
     malformed_attempts = 2  # the first answer and one retry
     _sdk: ModuleType
 
-    def __init__(self, model: str, *, max_tokens: int = 1024) -> None:
+    def __init__(self, model: str, *, max_tokens: int = 1024, prices: Prices | None = None) -> None:
         self.model = model
         self.max_tokens = max_tokens
+        self.prices = prices
 
     def complete(self, system: str, messages: list[Message], schema: type[T],
                  conversation: Conversation | None = None) -> Answer[T]:
@@ -154,18 +175,22 @@ class LLMBackend:
             try:
                 reply = self._call(system, messages, schema, self._max_tokens(conversation))
             except Malformed as exc:
-                conversation.usage.add(exc.input_tokens, exc.output_tokens)
-                spent.add(exc.input_tokens, exc.output_tokens)
+                self._count(exc.input_tokens, exc.output_tokens, conversation, spent)
                 detail = str(exc)
                 continue
-            conversation.usage.add(reply.input_tokens, reply.output_tokens)
-            spent.add(reply.input_tokens, reply.output_tokens)
+            self._count(reply.input_tokens, reply.output_tokens, conversation, spent)
             try:
                 return Answer(schema.model_validate(reply.data), spent)
             except ValidationError as exc:
                 detail = f"answer does not match {schema.__name__}: {exc.error_count()} error(s): " \
                          f"{exc.errors()[0]['msg']}"
         raise ModelUnavailable("malformed", detail)
+
+    def _count(self, input_tokens: int, output_tokens: int, *usages: Conversation | Usage) -> None:
+        cost = self.prices.cost(input_tokens, output_tokens) if self.prices else 0
+        for usage in usages:
+            (usage.usage if isinstance(usage, Conversation) else usage).add(
+                input_tokens, output_tokens, cost)
 
     def _max_tokens(self, conversation: Conversation) -> int:
         """The answer's length is capped by what is left of the budget, so one call overshoots

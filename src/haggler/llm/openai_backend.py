@@ -19,6 +19,7 @@ from haggler.llm.base import (
     Malformed,
     Message,
     ModelUnavailable,
+    Prices,
     RawReply,
     import_sdk,
     reading,
@@ -34,8 +35,9 @@ class OpenAIBackend(LLMBackend):
 
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
                  timeout: float = 30.0, max_retries: int = 1, max_tokens: int = 1024,
+                 prices: Prices | None = None,
                  structured: Structured = "json_schema") -> None:
-        super().__init__(model, max_tokens=max_tokens)
+        super().__init__(model, max_tokens=max_tokens, prices=prices)
         self._sdk = import_sdk("openai", self.name, "OPENAI_API_KEY")
         key = require_key(api_key, os.environ, self.name, "OPENAI_API_KEY")
         self.structured: Structured = structured
