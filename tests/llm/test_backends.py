@@ -242,3 +242,14 @@ def test_cost_is_counted_in_integer_nano_dollars(provider: str, fake: FakeLLM) -
     result = build(provider, fake, prices=prices).complete(SYSTEM, MESSAGES, Move, conversation)
     per_call = INPUT_TOKENS * 3000 + OUTPUT_TOKENS * 150
     assert result.usage.cost_nanousd == conversation.usage.cost_nanousd == 2 * per_call
+
+
+def test_haggler_llm_imports_without_the_sdks() -> None:
+    import subprocess
+    code = ("import sys; sys.modules['anthropic'] = None; sys.modules['openai'] = None\n"
+            "import haggler.llm\n"
+            "try:\n    haggler.llm.make_backend('openai', 'm', api_key='k')\n"
+            "except haggler.llm.LLMSetupError as exc:\n    print(exc)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert "pip install 'haggler[llm]'" in result.stdout
