@@ -145,9 +145,11 @@ def test_a_200_that_is_not_the_apis_shape_is_malformed_not_a_crash(provider: str
     (status(429, "slow down"), "rate_limited"),
     (status(500), "server_error"),
     (status(503), "server_error"),
+    (status(529, "overloaded"), "server_error"),
+    (status(408), "timeout"),
     (status(401, "bad key"), "rejected"),
     (slow(TIMEOUT * 3, answer(GOOD)), "timeout"),
-], ids=["429", "500", "503", "401", "timeout"])
+], ids=["429", "500", "503", "529", "408", "401", "timeout"])
 def test_provider_failures_are_one_typed_error_quickly(provider: str, reply: object, reason: str,
                                                        fake: FakeLLM) -> None:
     fake.script(reply, answer(GOOD))  # type: ignore[arg-type]

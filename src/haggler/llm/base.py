@@ -150,8 +150,9 @@ def require_key(api_key: str | None, env: dict[str, str] | Any, backend: str, ke
 
 
 class LLMBackend:
-    """Base of the provider backends. Subclasses implement ``_call`` (one request, SDK errors
-    mapped through ``_classify``); ``complete`` adds validation, the single retry and accounting."""
+    """Base of the provider backends. Subclasses implement ``_call`` (one request through
+    ``_request``, its response read inside ``reading``); ``complete`` adds validation, the single
+    retry of a malformed answer, the budget and the accounting."""
 
     name = "llm"
     malformed_attempts = 2  # the first answer and one retry
@@ -239,7 +240,9 @@ def classify(sdk: ModuleType, exc: Exception) -> ModelUnavailable | None:
     if isinstance(exc, sdk.RateLimitError):
         return ModelUnavailable("rate_limited", str(exc))
     if isinstance(exc, sdk.APIStatusError):
-        if exc.status_code >= 500:
+        if exc.status_code == 408:
+            return ModelUnavailable("timeout", "HTTP 408")
+        if exc.status_code >= 500:  # 529: Anthropic's "overloaded" too
             return ModelUnavailable("server_error", f"HTTP {exc.status_code}")
         return ModelUnavailable("rejected", f"HTTP {exc.status_code}: {exc}")
     if isinstance(exc, getattr(sdk, "APIResponseValidationError", ())):
