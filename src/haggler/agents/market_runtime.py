@@ -29,7 +29,6 @@ from haggler.agents.decider import ACCEPT, REJECT, DeciderView
 from haggler.agents.market import (
     DOUBLE_AUCTION,
     INSTANT_MATCH,
-    NATURAL_LANGUAGE,
     SEALED_BID,
     Interest,
     ListingFacts,
