@@ -118,19 +118,23 @@ def _other(task: Any, user_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Parties:
-    """What every turn of one negotiation is decided from besides its history: both users, the
-    opportunity and its seed (read once per run of turns, not once per turn)."""
+    """What every turn of one negotiation is decided from besides its history: both users and the
+    opportunity's seed, as stored and parsed, and discovery query (read once per run of turns,
+    not once per turn)."""
 
     users: dict[str, UserContext]
-    opportunity: Any
+    seed_json: dict[str, Any]
     seed: SeedAssessment
+    discovery_query: str | None
 
     @classmethod
     def load(cls, conn: Connection, task: Any) -> "_Parties":
         users = {user_id: user_context(user_row(conn, user_id))
                  for user_id in (task.source_user_id, task.candidate_user_id)}
-        opportunity = conn.execute(select(opportunities).where(opportunities.c.id == task.opportunity_id)).one()
-        return cls(users, opportunity, parse_seed(json.loads(opportunity.seed)))
+        opportunity = conn.execute(select(opportunities.c.seed, opportunities.c.discovery_query)
+                                   .where(opportunities.c.id == task.opportunity_id)).one()
+        seed_json = json.loads(opportunity.seed)
+        return cls(users, seed_json, parse_seed(seed_json), opportunity.discovery_query)
 
     def context(self, task: Any, speaker: str, history: list[StoredTurn]) -> MatchContext:
         return MatchContext(own=self.users[speaker], other=self.users[_other(task, speaker)], seed=self.seed,
@@ -188,7 +192,6 @@ def _record(conn: Connection, task: Any, negotiation: Negotiation, turn: MatchTu
 def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history: list[StoredTurn],
           settings: MatchingSettings, now: datetime) -> None:
     """Park a personal agent's turn: its whole context is written down, with a fallback deadline."""
-    opportunity = parties.opportunity
     turn_context = {
         "negotiationId": task.id,
         "opportunityId": task.opportunity_id,
@@ -197,11 +200,11 @@ def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history:
         "counterpartyAction": history[-1].turn.action.value if history else None,
         "ownUser": context_json(parties.users[speaker]),
         "otherUser": context_json(parties.users[_other(task, speaker)]),
-        "seedAssessment": json.loads(opportunity.seed),
+        "seedAssessment": parties.seed_json,
         "history": [history_entry(t) for t in history],
     }
-    if opportunity.discovery_query is not None:
-        turn_context["discoveryQuery"] = opportunity.discovery_query
+    if parties.discovery_query is not None:
+        turn_context["discoveryQuery"] = parties.discovery_query
     _set(conn, task.id, now, state=WAITING, waiting_user_id=speaker, claimed_by=None, claim_deadline=None,
          parked_at=now, park_deadline=now + timedelta(seconds=settings.parked_timeout_seconds),
          turn_context=json.dumps(turn_context))
