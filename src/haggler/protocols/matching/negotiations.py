@@ -153,9 +153,13 @@ def advance(conn: Connection, task_id: str, settings: MatchingSettings, now: dat
     turn of a side without a personal agent, until the negotiation ends or a personal agent's
     turn is parked. Anything else (parked, claimed, completed) is left as it is."""
     task = task_row(conn, task_id, lock=True)
-    if task.state not in (SUBMITTED, WORKING):
-        return
-    _set(conn, task_id, now, state=WORKING)
+    if task.state in (SUBMITTED, WORKING):
+        _resume(conn, task, settings, now)
+
+
+def _resume(conn: Connection, task: Any, settings: MatchingSettings, now: datetime) -> None:
+    """Mark the locked ``submitted`` or ``working`` task ``working`` and run it forward."""
+    _set(conn, task.id, now, state=WORKING)
     _run(conn, task, settings, now, system_takes=False)
 
 
@@ -278,7 +282,7 @@ def enforce(conn: Connection, task_id: str, settings: MatchingSettings, now: dat
         _set(conn, task.id, now, state=WORKING, waiting_user_id=None, park_deadline=None, turn_context=None)
         _run(conn, task, settings, now, system_takes=True)
     elif state in (SUBMITTED, WORKING):
-        advance(conn, task_id, settings, now)
+        _resume(conn, task, settings, now)  # the row is locked and read already
 
 
 def is_due(task: Any, now: datetime) -> bool:
