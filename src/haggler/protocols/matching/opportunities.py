@@ -137,15 +137,11 @@ def view(row: Any) -> dict[str, Any]:
 
 
 def get(conn: Connection, caller: Principal, opportunity_id: str) -> dict[str, Any]:
-    return view(_visible_row(conn, caller, opportunity_id))
+    return view(visible_row(conn, caller, opportunity_id))
 
 
-def negotiation_id_of(conn: Connection, caller: Principal, opportunity_id: str) -> str:
-    """The opportunity's negotiation, for a caller allowed to see the opportunity."""
-    return str(_visible_row(conn, caller, opportunity_id).negotiation_id)
-
-
-def _visible_row(conn: Connection, caller: Principal, opportunity_id: str) -> Any:
+def visible_row(conn: Connection, caller: Principal, opportunity_id: str) -> Any:
+    """The opportunity's row, for a caller allowed to see it (404 / 403 otherwise)."""
     row = _row(conn, opportunity_id)
     if not caller.may_see(row.source_user_id, row.candidate_user_id):
         raise Forbidden("only the operator and the two users see this opportunity")

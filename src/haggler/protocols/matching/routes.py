@@ -126,8 +126,10 @@ class Matching:
 
     def opportunity(self, caller: Principal, opportunity_id: str) -> dict[str, Any]:
         with self.db.read() as conn:
-            task = negotiations.task_row(conn, opportunities.negotiation_id_of(conn, caller, opportunity_id))
-        self._enforce_if_due(task)
+            row = opportunities.visible_row(conn, caller, opportunity_id)
+            task = negotiations.task_row(conn, row.negotiation_id)
+        if not self._enforce_if_due(task):
+            return opportunities.view(row)
         with self.db.read() as conn:
             return opportunities.get(conn, caller, opportunity_id)
 
