@@ -176,10 +176,10 @@ class LLMBackend:
             try:
                 reply = self._call(system, messages, schema, self._max_tokens(conversation))
             except Malformed as exc:
-                self._count(exc.input_tokens, exc.output_tokens, conversation, spent)
+                self._count(exc.input_tokens, exc.output_tokens, conversation.usage, spent)
                 detail = str(exc)
                 continue
-            self._count(reply.input_tokens, reply.output_tokens, conversation, spent)
+            self._count(reply.input_tokens, reply.output_tokens, conversation.usage, spent)
             try:
                 return Answer(schema.model_validate(reply.data), spent)
             except ValidationError as exc:
@@ -187,11 +187,10 @@ class LLMBackend:
                          f"{exc.errors()[0]['msg']}"
         raise ModelUnavailable("malformed", detail)
 
-    def _count(self, input_tokens: int, output_tokens: int, *usages: Conversation | Usage) -> None:
+    def _count(self, input_tokens: int, output_tokens: int, *usages: Usage) -> None:
         cost = self.prices.cost(input_tokens, output_tokens) if self.prices else 0
         for usage in usages:
-            (usage.usage if isinstance(usage, Conversation) else usage).add(
-                input_tokens, output_tokens, cost)
+            usage.add(input_tokens, output_tokens, cost)
 
     def _max_tokens(self, conversation: Conversation) -> int:
         """The answer's length is capped by what is left of the budget, so one call overshoots
