@@ -23,7 +23,6 @@ import argparse
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from haggler.server.threaded import free_port
 
 #: The people (after tests/agents/match_pairs.json): Jonas and Rachel complement each other, Yusuf
 #: and Elif share keywords but neither can give the other anything, Noor would suit Jonas.
@@ -71,12 +72,6 @@ PAIRS = [
      {"score": 63, "reasoning": "Both first-time edtech founders preparing to fundraise.", "valencyRole": "peer"},
      "rejected"),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def haggler(*args: str) -> list[str]:
