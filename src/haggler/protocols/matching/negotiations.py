@@ -392,10 +392,13 @@ def _not_yours(task: Any) -> str:
 
 
 def waiting_for(conn: Connection, user_id: str) -> list[Any]:
-    """The tasks whose parked turn is the user's (waiting or claimed), oldest first."""
-    return list(conn.execute(select(a2a_tasks).where(
-        a2a_tasks.c.waiting_user_id == user_id, a2a_tasks.c.state.in_((WAITING, CLAIMED)))
-        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id)))
+    """The tasks whose parked turn is the user's (waiting or claimed), oldest first: their id,
+    opportunity, state and parking times (not the turn contexts, which a list does not show)."""
+    tasks = a2a_tasks.c
+    return list(conn.execute(select(tasks.id, tasks.opportunity_id, tasks.state, tasks.parked_at,
+                                    tasks.park_deadline)
+                             .where(tasks.waiting_user_id == user_id, tasks.state.in_((WAITING, CLAIMED)))
+                             .order_by(tasks.parked_at, tasks.created_at, tasks.id)))
 
 
 def require_party(task: Any, caller: Principal) -> None:
