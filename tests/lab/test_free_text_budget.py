@@ -18,15 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haggler.agents.shopper import ShopperAgent, ShopperGoal
+from haggler.agents.shopper import ShopperAgent
 from haggler.engine import Terms
-from haggler.errors import Closed
 from haggler.lab.generate import single_issue
 from haggler.lab.protocols import FREE_TEXT, Attack, FreeTextStore
 from haggler.lab.scenario import Scenario
 from haggler.lab.security import red_team_attacks, within_mandates
 from haggler.language.intents import IntentKind
-from haggler.language.merchant_reading import read_merchant_reply
 from haggler.language.parse import parse_shopper_turn
 from haggler.money import amount_cents, format_money
 
@@ -95,28 +93,8 @@ class Played:
 
 
 def play(store: FreeTextStore, scenario: Scenario, seed: int, hear: Callable[[str], str]) -> Played:
-    service = store.service
-    list_price = scenario.list_price_cents
-    goal = ShopperGoal(list_price_cents=list_price, budget_cents=scenario.buyer_reservation_cents,
-                       currency=scenario.currency)
-    agent = ShopperAgent(goal, seed=seed, max_turns=max(2, min(ShopperAgent.MAX_TURNS,
-                                                                   service.limits.max_messages_per_chat)))
-    chat = service.start(scenario.id, "lab")
-    turn = agent.first_turn(read_merchant_reply(hear(chat.greeting), closed=False, list_price_cents=list_price))
-    deal, texts = None, []
-    while turn is not None:
-        texts.append(turn.text)
-        try:
-            reply = service.say(chat.session_id, turn.text, checkout_url=lambda d: f"https://lab.invalid/{d}")
-        except Closed:
-            break
-        deal = reply.deal or deal
-        turn = agent.next_turn(read_merchant_reply(hear(reply.message), closed=reply.closed,
-                                                   list_price_cents=list_price))
-        if reply.closed:
-            break
-    terms = None if deal is None else Terms(deal.price_cents, deal.currency, tuple(deal.extras))
-    return Played(scenario, terms, agent, texts)
+    played = store.play(scenario, seed, hear)
+    return Played(scenario, played.terms, played.agent, played.shopper_texts)
 
 
 def assert_within_budget(played: Played) -> None:

@@ -258,6 +258,11 @@ class _MarketAgent:
             return None
         return self._allowed(mandates.order(self.mandate.agent_id, self.limit_cents, facts.currency, at))
 
+    def offer(self, facts: ListingFacts, price_cents: int, *, at: datetime) -> mandates.Action | None:
+        """An offer (spec 003, message 7) at ``price_cents`` in a natural-language negotiation over
+        ``facts``, or None: never one past its limit or outside its mandate."""
+        return self._act(mandates.offer, price_cents, facts, at)
+
     def confirm(self, facts: ListingFacts, price_cents: int, protocol: str, *,
                 at: datetime) -> mandates.Action | None:
         """The agent's signature on a deal (spec 003, message 8) at ``price_cents`` reached through
@@ -434,7 +439,7 @@ class MarketNegotiator:
         if decision is ACCEPT:
             action = agent.confirm(facts, own.their_offers[-1].price_cents, NATURAL_LANGUAGE, at=self.clock())
         elif isinstance(decision, Terms):
-            action = agent._act(mandates.offer, decision.price_cents, facts, self.clock())
+            action = agent.offer(facts, decision.price_cents, at=self.clock())
         else:
             return REJECT
         return decision if action is not None else REJECT

@@ -52,14 +52,34 @@ ACCESSORIES = ("charger", "case", "box", "cable")
 
 @dataclass
 class Trader:
-    """One demo agent: its HTTP side, its decider, and what its owner values."""
+    """One demo agent: its HTTP side and its decider (which holds its role and limit)."""
 
     client: MarketClient
-    role: str
     agent: MarketSeller | MarketBuyer
-    limit_cents: int
+    #: A seller's listing as the market served it, and its facts (read once).
     listing: dict[str, Any] | None = None
+    facts: ListingFacts | None = None
     sold: bool = False
+    #: Where the next read of its inbox starts (:meth:`new_messages`).
+    inbox_cursor: int = 0
+
+    @property
+    def role(self) -> str:
+        return self.agent.role
+
+    @property
+    def limit_cents(self) -> int:
+        return self.agent.limit_cents
+
+    def new_messages(self) -> list[dict[str, Any]]:
+        """Its inbox's messages since the last read, every page of them."""
+        messages: list[dict[str, Any]] = []
+        while True:
+            page = self.client.inbox(self.inbox_cursor)
+            if not page["messages"]:
+                return messages
+            messages += page["messages"]
+            self.inbox_cursor = page["cursor"]
 
 
 @dataclass
@@ -130,11 +150,12 @@ class MarketDemo:
         client = self._client(f"seller{n}")
         client.file_mandate({"minAcceptablePrice": floor}, permissions=self._permissions())
         mandate = parse_mandate(client.call("GET", f"/market/mandates/{client.id}"))
-        trader = Trader(client, "seller", MarketSeller(mandate), floor)
+        trader = Trader(client, MarketSeller(mandate))
         item = {"category": category, "subcategory": subcategory, "name": name,
                 "condition": self.rng.choice(CONDITIONS[:4]),
                 "accessories": sorted(self.rng.sample(ACCESSORIES, self.rng.randrange(len(ACCESSORIES) + 1)))}
         trader.listing = client.post_listing(item, ask=ask, floor=floor, negotiable=self.rng.random() > 0.1)
+        trader.facts = ListingFacts.from_listing(trader.listing)
         return trader
 
     def _buyer(self, n: int) -> Trader:
@@ -149,7 +170,7 @@ class MarketDemo:
         interest = {"category": category, "subcategory": subcategory, "name": name}
         client.post_wanted({**interest, **({"minCondition": "good"} if "requiredCondition" in constraints else {})},
                            budget=valuation, max_spend=valuation)
-        return Trader(client, "buyer", MarketBuyer(mandate, Interest(**interest)), valuation)
+        return Trader(client, MarketBuyer(mandate, Interest(**interest)))
 
     def _permissions(self) -> dict[str, bool]:
         """Most owners allow everything; some withhold one protocol."""
@@ -258,15 +279,13 @@ class MarketDemo:
         """Each book gets its buyers' bids and its unsold sellers' asks, clears once, and every
         party signs the deals its inbox announces (the clearing itself names no parties)."""
         for item, bidders in self.book_orders.items():
-            sellers = [s for s in self.sellers if s.listing and ListingFacts.from_listing(s.listing).item_key == item
-                       and not s.sold]
+            sellers = [s for s in self.sellers if s.facts and s.facts.item_key == item and not s.sold]
             if not sellers:
                 continue
-            reference = min((ListingFacts.from_listing(s.listing) for s in sellers if s.listing),
-                            key=lambda facts: facts.ask_cents)
+            reference = min((s.facts for s in sellers if s.facts), key=lambda facts: facts.ask_cents)
             placed = []
             for trader in [*bidders, *sellers]:
-                facts = ListingFacts.from_listing(trader.listing) if trader.listing else reference
+                facts = trader.facts or reference
                 action = trader.agent.auction_order(facts, at=self.clock())
                 if action is None:
                     continue
@@ -281,7 +300,7 @@ class MarketDemo:
             placed[0].client.clear(item)
             by_id = {t.client.id: t for t in placed}
             for trader in placed:
-                for message in trader.client.inbox()["messages"]:
+                for message in trader.new_messages():
                     body = message["body"]
                     if body.get("event") == "deal_closed" and body["protocol"] == DOUBLE_AUCTION \
                             and body["deal"][trader.role]["agentId"] == trader.client.id:

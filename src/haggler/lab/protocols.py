@@ -66,8 +66,8 @@ from haggler.protocols.market.settlement import instant_match_price, sealed_bid_
 
 __all__ = [
     "ALTERNATING", "BOOK_SIZE", "CHANNELS", "DOUBLE_AUCTION", "FREE_TEXT", "INSTANT_MATCH", "LAB_AT", "LAB_CONDITION",
-    "LAB_ITEM", "MARKET_PROTOCOL", "PROTOCOLS", "SEALED_BID", "Attack", "FreeTextStore", "Parties", "alternating",
-    "double_auction", "free_text", "instant_match", "lab_mandates", "market_parties", "sealed_bid",
+    "LAB_ITEM", "MARKET_PROTOCOL", "PROTOCOLS", "SEALED_BID", "Attack", "FreeTextPlay", "FreeTextStore", "Parties",
+    "alternating", "double_auction", "free_text", "instant_match", "lab_mandates", "market_parties", "sealed_bid",
 ]
 
 ALTERNATING = "alternating"
@@ -460,6 +460,25 @@ def _utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+@dataclass(frozen=True)
+class FreeTextPlay:
+    """One free-text chat (:meth:`FreeTextStore.play`)."""
+
+    #: The deal the store stored, its extras named as the scenario names them; None without one.
+    terms: Terms | None
+    #: The shopper agent, as the chat left it (its outcome).
+    agent: Any
+    #: Every line of the chat, the merchant's as the shopper heard them: the greeting, then the
+    #: shopper's turns and the merchant's replies in turn.
+    texts: list[str]
+    #: The shopper's turns the store answered.
+    sent: int
+
+    @property
+    def shopper_texts(self) -> list[str]:
+        return self.texts[1::2]
+
+
 class FreeTextStore:
     """The store's chat service (merchant agent, text renderer, SQLite storage) over a catalog
     of the lab's scenarios, in process. Creating one is slow (database migrations): make one per
@@ -493,10 +512,10 @@ class FreeTextStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def negotiate(self, scenario: Scenario, seed: int | None = 0, *,
-                  attack: Attack | None = None) -> NegotiationRecord:
-        """One free-text negotiation of ``scenario``; with ``attack``, every message of the merchant
-        reaches the shopper with the attack alongside it (and the audit log sees it)."""
+    def play(self, scenario: Scenario, seed: int | None, hear: Callable[[str], str]) -> FreeTextPlay:
+        """One free-text chat over ``scenario``: the shopper reads each message of the merchant,
+        greeting included, as ``hear`` turns it (what an adversary makes of it); the deal is the
+        one the store stored."""
         from haggler.agents.shopper import ShopperAgent, ShopperGoal, ShopperTurn
         from haggler.errors import Closed
         from haggler.language.merchant_reading import read_merchant_reply
@@ -504,7 +523,6 @@ class FreeTextStore:
         if self.scenarios.get(scenario.id) != scenario:
             raise ValueError(f"scenario {scenario.id!r} is not in this store's catalog")
         service = self.service
-        started = perf_counter()
         product = service.product(scenario.id)
         list_price = product.list_price_cents
         to_extra = {lever.offer_text.casefold(): e.name
@@ -515,10 +533,8 @@ class FreeTextStore:
         cap = service.limits.max_messages_per_chat
         agent = ShopperAgent(goal, seed=seed, max_turns=max(2, min(ShopperAgent.MAX_TURNS, cap)))
         chat = service.start(scenario.id, "lab")
-        greeting = _say(chat.greeting, attack)
+        greeting = hear(chat.greeting)
         texts = [greeting]
-        if attack is not None:
-            attack.audit(greeting)
         reading = read_merchant_reply(greeting, closed=False, list_price_cents=list_price)
         turn: ShopperTurn | None = agent.first_turn(reading)
         deal = None
@@ -530,10 +546,8 @@ class FreeTextStore:
             except Closed:
                 break
             sent += 1
-            heard = _say(reply.message, attack)
+            heard = hear(reply.message)
             texts.append(heard)
-            if attack is not None:
-                attack.audit(heard)
             deal = reply.deal or deal
             reading = read_merchant_reply(heard, closed=reply.closed, list_price_cents=list_price)
             turn = agent.next_turn(reading)
@@ -543,7 +557,23 @@ class FreeTextStore:
         if deal is not None:
             extras = tuple(to_extra.get(x.casefold(), x) for x in deal.extras)
             terms = Terms(deal.price_cents, deal.currency, extras)
-        return NegotiationRecord(scenario=scenario, terms=terms, rounds=sent, messages=len(texts),
+        return FreeTextPlay(terms, agent, texts, sent)
+
+    def negotiate(self, scenario: Scenario, seed: int | None = 0, *,
+                  attack: Attack | None = None) -> NegotiationRecord:
+        """One free-text negotiation of ``scenario``; with ``attack``, every message of the merchant
+        reaches the shopper with the attack alongside it (and the audit log sees it)."""
+
+        def hear(message: str) -> str:
+            heard = _say(message, attack)
+            if attack is not None:
+                attack.audit(heard)
+            return heard
+
+        started = perf_counter()
+        played = self.play(scenario, seed, hear)
+        texts = played.texts
+        return NegotiationRecord(scenario=scenario, terms=played.terms, rounds=played.sent, messages=len(texts),
                                  words=sum(word_count(t) for t in texts), wall_seconds=perf_counter() - started,
                                  protocol=FREE_TEXT, seller_name=_STORE_MERCHANT, buyer_name=_DEFAULT_SHOPPER)
 

@@ -141,10 +141,8 @@ def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str
             reading: MerchantReading, deal: Deal | None, sent: int, transcript: list[Line]) -> NegotiationResult:
     outcome = agent.outcome
     if deal is not None:
-        # The store's own record of the deal, checked against the budget: a deal above it is
-        # not one the shopper made, whatever the chat said.
-        kind = "deal" if deal.price_cents <= agent.goal.budget_cents else OVER_BUDGET
-        price, extras = deal.price_cents, deal.extras
+        # The store's own record of the deal (held to the budget below, as every deal is).
+        kind, price, extras = "deal", deal.price_cents, deal.extras
     elif outcome is not None:
         kind, price, extras = outcome.reason, outcome.price_cents, outcome.extras
     elif reading.closed and reading.deal:
@@ -157,7 +155,8 @@ def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str
     if kind == "merchant_closed" and said and parse_shopper_turn(said[-1]).kind is IntentKind.WALK_AWAY:
         kind = "walked_away"  # a person at the keyboard (--interactive) left in their own words
     if kind == "deal" and (price is None or price > agent.goal.budget_cents):
-        # e.g. a person at the keyboard (--interactive) accepting terms read only from text
+        # A deal above the budget is not one the shopper made, whatever the chat said: the store's
+        # record of one, or a person at the keyboard (--interactive) accepting terms read from text.
         kind = OVER_BUDGET if price is not None else "merchant_closed"
     if kind == OVER_BUDGET:
         checkout = None
