@@ -21,16 +21,18 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
+from haggler.money import amount_cents, to_decimal_number
 from haggler.protocols.market import deals, identity
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.auction import Order, Side, clear as clear_book
 from haggler.protocols.market.identity import Agent
-from haggler.protocols.market.listings import cents, iso, price, stored
+from haggler.protocols.market.listings import stored
 from haggler.protocols.market.mandates import MandateViolation, check, enforce, order
 from haggler.protocols.market.messages import InvalidMessage, validate
 from haggler.storage.database import lock_key
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_orders
+from haggler.timestamps import utc_z
 
 OPEN, FILLED, CANCELLED = "open", "filled", "cancelled"
 AUCTION = "double_auction"
@@ -59,7 +61,7 @@ def place(conn: Connection, item: str, message: object, audit: AuditEvents, now:
     if message["item"] != item:
         raise InvalidMessage("/item", f"must be the book in the path, {item}")
     agent = identity.sender(conn, message["agentId"], message)
-    amount, side, currency = cents(message["price"]), message["side"], message["currency"]
+    amount, side, currency = amount_cents(message["price"]), message["side"], message["currency"]
     if amount <= 0:
         raise InvalidMessage("/price", "must be greater than 0")
     try:
@@ -113,7 +115,7 @@ def depth(conn: Connection, item: str) -> dict[str, Any]:
         book["bids"].sort(key=lambda level: -level["price"])
         book["asks"].sort(key=lambda level: level["price"])
         for level in book["bids"] + book["asks"]:
-            level["price"] = price(level["price"])
+            level["price"] = to_decimal_number(level["price"])
     return {"item": item, "books": [{"currency": currency, **book} for currency, book in sorted(books.items())]}
 
 
@@ -126,7 +128,7 @@ def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime) -> dic
     results = []
     for currency in sorted({row.currency for row in rows}):
         results.append(_clear_currency(conn, item, currency, [row for row in rows if row.currency == currency], now))
-    return {"item": item, "clearedAt": iso(now), "clearings": results}
+    return {"item": item, "clearedAt": utc_z(now), "clearings": results}
 
 
 def _still_allowed(conn: Connection, row: Any, audit: AuditEvents, now: datetime) -> bool:
@@ -162,7 +164,7 @@ def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any],
         conn.execute(update(market_orders).where(market_orders.c.id == order_id)
                      .values(remaining=left, status=OPEN if left else FILLED))
     return {"currency": currency, "clearingId": clearing_id,
-            "price": None if clearing.price is None else price(clearing.price), "volume": clearing.volume,
+            "price": None if clearing.price is None else to_decimal_number(clearing.price), "volume": clearing.volume,
             "trades": len(clearing.trades), "dealIds": opened}
 
 

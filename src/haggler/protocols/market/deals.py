@@ -23,14 +23,16 @@ from typing import Any
 from sqlalchemy import Connection, insert, update
 
 from haggler.errors import Conflict, Forbidden
+from haggler.money import to_decimal_number
 from haggler.protocols.market import identity, inbox
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.identity import Agent, BadSignature
-from haggler.protocols.market.listings import facts, iso, listing_row, price, seller_floor
+from haggler.protocols.market.listings import facts, listing_row, seller_floor
 from haggler.protocols.market.mandates import MandateViolation, confirm, enforce, needs_owner_approval
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_deals, market_listings
+from haggler.timestamps import utc_z
 from haggler.trust.messages import PARTIES, decode_hex_signature, verify_deal
 
 AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED = "awaiting_signatures", "awaiting_owner_approval", "confirmed"
@@ -44,8 +46,8 @@ def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: s
     """Record a deal a protocol has just closed, tell both parties, and return its summary.
     A listing's deal marks the listing sold, so nothing else can close on it."""
     deal: dict[str, Any] = {
-        "type": "deal_confirmed", "version": VERSION, "timestamp": iso(now), "requestId": request_id,
-        "listingId": listing_id, "finalPrice": price(price_cents), "protocol": protocol,
+        "type": "deal_confirmed", "version": VERSION, "timestamp": utc_z(now), "requestId": request_id,
+        "listingId": listing_id, "finalPrice": to_decimal_number(price_cents), "protocol": protocol,
         "buyer": {"agentId": buyer_id}, "seller": {"agentId": seller_id},
     }
     if quantity != 1:

@@ -25,8 +25,8 @@ from typing import Any, Iterable
 
 from sqlalchemy import Connection, insert, select, update
 
-from haggler.errors import Conflict, Forbidden, Gone, InvalidInput
-from haggler.money import amount_cents, to_decimal_number
+from haggler.errors import Conflict, Gone, InvalidInput
+from haggler.money import amount_cents
 from haggler.protocols.fields import query_integer
 from haggler.protocols.market import identity, inbox
 from haggler.protocols.market.audit import AuditEvents
@@ -55,14 +55,6 @@ def timestamp(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
 
 
-iso = utc_z
-
-
-def cents(value: object) -> int:
-    """A wire amount (major units, at most two decimals: the schema checked it) in cents."""
-    return amount_cents(value)
-
-
 def seller_floor(mandate: Mandate, listing_floor: int | None) -> Mandate:
     """The seller's mandate with the listing's embedded floor applied too: both are the owner's
     signed word, so the higher one binds."""
@@ -85,13 +77,13 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
     for where, text in (("/item/description", item.get("description")),
                         ("/pricing/priceJustification", pricing.get("priceJustification"))):
         audit.screen(seller.id, where, text)
-    ask, currency = cents(pricing["askPrice"]), pricing["currency"]
-    min_price = cents(pricing["minPrice"]) if "minPrice" in pricing else None
+    ask, currency = amount_cents(pricing["askPrice"]), pricing["currency"]
+    min_price = amount_cents(pricing["minPrice"]) if "minPrice" in pricing else None
     if min_price is not None and min_price > ask:
         raise InvalidMessage("/pricing/minPrice", "must not be above askPrice")
     if ask <= 0:
         raise InvalidMessage("/pricing/askPrice", "must be greater than 0")
-    embedded_floor = cents(message["ownerMandate"]["minAcceptablePrice"])
+    embedded_floor = amount_cents(message["ownerMandate"]["minAcceptablePrice"])
     until = _end_of_day(message.get("logistics", {}).get("availableUntil"))
     if until is not None and until <= now:
         raise InvalidMessage("/logistics/availableUntil", "is in the past: the listing would never be live")
@@ -143,7 +135,7 @@ def listing_row(conn: Connection, listing_id: str, now: datetime, *, lock: bool 
         if row.status != LIVE:
             raise Conflict(f"listing {listing_id} is {row.status}")
         if row.available_until is not None and row.available_until <= now:
-            raise Gone(f"listing {listing_id} expired at {iso(row.available_until)}")
+            raise Gone(f"listing {listing_id} expired at {utc_z(row.available_until)}")
     return row
 
 
@@ -235,9 +227,9 @@ def post_wanted(conn: Connection, message: object, audit: AuditEvents, now: date
     active_until = timestamp(message["activeUntil"])
     if active_until <= now:
         raise InvalidMessage("/activeUntil", "is in the past: the wanted ad would never be live")
-    budget, currency = cents(message["budget"]["maxPrice"]), message["budget"]["currency"]
+    budget, currency = amount_cents(message["budget"]["maxPrice"]), message["budget"]["currency"]
     mandate = identity.mandate_of(conn, buyer.id)
-    cap = min(c for c in (mandate.max_spend, cents(message["ownerMandate"]["maxSpend"])) if c is not None) \
+    cap = min(c for c in (mandate.max_spend, amount_cents(message["ownerMandate"]["maxSpend"])) if c is not None) \
         if mandate.max_spend is not None else None
     violation = None
     if mandate.currency != currency:
@@ -347,13 +339,3 @@ def _notify_sellers(conn: Connection, wanted: Any, now: datetime) -> int:
         inbox.notify(conn, [row.seller_id], "wanted_matches_listing", now, listingId=row.id, wantedId=wanted.id,
                      wanted=wanted_public_view(wanted, now))
     return len(matches)
-
-
-def price(cents_value: int) -> int | float:
-    """Cents as the wire's amount in major units."""
-    return to_decimal_number(cents_value)
-
-
-def require_seller(row: Any, agent: Agent) -> None:
-    if row.seller_id != agent.id:
-        raise Forbidden("only the listing's seller may do this")
