@@ -21,7 +21,8 @@ import re
 from dataclasses import replace
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
-from typing import Any, Iterable
+from itertools import islice
+from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
@@ -269,11 +270,15 @@ def search_wanted(conn: Connection, params: dict[str, str], now: datetime) -> di
     only_params(params, ("category", "subcategory", "name", "limit", "offset"))
     limit = query_integer(params.get("limit"), "limit", low=1, high=MAX_PAGE) or 50
     offset = query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
-    rows = conn.execute(select(market_wanted).where(market_wanted.c.active_until > now)
-                        .order_by(market_wanted.c.created_at.desc(), market_wanted.c.id)).all()
-    wanted = [row for row in rows if any(_names_all(interest, params) for interest in _interests(row))]
-    return {"wanted": [wanted_public_view(row, now) for row in wanted[offset:offset + limit]],
-            "offset": offset, "limit": limit}
+    query = (select(market_wanted).where(market_wanted.c.active_until > now)
+             .order_by(market_wanted.c.created_at.desc(), market_wanted.c.id))
+    if not any(field in params for field in ("category", "subcategory", "name")):
+        page = conn.execute(query.limit(limit).offset(offset)).all()
+    else:  # the interests are JSON: filtered here, read only as far as the page goes
+        with conn.execute(query) as rows:
+            page = list(islice((row for row in rows if any(_names_all(interest, params)
+                                                           for interest in _interests(row))), offset, offset + limit))
+    return {"wanted": [wanted_public_view(row, now) for row in page], "offset": offset, "limit": limit}
 
 
 def _interests(row: Any) -> list[dict[str, Any]]:
@@ -313,12 +318,12 @@ def fits(listing_row: Any, wanted_row: Any) -> bool:
     return False
 
 
-def _live_wanted(conn: Connection, now: datetime) -> Iterable[Any]:
-    return conn.execute(select(market_wanted).where(market_wanted.c.active_until > now)).all()
-
-
 def _notify_buyers(conn: Connection, row: Any, now: datetime) -> int:
-    matches = [wanted for wanted in _live_wanted(conn, now) if wanted.buyer_id != row.seller_id and fits(row, wanted)]
+    # What the columns can tell is asked of the database; only the interests need the JSON.
+    candidates = conn.execute(select(market_wanted).where(
+        market_wanted.c.active_until > now, market_wanted.c.currency == row.currency,
+        market_wanted.c.max_cents >= row.ask_cents, market_wanted.c.buyer_id != row.seller_id)).all()
+    matches = [wanted for wanted in candidates if fits(row, wanted)]
     for wanted in matches:
         inbox.notify(conn, [wanted.buyer_id], "listing_matches_wanted", now, listingId=row.id, wantedId=wanted.id,
                      listing=public_view(row, now))
