@@ -29,6 +29,7 @@ from haggler.storage.schema import (
     market_requests,
     market_wanted,
 )
+from haggler.timestamps import utc_z as z  # the tests' short name for a wire timestamp
 from haggler.trust.messages import sign_deal, sign_message
 
 VERSION = "0.1.0"
@@ -41,10 +42,6 @@ _ids = itertools.count(1)
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{next(_ids)}"
-
-
-def z(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
 
 
 def bearer(token: str) -> dict[str, str]:

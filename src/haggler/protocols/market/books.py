@@ -21,16 +21,18 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
+from haggler.money import amount_cents, to_decimal_number
 from haggler.protocols.market import deals, identity
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.auction import Order, Side, clear as clear_book
 from haggler.protocols.market.identity import Agent
-from haggler.protocols.market.listings import cents, iso, price, stored
-from haggler.protocols.market.mandates import MandateViolation, check, enforce, order
+from haggler.protocols.market.listings import stored
+from haggler.protocols.market.mandates import Mandate, MandateViolation, check, enforce, order
 from haggler.protocols.market.messages import InvalidMessage, validate
 from haggler.storage.database import lock_key
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_orders
+from haggler.timestamps import utc_z
 
 OPEN, FILLED, CANCELLED = "open", "filled", "cancelled"
 AUCTION = "double_auction"
@@ -59,7 +61,7 @@ def place(conn: Connection, item: str, message: object, audit: AuditEvents, now:
     if message["item"] != item:
         raise InvalidMessage("/item", f"must be the book in the path, {item}")
     agent = identity.sender(conn, message["agentId"], message)
-    amount, side, currency = cents(message["price"]), message["side"], message["currency"]
+    amount, side, currency = amount_cents(message["price"]), message["side"], message["currency"]
     if amount <= 0:
         raise InvalidMessage("/price", "must be greater than 0")
     try:
@@ -113,7 +115,7 @@ def depth(conn: Connection, item: str) -> dict[str, Any]:
         book["bids"].sort(key=lambda level: -level["price"])
         book["asks"].sort(key=lambda level: level["price"])
         for level in book["bids"] + book["asks"]:
-            level["price"] = price(level["price"])
+            level["price"] = to_decimal_number(level["price"])
     return {"item": item, "books": [{"currency": currency, **book} for currency, book in sorted(books.items())]}
 
 
@@ -122,20 +124,20 @@ def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime) -> dic
     _lock(conn, item)
     rows = conn.execute(select(market_orders).where(market_orders.c.item == item, market_orders.c.status == OPEN)
                         .order_by(market_orders.c.seq)).all()
-    rows = [row for row in rows if _still_allowed(conn, row, audit, now)]
+    mandates = identity.mandates_of(conn, {row.agent_id for row in rows})  # once per agent, not per order or trade
+    rows = [row for row in rows if _still_allowed(conn, row, mandates.get(row.agent_id), audit, now)]
     results = []
     for currency in sorted({row.currency for row in rows}):
-        results.append(_clear_currency(conn, item, currency, [row for row in rows if row.currency == currency], now))
-    return {"item": item, "clearedAt": iso(now), "clearings": results}
+        results.append(_clear_currency(conn, item, currency, [row for row in rows if row.currency == currency],
+                                       mandates, now))
+    return {"item": item, "clearedAt": utc_z(now), "clearings": results}
 
 
-def _still_allowed(conn: Connection, row: Any, audit: AuditEvents, now: datetime) -> bool:
-    """Whether the order's agent's mandate still allows it; if not, the order is cancelled."""
-    try:
-        mandate = identity.mandate_of(conn, row.agent_id)
-        violation = check(mandate, _role(row.side), order(row.agent_id, row.price_cents, row.currency, now))
-    except MandateViolation as exc:
-        violation = exc.violation
+def _still_allowed(conn: Connection, row: Any, mandate: Mandate | None, audit: AuditEvents, now: datetime) -> bool:
+    """Whether the order's agent's mandate (None: none on file) still allows it; if not, the
+    order is cancelled."""
+    violation = identity.NO_MANDATE if mandate is None else \
+        check(mandate, _role(row.side), order(row.agent_id, row.price_cents, row.currency, now))
     if violation is None:
         return True
     conn.execute(update(market_orders).where(market_orders.c.id == row.id).values(status=CANCELLED))
@@ -144,7 +146,8 @@ def _still_allowed(conn: Connection, row: Any, audit: AuditEvents, now: datetime
     return False
 
 
-def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any], now: datetime) -> dict[str, Any]:
+def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any], mandates: dict[str, Mandate],
+                    now: datetime) -> dict[str, Any]:
     by_id = {row.id: row for row in rows}
     clearing = clear_book(Order(row.id, Side(row.side), row.price_cents, row.remaining, row.seq) for row in rows)
     clearing_id = "clr_" + secrets.token_hex(8)
@@ -156,13 +159,13 @@ def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any],
         opened.append(deals.open_deal(
             conn, request_id=f"{clearing_id}:{n}", listing_id=deals.BOOK_PREFIX + item,
             buyer_id=by_id[buy_id].agent_id, seller_id=by_id[sell_id].agent_id, protocol=AUCTION,
-            price_cents=unit_price, currency=currency, now=now, quantity=quantity)["dealId"])
+            price_cents=unit_price, currency=currency, now=now, quantity=quantity, mandates=mandates)["dealId"])
     for order_id, quantity in filled.items():
         left = by_id[order_id].remaining - quantity
         conn.execute(update(market_orders).where(market_orders.c.id == order_id)
                      .values(remaining=left, status=OPEN if left else FILLED))
     return {"currency": currency, "clearingId": clearing_id,
-            "price": None if clearing.price is None else price(clearing.price), "volume": clearing.volume,
+            "price": None if clearing.price is None else to_decimal_number(clearing.price), "volume": clearing.volume,
             "trades": len(clearing.trades), "dealIds": opened}
 
 

@@ -25,9 +25,6 @@ ALL_PERMISSIONS = {"canNegotiate": True, "canAcceptInstantMatch": True, "canUseS
                    "requiresOwnerApproval": False}
 
 
-z = utc_z
-
-
 class MarketError(RuntimeError):
     """The market refused a request; ``status`` and ``body`` are its answer."""
 
@@ -76,7 +73,7 @@ class MarketClient(AgentKeys):
         return f"{prefix}_{self.id}_{next(self._ids)}"
 
     def now(self) -> str:
-        return z(self.clock())
+        return utc_z(self.clock())
 
     # -- transport ------------------------------------------------------------------------------------
 
@@ -102,7 +99,7 @@ class MarketClient(AgentKeys):
         """The owner signs a mandate for this agent (``constraints`` in cents) and files it."""
         wire = {name: (to_decimal_number(value) if name in ("maxSpend", "minAcceptablePrice") else value)
                 for name, value in constraints.items()}
-        mandate = {"mandateVersion": VERSION, "issuedAt": z(issued or self.clock() - timedelta(minutes=1)),
+        mandate = {"mandateVersion": VERSION, "issuedAt": utc_z(issued or self.clock() - timedelta(minutes=1)),
                    "agentId": self.id, "constraints": {"currency": currency, **wire},
                    "permissions": {**ALL_PERMISSIONS, **(permissions or {})}, "publicKey": self.owner_key}
         return self.call("POST", "/market/mandates", sign_message(self.owner, mandate))
@@ -128,7 +125,7 @@ class MarketClient(AgentKeys):
                   "buyer": {"agentId": self.id}, "interests": [interest],
                   "budget": {"maxPrice": to_decimal_number(budget), "currency": currency, "flexible": False},
                   "ownerMandate": self.owner_signed({"maxSpend": to_decimal_number(max_spend)}),
-                  "activeUntil": z(self.clock() + active_for)}
+                  "activeUntil": utc_z(self.clock() + active_for)}
         self.call("POST", "/market/wanted", wanted, sign=True)
         return wanted
 

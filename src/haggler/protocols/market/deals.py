@@ -18,19 +18,21 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import datetime
-from typing import Any
+from typing import Any, Mapping
 
 from sqlalchemy import Connection, insert, update
 
 from haggler.errors import Conflict, Forbidden
+from haggler.money import to_decimal_number
 from haggler.protocols.market import identity, inbox
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.identity import Agent, BadSignature
-from haggler.protocols.market.listings import facts, iso, listing_row, price, seller_floor
-from haggler.protocols.market.mandates import MandateViolation, confirm, enforce, needs_owner_approval
+from haggler.protocols.market.listings import facts, listing_row, seller_floor
+from haggler.protocols.market.mandates import Mandate, MandateViolation, confirm, enforce, needs_owner_approval
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_deals, market_listings
+from haggler.timestamps import utc_z
 from haggler.trust.messages import PARTIES, decode_hex_signature, verify_deal
 
 AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED = "awaiting_signatures", "awaiting_owner_approval", "confirmed"
@@ -40,18 +42,21 @@ BOOK_PREFIX = "book:"
 
 
 def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: str, seller_id: str, protocol: str,
-              price_cents: int, currency: str, now: datetime, quantity: int = 1) -> dict[str, Any]:
+              price_cents: int, currency: str, now: datetime, quantity: int = 1,
+              mandates: Mapping[str, Mandate] | None = None) -> dict[str, Any]:
     """Record a deal a protocol has just closed, tell both parties, and return its summary.
-    A listing's deal marks the listing sold, so nothing else can close on it."""
+    A listing's deal marks the listing sold, so nothing else can close on it. ``mandates``:
+    the parties' mandates when the caller has already read them (a clearing's many trades)."""
     deal: dict[str, Any] = {
-        "type": "deal_confirmed", "version": VERSION, "timestamp": iso(now), "requestId": request_id,
-        "listingId": listing_id, "finalPrice": price(price_cents), "protocol": protocol,
+        "type": "deal_confirmed", "version": VERSION, "timestamp": utc_z(now), "requestId": request_id,
+        "listingId": listing_id, "finalPrice": to_decimal_number(price_cents), "protocol": protocol,
         "buyer": {"agentId": buyer_id}, "seller": {"agentId": seller_id},
     }
     if quantity != 1:
         deal["quantity"] = quantity
+    known = mandates or {}
     approvals_needed = [party for party, agent_id in (("buyer", buyer_id), ("seller", seller_id))
-                        if needs_owner_approval(identity.mandate_of(conn, agent_id))]
+                        if needs_owner_approval(known.get(agent_id) or identity.mandate_of(conn, agent_id))]
     deal_id = "dl_" + secrets.token_hex(10)
     conn.execute(insert(market_deals).values(
         id=deal_id, request_id=request_id, listing_id=listing_id, buyer_id=buyer_id, seller_id=seller_id,

@@ -19,14 +19,14 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from sqlalchemy import Connection, insert, select, update
 
 from haggler.errors import Conflict, InvalidInput, Unauthorized
 from haggler.protocols.fields import bearer_credential
 from haggler.protocols.market.mandates import Mandate, MandateViolation, Violation, parse_mandate
-from haggler.protocols.market.messages import InvalidMessage, validate
+from haggler.protocols.market.messages import InvalidMessage, validate, validate_definition
 from haggler.storage.schema import market_agents, market_mandates
 from haggler.trust.hashing import secret_hash
 from haggler.trust.keys import PublicKeyError
@@ -34,7 +34,6 @@ from haggler.trust.messages import decode_hex_public_key, verify_message
 
 TOKEN_PREFIX = "mkt_"
 _REGISTRATION_FIELDS = ("agentId", "matrixId", "publicKey", "ownerPublicKey")
-_ID_SCHEMA_NAME = "listing"  # any schema: they share $defs/id and $defs/matrixId
 
 
 class BadSignature(Unauthorized):
@@ -75,15 +74,8 @@ def register(conn: Connection, body: object, now: datetime) -> tuple[Agent, str]
     unknown = sorted(set(body) - set(_REGISTRATION_FIELDS))
     if unknown:
         raise InvalidMessage(f"/{unknown[0]}", f"unknown field; allowed: {', '.join(_REGISTRATION_FIELDS)}")
-    # The ids follow the messages' own definitions: checked through a message that carries them.
-    ref = {"agentId": body.get("agentId")} | ({"matrixId": body["matrixId"]} if "matrixId" in body else {})
-    if "agentId" not in body:
-        raise InvalidMessage("/agentId", "is required")
-    try:
-        validate({"type": "contact_request", "buyer": ref}, "contact_request")
-    except InvalidMessage as exc:
-        if exc.path.startswith("/buyer/"):
-            raise InvalidMessage(exc.path.removeprefix("/buyer"), exc.reason) from None
+    # The ids follow the messages' own definition of an agent reference.
+    validate_definition({field: body[field] for field in ("agentId", "matrixId") if field in body}, "agentRef")
     for field in ("publicKey", "ownerPublicKey"):
         try:
             decode_hex_public_key(body.get(field))
@@ -174,13 +166,23 @@ def _mandate_pointer(message: str) -> str:
     return "".join(f"/{part}" for part in name.rstrip(";:,").split(".") if part)
 
 
+#: What an agent with no mandate on file breaks: nothing authorises the action.
+NO_MANDATE = Violation("mandate", "no owner mandate is on file for this agent: POST /market/mandates first")
+
+
 def mandate_of(conn: Connection, agent_id: str) -> Mandate:
     """The agent's mandate on file; with none, a violation (403): nothing authorises the action."""
     stored = conn.execute(select(market_mandates.c.mandate).where(market_mandates.c.agent_id == agent_id)).scalar()
     if stored is None:
-        raise MandateViolation(Violation("mandate", "no owner mandate is on file for this agent: "
-                                                    "POST /market/mandates first"))
+        raise MandateViolation(NO_MANDATE)
     return parse_mandate(stored)
+
+
+def mandates_of(conn: Connection, agent_ids: Iterable[str]) -> dict[str, Mandate]:
+    """The mandates on file of several agents, in one query (an agent with none is left out)."""
+    rows = conn.execute(select(market_mandates.c.agent_id, market_mandates.c.mandate)
+                        .where(market_mandates.c.agent_id.in_(set(agent_ids)))).all()
+    return {row.agent_id: parse_mandate(row.mandate) for row in rows}
 
 
 def mandate_document(conn: Connection, agent_id: str) -> dict[str, Any] | None:

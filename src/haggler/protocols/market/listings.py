@@ -21,12 +21,13 @@ import re
 from dataclasses import replace
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
-from typing import Any, Iterable
+from itertools import islice
+from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
 
-from haggler.errors import Conflict, Forbidden, Gone, InvalidInput
-from haggler.money import amount_cents, to_decimal_number
+from haggler.errors import Conflict, Gone, InvalidInput
+from haggler.money import amount_cents
 from haggler.protocols.fields import query_integer
 from haggler.protocols.market import identity, inbox
 from haggler.protocols.market.audit import AuditEvents
@@ -55,14 +56,6 @@ def timestamp(value: str) -> datetime:
     return datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
 
 
-iso = utc_z
-
-
-def cents(value: object) -> int:
-    """A wire amount (major units, at most two decimals: the schema checked it) in cents."""
-    return amount_cents(value)
-
-
 def seller_floor(mandate: Mandate, listing_floor: int | None) -> Mandate:
     """The seller's mandate with the listing's embedded floor applied too: both are the owner's
     signed word, so the higher one binds."""
@@ -85,13 +78,13 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
     for where, text in (("/item/description", item.get("description")),
                         ("/pricing/priceJustification", pricing.get("priceJustification"))):
         audit.screen(seller.id, where, text)
-    ask, currency = cents(pricing["askPrice"]), pricing["currency"]
-    min_price = cents(pricing["minPrice"]) if "minPrice" in pricing else None
+    ask, currency = amount_cents(pricing["askPrice"]), pricing["currency"]
+    min_price = amount_cents(pricing["minPrice"]) if "minPrice" in pricing else None
     if min_price is not None and min_price > ask:
         raise InvalidMessage("/pricing/minPrice", "must not be above askPrice")
     if ask <= 0:
         raise InvalidMessage("/pricing/askPrice", "must be greater than 0")
-    embedded_floor = cents(message["ownerMandate"]["minAcceptablePrice"])
+    embedded_floor = amount_cents(message["ownerMandate"]["minAcceptablePrice"])
     until = _end_of_day(message.get("logistics", {}).get("availableUntil"))
     if until is not None and until <= now:
         raise InvalidMessage("/logistics/availableUntil", "is in the past: the listing would never be live")
@@ -143,7 +136,7 @@ def listing_row(conn: Connection, listing_id: str, now: datetime, *, lock: bool 
         if row.status != LIVE:
             raise Conflict(f"listing {listing_id} is {row.status}")
         if row.available_until is not None and row.available_until <= now:
-            raise Gone(f"listing {listing_id} expired at {iso(row.available_until)}")
+            raise Gone(f"listing {listing_id} expired at {utc_z(row.available_until)}")
     return row
 
 
@@ -235,9 +228,9 @@ def post_wanted(conn: Connection, message: object, audit: AuditEvents, now: date
     active_until = timestamp(message["activeUntil"])
     if active_until <= now:
         raise InvalidMessage("/activeUntil", "is in the past: the wanted ad would never be live")
-    budget, currency = cents(message["budget"]["maxPrice"]), message["budget"]["currency"]
+    budget, currency = amount_cents(message["budget"]["maxPrice"]), message["budget"]["currency"]
     mandate = identity.mandate_of(conn, buyer.id)
-    cap = min(c for c in (mandate.max_spend, cents(message["ownerMandate"]["maxSpend"])) if c is not None) \
+    cap = min(c for c in (mandate.max_spend, amount_cents(message["ownerMandate"]["maxSpend"])) if c is not None) \
         if mandate.max_spend is not None else None
     violation = None
     if mandate.currency != currency:
@@ -277,11 +270,15 @@ def search_wanted(conn: Connection, params: dict[str, str], now: datetime) -> di
     only_params(params, ("category", "subcategory", "name", "limit", "offset"))
     limit = query_integer(params.get("limit"), "limit", low=1, high=MAX_PAGE) or 50
     offset = query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
-    rows = conn.execute(select(market_wanted).where(market_wanted.c.active_until > now)
-                        .order_by(market_wanted.c.created_at.desc(), market_wanted.c.id)).all()
-    wanted = [row for row in rows if any(_names_all(interest, params) for interest in _interests(row))]
-    return {"wanted": [wanted_public_view(row, now) for row in wanted[offset:offset + limit]],
-            "offset": offset, "limit": limit}
+    query = (select(market_wanted).where(market_wanted.c.active_until > now)
+             .order_by(market_wanted.c.created_at.desc(), market_wanted.c.id))
+    if not any(field in params for field in ("category", "subcategory", "name")):
+        page = conn.execute(query.limit(limit).offset(offset)).all()
+    else:  # the interests are JSON: filtered here, read only as far as the page goes
+        with conn.execute(query) as rows:
+            page = list(islice((row for row in rows if any(_names_all(interest, params)
+                                                           for interest in _interests(row))), offset, offset + limit))
+    return {"wanted": [wanted_public_view(row, now) for row in page], "offset": offset, "limit": limit}
 
 
 def _interests(row: Any) -> list[dict[str, Any]]:
@@ -321,12 +318,12 @@ def fits(listing_row: Any, wanted_row: Any) -> bool:
     return False
 
 
-def _live_wanted(conn: Connection, now: datetime) -> Iterable[Any]:
-    return conn.execute(select(market_wanted).where(market_wanted.c.active_until > now)).all()
-
-
 def _notify_buyers(conn: Connection, row: Any, now: datetime) -> int:
-    matches = [wanted for wanted in _live_wanted(conn, now) if wanted.buyer_id != row.seller_id and fits(row, wanted)]
+    # What the columns can tell is asked of the database; only the interests need the JSON.
+    candidates = conn.execute(select(market_wanted).where(
+        market_wanted.c.active_until > now, market_wanted.c.currency == row.currency,
+        market_wanted.c.max_cents >= row.ask_cents, market_wanted.c.buyer_id != row.seller_id)).all()
+    matches = [wanted for wanted in candidates if fits(row, wanted)]
     for wanted in matches:
         inbox.notify(conn, [wanted.buyer_id], "listing_matches_wanted", now, listingId=row.id, wantedId=wanted.id,
                      listing=public_view(row, now))
@@ -347,13 +344,3 @@ def _notify_sellers(conn: Connection, wanted: Any, now: datetime) -> int:
         inbox.notify(conn, [row.seller_id], "wanted_matches_listing", now, listingId=row.id, wantedId=wanted.id,
                      wanted=wanted_public_view(wanted, now))
     return len(matches)
-
-
-def price(cents_value: int) -> int | float:
-    """Cents as the wire's amount in major units."""
-    return to_decimal_number(cents_value)
-
-
-def require_seller(row: Any, agent: Agent) -> None:
-    if row.seller_id != agent.id:
-        raise Forbidden("only the listing's seller may do this")

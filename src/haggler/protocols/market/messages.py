@@ -85,7 +85,19 @@ def validate(message: object, name: str | None = None) -> None:
             hint = " (a mandate has no type field: validate it as \"mandate\")" if kind == "mandate" else ""
             raise InvalidMessage("/type", f"unknown message type {_show(kind)}; one of: {', '.join(MESSAGE_TYPES)}{hint}")
         name = kind
-    errors = [(_pointer(error), _reason(error), error.validator) for error in _validator(_known(name)).iter_errors(message)]
+    _check(_validator(_known(name)), message)
+
+
+def validate_definition(value: object, definition: str) -> None:
+    """Check ``value`` against one of the definitions every schema shares in its ``$defs``
+    (``"agentRef"``, ``"id"``): :class:`InvalidMessage` names the field relative to ``value``."""
+    _check(_definition_validator(definition), value)
+
+
+def _check(validator: Any, instance: object) -> None:
+    """Raise :class:`InvalidMessage` for the deepest failing pointer (ties broken by pointer
+    text), so the same instance always gets the same answer."""
+    errors = [(_pointer(error), _reason(error), error.validator) for error in validator.iter_errors(instance)]
     if errors:
         pointer, reason, _ = min(errors, key=lambda e: (-_depth(e[0]), e[0], str(e[2]), e[1]))
         raise InvalidMessage(pointer, reason)
@@ -142,6 +154,16 @@ def _format_checker() -> FormatChecker:
 @cache
 def _validator(name: str) -> Any:
     return _Validator(_load(name), format_checker=_format_checker())
+
+
+@cache
+def _definition_validator(definition: str) -> Any:
+    """A validator of ``$defs/<definition>``, taken from the first schema that has it (a test
+    holds a definition several files share to one form)."""
+    defs = next((_load(name)["$defs"] for name in SCHEMA_NAMES if definition in _load(name).get("$defs", {})), None)
+    if defs is None:
+        raise KeyError(f"no market schema defines {definition!r}")
+    return _Validator({"$defs": defs, "$ref": f"#/$defs/{definition}"}, format_checker=_format_checker())
 
 
 def _escape(part: object) -> str:

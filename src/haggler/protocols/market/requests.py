@@ -24,10 +24,11 @@ from haggler.engine import Negotiation, OutcomeKind, RuleViolation
 from haggler.errors import Conflict, Forbidden
 from haggler.language.intents import IntentKind
 from haggler.language.parse import parse_shopper_turn
+from haggler.money import amount_cents, to_decimal_number
 from haggler.protocols.market import deals, identity, inbox
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.identity import Agent
-from haggler.protocols.market.listings import cents, facts, listing_row, price, seller_floor, stored
+from haggler.protocols.market.listings import facts, listing_row, seller_floor, stored
 from haggler.protocols.market.mandates import (
     PROTOCOL_PERMISSION,
     Action,
@@ -215,7 +216,7 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
     listing = listing_row(conn, request.listing_id, now, lock=True)
     condition, accessories = facts(listing)
     field = "maxPrice" if party == "buyer" else "minPrice"
-    limit = cents(message[field])
+    limit = amount_cents(message[field])
     if limit <= 0:
         raise InvalidMessage(f"/{field}", "must be greater than 0")
     _enforce(conn, audit, party, sealed_bid(agent.id, limit, listing.currency, now, condition=condition,
@@ -306,12 +307,12 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     outcome = negotiation.apply(turn)
     conn.execute(insert(market_offers).values(request_id=request_id, seq=count + 1, party=party, action=action,
                                               price_cents=amount, message=stored(message), created_at=at))
-    delivered = {**message, **({"offerPriceRead": price(amount)} if read_from_text and amount is not None else {})}
+    delivered = {**message, **({"offerPriceRead": to_decimal_number(amount)} if read_from_text and amount is not None else {})}
     inbox.deliver(conn, request.buyer_id if counterpart == "buyer" else request.seller_id, inbox.MESSAGE,
                   delivered, now)
     result: dict[str, Any] = {"requestId": request_id, "turn": count + 1, "action": action}
     if amount is not None:
-        result["offerPrice"] = price(amount)
+        result["offerPrice"] = to_decimal_number(amount)
     if read_from_text:
         result["readFromMessage"] = True
     if outcome is None:
@@ -333,7 +334,7 @@ def _read_offer(message: dict[str, Any], ask_cents: int) -> tuple[str, int | Non
             raise InvalidMessage("/offerPrice", f"an {action} carries no price: it answers the standing offer")
         return action, None, False
     if "offerPrice" in message:
-        amount = cents(message["offerPrice"])
+        amount = amount_cents(message["offerPrice"])
         if amount <= 0:
             raise InvalidMessage("/offerPrice", "must be greater than 0")
         return "offer", amount, False
@@ -367,7 +368,7 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     listing = listing_row(conn, listing_id, now, lock=True)
     if listing.seller_id == buyer.id:
         raise Conflict("an agent cannot buy its own listing")
-    deal_price = instant_match_price(listing.ask_cents, cents(message["acceptedPrice"]))
+    deal_price = instant_match_price(listing.ask_cents, amount_cents(message["acceptedPrice"]))
     condition, accessories = facts(listing)
     _enforce(conn, audit, "buyer", instant_match(buyer.id, deal_price, listing.currency, now, condition=condition,
                                                  accessories=accessories),
@@ -420,7 +421,7 @@ def view(conn: Connection, request_id: str, caller: Agent) -> dict[str, Any]:
         out["bids"] = {party: party in bids for party in ("buyer", "seller")}
     if offers:
         out["offers"] = [{"turn": row.seq, "party": row.party, "action": row.action,
-                          **({"offerPrice": price(row.price_cents)} if row.price_cents is not None else {})}
+                          **({"offerPrice": to_decimal_number(row.price_cents)} if row.price_cents is not None else {})}
                          for row in offers]
     if deal is not None:
         out["dealId"] = deal

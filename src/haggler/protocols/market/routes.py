@@ -76,7 +76,7 @@ class Market:
 
     def _agent(self, request: Request) -> Agent:
         with self.db.read() as conn:
-            return identity.authenticate(conn, request.headers.get("authorization"))
+            return _caller(conn, request)
 
     def _is_operator(self, request: Request) -> bool:
         header = request.headers.get("authorization")
@@ -150,7 +150,7 @@ class Market:
         write("/mandates", file_mandate)
 
         def own_mandate(conn: Connection, request: Request, agent_id: str) -> Response:
-            caller = identity.authenticate(conn, request.headers.get("authorization"))
+            caller = _caller(conn, request)
             if caller.id != agent_id:
                 raise Forbidden("a mandate's constraints are shown to its own agent only")
             document = identity.mandate_document(conn, agent_id)
@@ -164,7 +164,7 @@ class Market:
         get("/listings", lambda conn, request: JSON(listings.search(conn, dict(request.query_params), now())))
 
         def one_listing(conn: Connection, request: Request, listing_id: str) -> Response:
-            viewer = identity.authenticate(conn, request.headers.get("authorization")) \
+            viewer = _caller(conn, request) \
                 if request.headers.get("authorization") else None
             return JSON(listings.view_for(conn, listing_id, viewer, now()))
         get("/listings/{listing_id}", one_listing)
@@ -175,7 +175,7 @@ class Market:
 
         # the inbox
         def read_inbox(conn: Connection, request: Request) -> Response:
-            agent = identity.authenticate(conn, request.headers.get("authorization"))
+            agent = _caller(conn, request)
             after, limit = _page(request, inbox.MAX_PAGE)
             return JSON(inbox.read(conn, agent.id, after, limit))
         get("/inbox", read_inbox)
@@ -184,7 +184,7 @@ class Market:
         write("/contact", lambda conn, body, events: (201, requests.contact(conn, body, events, now())))
 
         def one_request(conn: Connection, request: Request, request_id: str) -> Response:
-            return JSON(requests.view(conn, request_id, identity.authenticate(conn, request.headers.get("authorization"))))
+            return JSON(requests.view(conn, request_id, _caller(conn, request)))
         get("/contact/{request_id}", one_request)
         write("/contact/{request_id}/agreement",
               lambda conn, body, events, request_id: (200, requests.agree(conn, request_id, body, events, now())))
@@ -196,7 +196,7 @@ class Market:
 
         # deals
         def one_deal(conn: Connection, request: Request, deal_id: str) -> Response:
-            return JSON(deals.view(conn, deal_id, identity.authenticate(conn, request.headers.get("authorization"))))
+            return JSON(deals.view(conn, deal_id, _caller(conn, request)))
         get("/deals/{deal_id}", one_deal)
         write("/deals/{deal_id}/signatures",
               lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now())))
@@ -228,10 +228,15 @@ class Market:
         def read_audit(conn: Connection, request: Request) -> Response:
             after, limit = _page(request, AUDIT_PAGE)
             agent_id = None if self._is_operator(request) else \
-                identity.authenticate(conn, request.headers.get("authorization")).id
+                _caller(conn, request).id
             return JSON({"entries": audit.entries(conn, agent_id, after=after, limit=limit)})
         get("/audit", read_audit)
         return router
+
+
+def _caller(conn: Connection, request: Request) -> Agent:
+    """The agent whose token the request carries; 401 otherwise."""
+    return identity.authenticate(conn, request.headers.get("authorization"))
 
 
 def _known_agent(conn: Connection, agent_id: str) -> Agent:
