@@ -209,6 +209,9 @@ class Round:
         else:
             accessories = draw(st.sampled_from([tuple(sorted({*required, *extras})), tuple(extras)]))
             condition = draw(st.sampled_from(CONDITIONS))
+        # A revision comes strictly after every earlier move, so that the checker (which orders by
+        # time) never reads a bid or offer made at the same instant as made on the revised listing.
+        self.store.clock.advance(microseconds=1)
         body = seller.listing(listing_id=self.listing_id, ask=_amount(ask), floor=_amount(max(1, embedded)),
                               min_price=None if min_price is None else _amount(max(1, min_price)),
                               condition=condition, accessories=accessories)
