@@ -11,14 +11,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from haggler.money import to_decimal_number
 from haggler.timestamps import utc_z
-from haggler.trust.messages import encode_hex_public_key, sign_deal, sign_message
+from haggler.trust.messages import Party, encode_hex_public_key, sign_deal, sign_message
 
 VERSION = "0.1.0"
 ALL_PERMISSIONS = {"canNegotiate": True, "canAcceptInstantMatch": True, "canUseSealedBid": True,
@@ -191,5 +191,5 @@ class MarketClient(AgentKeys):
     def sign_deal(self, deal_id: str, party: str) -> Any:
         """Sign the deal as served (the agent's mandate is checked again by the market)."""
         deal = self.deal(deal_id)["deal"]
-        signature = sign_deal(self.key, deal, party)[party]["signature"]
+        signature = sign_deal(self.key, deal, cast(Party, party))[party]["signature"]  # sign_deal checks it
         return self.call("POST", f"/market/deals/{deal_id}/signatures", {"party": party, "signature": signature})

@@ -33,7 +33,7 @@ from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_deals, market_listings
 from haggler.timestamps import utc_z
-from haggler.trust.messages import PARTIES, decode_hex_signature, verify_deal
+from haggler.trust.messages import Party, PARTIES, decode_hex_signature, verify_deal
 
 AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED = "awaiting_signatures", "awaiting_owner_approval", "confirmed"
 VERSION = "0.1.0"
@@ -85,7 +85,7 @@ def _party_of(row: Any, party: object) -> str:
     return row.buyer_id if party == "buyer" else row.seller_id
 
 
-def _signature_body(body: object) -> tuple[str, str]:
+def _signature_body(body: object) -> tuple[Party, str]:
     if not isinstance(body, dict):
         raise InvalidMessage("", "must be a JSON object {party, signature}")
     unknown = sorted(set(body) - {"party", "signature"})

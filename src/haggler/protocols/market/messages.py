@@ -228,7 +228,7 @@ def _reason(error: ValidationError) -> str:
         return f"is not allowed here ({about.rstrip('.')})" if about else "is not allowed here"
     if kind == "type":
         kinds = value if isinstance(value, list) else [value]
-        return "must be " + " or ".join(_JSON_TYPES.get(k, k) for k in kinds)
+        return "must be " + " or ".join(_JSON_TYPES.get(k, str(k)) for k in kinds)
     if kind == "enum":
         return "must be one of: " + ", ".join(str(v) for v in value)
     if kind == "const":
