@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from haggler.catalog import CatalogError, load_catalog
+from haggler.llm.base import LLMBackend
 from haggler.money import format_money, to_decimal_number
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
@@ -59,6 +60,36 @@ def market_settings(offer_turn_cap: int, clear_interval: float) -> MarketSetting
         return MarketSettings(offer_turn_cap=offer_turn_cap or None, clear_interval_seconds=clear_interval or None)
     except ValueError as exc:
         raise ValueError(str(exc).replace("offer_turn_cap", "--offer-turn-cap").replace("None (no cap)", "0 (no cap)")) from None
+
+
+#: The options every command that can run an agent on a model takes (``serve``'s merchant,
+#: ``shop``, ``match agent``, ``market demo``); see docs/llm.md.
+LLMProvider = Annotated[Optional[str], typer.Option(
+    "--llm-provider", help="Run the agent on a model: anthropic, or openai (also any OpenAI-compatible server "
+    "with --llm-base-url). Key: ANTHROPIC_API_KEY or OPENAI_API_KEY. Needs pip install 'haggler[llm]'.")]
+LLMModel = Annotated[Optional[str], typer.Option(
+    "--llm-model", help="The model's name at that provider, e.g. a Claude or GPT model, or llama3.1 on Ollama.")]
+LLMBaseURL = Annotated[Optional[str], typer.Option(
+    "--llm-base-url", help="An OpenAI-compatible server (vLLM, llama.cpp, Ollama: http://127.0.0.1:11434/v1) "
+    "or a proxy; default: the provider's API.")]
+LLMTokenBudget = Annotated[int, typer.Option(
+    "--llm-token-budget", help="Tokens one negotiation may spend on the model; then the deterministic agent "
+    "finishes it (0: no limit).")]
+LLMTimeout = Annotated[float, typer.Option(
+    "--llm-timeout", help="Seconds one model call may take before the deterministic agent takes the turn.")]
+
+
+def llm_backend(provider: str | None, model: str | None, base_url: str | None, timeout: float) -> LLMBackend | None:
+    """The model an agent runs on, from the ``--llm-*`` options: None for the deterministic agent;
+    a missing extra, key or option stops the command with a message naming them."""
+    from haggler.llm import LLMSetupError
+    from haggler.llm.choice import llm_choice
+
+    try:
+        choice = llm_choice(provider, model, base_url=base_url, timeout=timeout)
+        return choice.backend() if choice is not None else None
+    except LLMSetupError as exc:
+        raise _fail(str(exc)) from None
 
 
 @app.command()
