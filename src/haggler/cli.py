@@ -10,6 +10,7 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from haggler.catalog import CatalogError, load_catalog
@@ -25,7 +26,7 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(code=code)
 
 
@@ -134,6 +135,17 @@ def serve(
         = _MARKET_DEFAULTS.offer_turn_cap or 0,
     clear_interval: Annotated[float, typer.Option(
         help="Seconds between scheduled clearings of every /market order book (0: clear only on request).")] = 0,
+    merchant_mode: Annotated[str, typer.Option(
+        "--merchant", help="How the merchant runs: deterministic (no model), llm-voice (it decides, a model words "
+        "the replies from public facts) or llm (a model proposes moves within the guards); see docs/llm.md.")] = "deterministic",
+    merchant_skill: Annotated[Optional[Path], typer.Option(
+        help="A merchant skill (SKILL.md or a directory holding one): the llm merchant's instructions; "
+        "its name and description are published as merchant_skill.")] = None,
+    llm_provider: LLMProvider = None,
+    llm_model: LLMModel = None,
+    llm_base_url: LLMBaseURL = None,
+    llm_token_budget: LLMTokenBudget = 40_000,
+    llm_timeout: LLMTimeout = 20.0,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
@@ -141,7 +153,7 @@ def serve(
     import uvicorn
 
     from haggler.protocols.agents_json.settings import AgentsSettings
-    from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
+    from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits, load_skill
     from haggler.protocols.transactions.settings import ExchangeSettings
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
@@ -152,7 +164,9 @@ def serve(
     try:
         store_catalog = load_catalog(catalog)
         limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
-        merchant = MerchantSettings(floor_margin=floor_margin)
+        skill = load_skill(merchant_skill) if merchant_skill is not None else None
+        merchant = MerchantSettings(floor_margin=floor_margin, mode=merchant_mode, skill=skill,
+                                    token_budget=llm_token_budget or None)
         agents = AgentsSettings(session_ttl_seconds=session_ttl, max_sessions=max_sessions,
                                 requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
@@ -164,8 +178,13 @@ def serve(
         raise _fail(str(exc)) from None
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
+    model = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    if (model is None) != (merchant.mode == "deterministic"):
+        raise _fail(f"--merchant {merchant.mode} needs --llm-provider and --llm-model" if model is None else
+                    "--llm-provider and --llm-model need --merchant llm-voice or --merchant llm")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
-                         allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
+                         allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
+                         merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
                          matching=matching, market=market, data_dir=data_dir, seed=seed,
                          sweep_interval_seconds=sweep_interval(idle_ttl, matching))
     try:

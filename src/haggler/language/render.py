@@ -174,7 +174,7 @@ class ReplyRenderer:
         elif kind in (MoveKind.ACCEPT_OFFER, MoveKind.CONFIRM_DEAL):
             template = rng.choice(_DEAL)
             if checkout_url:
-                template += " " + rng.choice(_CHECKOUT).replace("{url}", checkout_url)
+                template += " " + checkout_sentence(checkout_url, rng)
         elif kind is MoveKind.DECLINE_CLOSE:
             template = rng.choice(_DECLINE_CLOSE)
         elif kind is MoveKind.FAREWELL:
@@ -192,6 +192,12 @@ class ReplyRenderer:
         else:
             template = rng.choice(_PITCH)
         return template.format(**values)
+
+
+def checkout_sentence(url: str, rng: Chooser) -> str:
+    """The sentence that hands a deal's checkout link over; the LLM merchant's deal replies end
+    with it too, so the link is the store's, never a model's."""
+    return rng.choice(_CHECKOUT).replace("{url}", url)
 
 
 def _pick(rng: Chooser, templates: tuple[str, ...], values: dict[str, str]) -> str:

@@ -7,13 +7,14 @@ import contextlib
 import gc
 import logging
 from datetime import timedelta
-from typing import AsyncIterator, Callable
+from typing import AsyncIterator, Callable, cast
 
 from fastapi import FastAPI, Request
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from haggler import __version__
+from haggler.agents.llm_merchant import LLMMerchant, MerchantMode
 from haggler.protocols.agents_json import views as agents_json_views
 from haggler.protocols.agents_json.cart import CartService
 from haggler.protocols.agents_json.routes import BODY_WORDING as AGENTS_JSON_BODIES
@@ -57,11 +58,22 @@ class Health(BaseModel):
     ok: bool
 
 
+def _merchant_model(config: StoreConfig) -> LLMMerchant | None:
+    """The merchant's model for an ``llm-voice`` or ``llm`` store, None for the deterministic one."""
+    settings = config.merchant
+    if settings.mode == "deterministic":
+        return None
+    if config.merchant_model is None:
+        raise ValueError(f"the {settings.mode} merchant needs a model (--llm-provider and --llm-model)")
+    instructions = settings.skill.instructions if settings.skill else None
+    return LLMMerchant(config.merchant_model, cast(MerchantMode, settings.mode), instructions=instructions)
+
+
 def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI:
     """Build the store app. The database is opened (and migrated) here unless given."""
     db = database or open_database(config.db_url, background_checkpoints=True)
     service = ChatService(config.catalog, db, config.limits, config.clock, seed=config.seed,
-                          merchant=config.merchant)
+                          merchant=config.merchant, model=_merchant_model(config))
     trusted = config.trusted_proxies
     hosts = AllowedHosts.for_store(config.allowed_hosts, config.public_url)
 

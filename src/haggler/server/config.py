@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from haggler.catalog import Catalog
+from haggler.llm.base import LLMBackend
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
 from haggler.protocols.market.settings import MarketSettings
@@ -41,6 +42,9 @@ class StoreConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     limits: StoreLimits = field(default_factory=StoreLimits)
     merchant: MerchantSettings = field(default_factory=MerchantSettings)
+    #: The model of an ``llm-voice`` or ``llm`` merchant (``merchant.mode``); built by the caller,
+    #: so that a missing SDK or key stops start-up.
+    merchant_model: LLMBackend | None = None
     agents: AgentsSettings = field(default_factory=AgentsSettings)
     exchange: ExchangeSettings = field(default_factory=ExchangeSettings)
     matching: MatchingSettings = field(default_factory=MatchingSettings)

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Row, and_, bindparam, func, insert, select, u
 
 from haggler.engine import Action, Terms, Turn
 from haggler.storage.database import lock_key
-from haggler.storage.schema import chat_starts, chats, deals, messages
+from haggler.storage.schema import chat_model_usage, chat_starts, chats, deals, messages
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +62,26 @@ class DealRow:
     currency: str
     extras: tuple[str, ...]
     created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ModelUsageRow:
+    """A chat's spending on its merchant's model and the guards' interventions (all counts)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_nanousd: int = 0
+    fallbacks: int = 0
+    clamps: int = 0
+    rewrites: int = 0
+
+    def plus(self, other: ModelUsageRow) -> ModelUsageRow:
+        return ModelUsageRow(*(a + b for a, b in zip(self._values(), other._values(), strict=True)))
+
+    def _values(self) -> tuple[int, ...]:
+        return (self.calls, self.input_tokens, self.output_tokens, self.cost_nanousd, self.fallbacks,
+                self.clamps, self.rewrites)
 
 
 # Statements on the turn path are built once: composing a SQLAlchemy statement (and its
@@ -198,3 +218,22 @@ def list_deals(conn: Connection, *, limit: int | None = None) -> list[DealRow]:
     if limit is not None:
         query = query.limit(limit)
     return [_deal(r) for r in conn.execute(query)]
+
+
+_USAGE_COLUMNS = ("calls", "input_tokens", "output_tokens", "cost_nanousd", "fallbacks", "clamps", "rewrites")
+
+
+def model_usage(conn: Connection, chat_id: str) -> ModelUsageRow:
+    """What the chat's merchant spent on its model so far (zeros before its first model call)."""
+    row = conn.execute(select(*(chat_model_usage.c[name] for name in _USAGE_COLUMNS))
+                       .where(chat_model_usage.c.chat_id == chat_id)).first()
+    return ModelUsageRow(*row) if row else ModelUsageRow()
+
+
+def add_model_usage(conn: Connection, chat_id: str, spent: ModelUsageRow) -> None:
+    """Add one turn's spending; called with the chat locked, so read-then-write cannot race."""
+    total = model_usage(conn, chat_id).plus(spent)
+    values = dict(zip(_USAGE_COLUMNS, total._values(), strict=True))
+    updated = conn.execute(update(chat_model_usage).where(chat_model_usage.c.chat_id == chat_id).values(**values))
+    if updated.rowcount == 0:
+        conn.execute(insert(chat_model_usage).values(chat_id=chat_id, **values))

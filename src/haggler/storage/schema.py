@@ -62,6 +62,23 @@ chats = Table(
 )
 Index("ix_chats_open_activity", chats.c.status, chats.c.last_activity_at)
 
+# What a chat's merchant spent on a language model (issue 16), one row per chat that used one:
+# apart from ``chats`` so that the deterministic merchant's turn path writes nothing more.
+chat_model_usage = Table(
+    "chat_model_usage",
+    metadata,
+    Column("chat_id", String(64), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    Column("calls", Integer, nullable=False),
+    Column("input_tokens", BigInteger, nullable=False),
+    Column("output_tokens", BigInteger, nullable=False),
+    Column("cost_nanousd", BigInteger, nullable=False),
+    # turns the deterministic merchant took (the model failed, was out of budget or proposed
+    # something unusable), prices the guard raised to the floor, texts the guard replaced
+    Column("fallbacks", Integer, nullable=False),
+    Column("clamps", Integer, nullable=False),
+    Column("rewrites", Integer, nullable=False),
+)
+
 messages = Table(
     "messages",
     metadata,

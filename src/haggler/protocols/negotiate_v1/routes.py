@@ -13,7 +13,7 @@ from starlette.responses import HTMLResponse
 from haggler.catalog import PRODUCT_ID_PATTERN
 from haggler.errors import InvalidInput, NotFound
 from haggler.protocols.negotiate_v1 import pages, views
-from haggler.protocols.negotiate_v1.service import ChatReply, ChatService
+from haggler.protocols.negotiate_v1.service import ChatReply, ChatService, Plan
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON, dump_json
 
@@ -38,7 +38,7 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
 
     @lru_cache(maxsize=64)
     def descriptor_bytes(base: str) -> bytes:
-        return dump_json(views.descriptor(catalog, service.limits, base))
+        return dump_json(views.descriptor(catalog, service.limits, base, service.merchant))
 
     @lru_cache(maxsize=64)
     def catalog_bytes(base: str) -> bytes:
@@ -74,24 +74,31 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
         body = await _json_post_body(request)
         return await in_writer(_start, request, body.get("product_id"))
 
-    def _say(request: Request, session_id: str, message: Any) -> JSON:
+    def _answer(request: Request, session_id: str, message: str, plan: Plan | None) -> JSON:
+        base = base_of(request)
+        reply = service.answer(session_id, message, plan,
+                               checkout_url=lambda deal_id: views.checkout_url(base, deal_id))
+        return JSON(_reply_view(reply, base, session_id))
+
+    async def _say(request: Request, session_id: str, message: Any) -> JSON:
         if message is None or message == "":
             raise InvalidInput("missing parameter: message")
         if not isinstance(message, str):
             raise InvalidInput("message must be a string")
         _check_session_id(session_id)
-        base = base_of(request)
-        reply = service.say(session_id, message, checkout_url=lambda deal_id: views.checkout_url(base, deal_id))
-        return JSON(_reply_view(reply, base, session_id))
+        # The merchant's model (if any) is asked outside the write slots: a slow model holds a
+        # thread of the shared pool, never a slot other chats' turns wait for.
+        plan = await anyio.to_thread.run_sync(service.plan, session_id, message) if service.model else None
+        return await in_writer(_answer, request, session_id, message, plan)
 
     @router.get("/api/store/chat/{session_id}/say")
     async def say(request: Request, session_id: str) -> JSON:
-        return await in_writer(_say, request, session_id, request.query_params.get("message"))
+        return await _say(request, session_id, request.query_params.get("message"))
 
     @router.post("/api/store/chat/{session_id}/message")
     async def say_post(request: Request, session_id: str) -> JSON:
         body = await _json_post_body(request)
-        return await in_writer(_say, request, session_id, body.get("message"))
+        return await _say(request, session_id, body.get("message"))
 
     @router.get("/api/store/chat/{session_id}")
     def history(request: Request, session_id: str) -> JSON:

@@ -9,24 +9,30 @@ worker can serve any chat and a crash loses nothing that was acknowledged.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
 
-from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, hidden_reserve
+from haggler.agents.llm_merchant import ChatTurn, LLMMerchant, ModelTurn
+from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantMove, hidden_reserve
 from haggler.catalog import Catalog, Product
-from haggler.engine import Negotiation, Rules, RuleViolation, Terms
+from haggler.engine import Negotiation, Rules, RuleViolation, Terms, Turn
 from haggler.errors import Closed, InvalidInput, NotFound, RateLimited
+from haggler.language.intents import Intent
 from haggler.language.parse import StructuredMessageError, parse_shopper_turn
-from haggler.language.render import ReplyRenderer
+from haggler.language.render import ReplyRenderer, checkout_sentence
+from haggler.llm.base import Conversation, Usage
 from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
 from haggler.storage import chats as repo
 from haggler.storage.database import Database
 from haggler.storage.secrets import store_secret
 
 CLOSED_MESSAGE = "this chat is closed"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,13 +65,19 @@ Clock = Callable[[], datetime]
 
 class ChatService:
     def __init__(self, catalog: Catalog, database: Database, limits: StoreLimits, clock: Clock,
-                 *, seed: int | None = None, merchant: MerchantSettings | None = None) -> None:
+                 *, seed: int | None = None, merchant: MerchantSettings | None = None,
+                 model: LLMMerchant | None = None) -> None:
         self.catalog = catalog
         self.db = database
         self.limits = limits
         self.clock = clock
         self.seed = seed
-        margin = (merchant or MerchantSettings()).floor_margin
+        merchant = merchant or MerchantSettings()
+        self.merchant = merchant
+        #: The merchant's model (``llm-voice`` or ``llm``); None: the deterministic merchant alone.
+        self.model = model
+        self.token_budget = merchant.token_budget
+        margin = merchant.floor_margin
         secret = _margin_secret(database, seed) if margin else b""
         self._agents = {p.id: MerchantAgent(p, reserve_cents=hidden_reserve(p, secret, margin))
                         for p in catalog.products}
@@ -109,6 +121,13 @@ class ChatService:
     # -- say ---------------------------------------------------------------------------------
 
     def say(self, session_id: str, text: str, *, checkout_url: Callable[[str], str]) -> ChatReply:
+        """One shopper turn: the model's part (if the merchant has one), then the locked commit."""
+        return self.answer(session_id, text, self.plan(session_id, text), checkout_url=checkout_url)
+
+    def answer(self, session_id: str, text: str, plan: Plan | None, *,
+               checkout_url: Callable[[str], str]) -> ChatReply:
+        """Commit one shopper turn and the merchant's answer: ``plan``'s, when it was worked out
+        on the chat as it stands, else the deterministic merchant's."""
         self._check_message(text)
         with self.db.write() as conn:
             chat = repo.get_chat(conn, session_id, for_update=True)
@@ -124,7 +143,7 @@ class ChatService:
                 expired = True
             else:
                 expired = False
-                reply = self._turn(conn, chat, rows, negotiation, text, now, checkout_url)
+                reply = self._turn(conn, chat, rows, negotiation, text, now, checkout_url, plan)
         if expired:  # raised outside the transaction so that the closure is committed
             raise Closed(CLOSED_MESSAGE)
         return reply
@@ -135,8 +154,9 @@ class ChatService:
         if len(text) > self.limits.max_message_length_chars:
             raise InvalidInput(f"message is too long: at most {self.limits.max_message_length_chars} characters")
 
-    def _turn(self, conn, chat: repo.ChatRow, rows: list[repo.MessageRow], negotiation: Negotiation,
-              text: str, now: datetime, checkout_url: Callable[[str], str]) -> ChatReply:  # type: ignore[no-untyped-def]
+    def _prepare(self, chat: repo.ChatRow, negotiation: Negotiation, text: str, now: datetime) -> _Prepared:
+        """Read the shopper's message, apply its turn to ``negotiation``, and let the
+        deterministic merchant decide."""
         product = self.product(chat.product_id)
         agent = self._agents[product.id]
         ask = negotiation.standing.get(MERCHANT, agent.opening_terms())
@@ -151,10 +171,29 @@ class ChatService:
             raise InvalidInput(exc.message) from exc
         shopper_messages = chat.shopper_messages + 1
         cap = self.limits.max_messages_per_chat
-        move = agent.respond(negotiation, intent, last_message=shopper_messages >= cap,
-                             messages_left=cap - shopper_messages)
+        left = cap - shopper_messages
+        decided = agent.respond(negotiation, intent, last_message=left <= 0, messages_left=left)
+        return _Prepared(product, agent, intent, shopper_turn, decided, shopper_messages, left)
+
+    def _turn(self, conn, chat: repo.ChatRow, rows: list[repo.MessageRow], negotiation: Negotiation,  # type: ignore[no-untyped-def]
+              text: str, now: datetime, checkout_url: Callable[[str], str], plan: Plan | None) -> ChatReply:
+        prepared = self._prepare(chat, negotiation, text, now)
+        product = prepared.product
+        move, worded = prepared.decided, None
+        current = plan is not None and plan.after_seq == rows[-1].seq
+        if plan is not None and current:
+            move, worded = plan.turn.move, plan.turn.text
         merchant_turn = move.turn(now)
-        if merchant_turn is not None:
+        if merchant_turn is not None and move is not prepared.decided:
+            try:
+                negotiation.apply(merchant_turn)
+            except RuleViolation:  # pragma: no cover - the guards only build moves the engine takes
+                log.exception("the model's move broke a rule: the deterministic merchant answers")
+                move, worded = prepared.decided, None
+                merchant_turn = move.turn(now)
+                if merchant_turn is not None:
+                    negotiation.apply(merchant_turn)
+        elif merchant_turn is not None:
             negotiation.apply(merchant_turn)
         outcome = negotiation.outcome
         deal = None
@@ -163,15 +202,53 @@ class ChatService:
             deal = repo.insert_deal(conn, deal_id="deal_" + secrets.token_urlsafe(12), chat_id=chat.id,
                                     product_id=product.id, terms=outcome.terms, at=now)
         seq = rows[-1].seq + 1
-        reply = self._renderers[product.id].render_fresh(
-            move, _rng(chat.seed, seq + 1), previous=rows[-1].text,
-            checkout_url=checkout_url(deal.id) if deal else None)
-        repo.append_message(conn, chat.id, seq, speaker=SHOPPER, text=text, turn=shopper_turn, at=now)
+        rng = _rng(chat.seed, seq + 1)
+        url = checkout_url(deal.id) if deal else None
+        if worded is not None:
+            reply = worded if url is None or url in worded else f"{worded} {checkout_sentence(url, rng)}"
+        else:
+            reply = self._renderers[product.id].render_fresh(move, rng, previous=rows[-1].text, checkout_url=url)
+        repo.append_message(conn, chat.id, seq, speaker=SHOPPER, text=text, turn=prepared.shopper_turn, at=now)
         repo.append_message(conn, chat.id, seq + 1, speaker=MERCHANT, text=reply, turn=merchant_turn, at=now)
-        repo.update_chat(conn, chat.id, now=now, shopper_messages=shopper_messages,
+        repo.update_chat(conn, chat.id, now=now, shopper_messages=prepared.shopper_messages,
                          outcome=outcome.kind.value if outcome else None)
+        if plan is not None:
+            repo.add_model_usage(conn, chat.id, plan.spent(used=current))
         closed = outcome is not None
         return ChatReply(reply, closed, None if closed else negotiation.standing.get(MERCHANT), deal)
+
+    def plan(self, session_id: str, text: str) -> Plan | None:
+        """The model's turn for ``text``, worked out from a snapshot of the chat without holding
+        any lock or write slot, so that no other chat's turn waits on a model. None with no
+        model, when the chat cannot take the turn (``answer`` says why), or when something
+        unexpected went wrong around the model (the deterministic merchant answers)."""
+        self._check_message(text)
+        if self.model is None:
+            return None
+        with self.db.read() as conn:
+            chat = repo.get_chat(conn, session_id)
+            if chat is None or chat.closed:
+                return None
+            rows = repo.list_messages(conn, session_id)
+            spent = repo.model_usage(conn, session_id)
+        now = max(self.clock(), chat.last_activity_at)
+        negotiation = Negotiation.replay(self.rules, filter(None, (r.to_turn() for r in rows)))
+        if negotiation.expire_if_idle(now) is not None:
+            return None
+        try:
+            prepared = self._prepare(chat, negotiation, text, now)
+        except InvalidInput:
+            return None
+        conversation = Conversation(self.token_budget, Usage(spent.input_tokens, spent.output_tokens,
+                                                             spent.calls, spent.cost_nanousd))
+        transcript = [(r.speaker, r.text) for r in rows] + [(SHOPPER, text)]
+        chat_turn = ChatTurn(prepared.agent, self.catalog.store, negotiation, prepared.intent, prepared.decided,
+                             transcript, prepared.messages_left <= 0, max(0, prepared.messages_left))
+        try:
+            return Plan(rows[-1].seq, self.model.turn(chat_turn, conversation))
+        except Exception:  # the model's edge: a bug there must not cost the shopper the turn
+            log.exception("the merchant's model turn failed: the deterministic merchant answers")
+            return None
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -199,6 +276,36 @@ class ChatService:
             closed = repo.close_idle_chats(conn, idle_before=now - timedelta(seconds=self.limits.session_idle_ttl_seconds), now=now)
             repo.prune_starts(conn, now - timedelta(hours=1))
         return closed
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    product: Product
+    agent: MerchantAgent
+    intent: Intent
+    shopper_turn: Turn
+    #: The deterministic merchant's move.
+    decided: MerchantMove
+    shopper_messages: int
+    #: Messages the shopper may still send after this one.
+    messages_left: int
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A model's turn, worked out on the chat as it stood after message ``after_seq``."""
+
+    after_seq: int
+    turn: ModelTurn
+
+    def spent(self, *, used: bool) -> repo.ModelUsageRow:
+        """What the turn cost, and the guards' part in it; an unused plan (another turn came in
+        first) counts as a fallback, its tokens spent all the same."""
+        report = self.turn.report
+        usage = report.usage
+        return repo.ModelUsageRow(usage.calls, usage.input_tokens, usage.output_tokens, usage.cost_nanousd,
+                                  fallbacks=int(report.fallback is not None or not used),
+                                  clamps=int(report.clamped), rewrites=int(report.rewritten))
 
 
 def _margin_secret(database: Database, seed: int | None) -> bytes:

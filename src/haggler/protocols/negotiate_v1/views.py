@@ -15,7 +15,7 @@ from haggler import __version__
 from haggler.catalog import Catalog, ProductFacts, Store
 from haggler.engine import Terms
 from haggler.money import to_decimal_number
-from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
 from haggler.server.openapi import HTML, Operation, Param, WireModel
 from haggler.server.responses import ErrorBody
 from haggler.storage.chats import DealRow
@@ -86,17 +86,32 @@ def limits_view(limits: StoreLimits, currency: str) -> dict[str, Any]:
     }
 
 
-def descriptor(catalog: Catalog, limits: StoreLimits, base: str) -> dict[str, Any]:
+_MERCHANT_DESCRIPTIONS = {
+    "deterministic": "haggler's deterministic merchant agent: anchors at list price, trades extras "
+                     "before price, concedes in answer to your moves, never crosses its floor.",
+    "llm-voice": "haggler's deterministic merchant agent decides every move (it never crosses its floor); "
+                 "a language model words its replies from public facts only.",
+    "llm": "a language model negotiates within haggler's guards: no price below the floor is ever "
+           "committed and no reply that states hidden state is sent.",
+}
+
+
+def merchant_skill_view(merchant: MerchantSettings) -> dict[str, Any]:
+    """The descriptor's ``merchant_skill``: the operator's skill file's name and description when
+    it gave one (never its instructions), else haggler's own merchant in its mode."""
+    if merchant.skill is not None:
+        return {"name": merchant.skill.name, "description": merchant.skill.description}
+    return {"name": "haggler-merchant", "version": __version__,
+            "description": _MERCHANT_DESCRIPTIONS[merchant.mode]}
+
+
+def descriptor(catalog: Catalog, limits: StoreLimits, base: str,
+               merchant: MerchantSettings | None = None) -> dict[str, Any]:
     """The discovery document served at ``/negotiate.json`` and ``/.well-known/negotiate.json``."""
     return {
         "negotiate_protocol": PROTOCOL,
         "store": store_view(catalog.store),
-        "merchant_skill": {
-            "name": "haggler-merchant",
-            "version": __version__,
-            "description": "haggler's deterministic merchant agent: anchors at list price, trades extras "
-                           "before price, concedes in answer to your moves, never crosses its floor.",
-        },
+        "merchant_skill": merchant_skill_view(merchant or MerchantSettings()),
         "endpoints": {
             "start_chat": {
                 "method": "GET",
