@@ -178,10 +178,11 @@ def serve(
         raise _fail(str(exc)) from None
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
+    if merchant.mode == "deterministic" and (llm_provider or llm_model):
+        raise _fail("--llm-provider and --llm-model need --merchant llm-voice or --merchant llm")
+    if merchant.mode != "deterministic" and not (llm_provider or llm_model):
+        raise _fail(f"--merchant {merchant.mode} needs --llm-provider and --llm-model")
     model = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
-    if (model is None) != (merchant.mode == "deterministic"):
-        raise _fail(f"--merchant {merchant.mode} needs --llm-provider and --llm-model" if model is None else
-                    "--llm-provider and --llm-model need --merchant llm-voice or --merchant llm")
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),

@@ -42,18 +42,19 @@ class FakeClock:
 class ProcessServer:
     """``python -m haggler serve`` in a child process."""
 
-    def __init__(self, *args: str, cwd: Path, port: int | None = None) -> None:
+    def __init__(self, *args: str, cwd: Path, port: int | None = None, env: dict[str, str] | None = None) -> None:
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.args = [sys.executable, "-m", "haggler", "serve", "--port", str(self.port), "--log-level", "warning", *args]
         self.cwd = cwd
+        self.env = env or {}
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = cwd / f"server-{self.port}.log"
 
     def start(self, timeout: float = 30) -> "ProcessServer":
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.args, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"})
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

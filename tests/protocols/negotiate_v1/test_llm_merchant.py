@@ -262,3 +262,32 @@ def test_a_skill_file_is_the_llm_models_instructions_and_its_name_is_published(
         Shop(store, PRODUCT).say("Would you take 560?")
         system = fake.requests[0][1]["messages"][0]
         assert system["role"] == "system" and system["content"].startswith("You are Chonkers.")
+
+
+def test_two_turns_racing_on_one_chat_both_land_and_the_later_one_is_the_deterministic_merchants(
+        fake: FakeLLM, llm: LLMStore) -> None:
+    """The model is asked without the chat locked; a turn whose chat moved on meanwhile is not
+    committed on a stale plan: the deterministic merchant answers it, and nothing is lost."""
+    import threading
+
+    fake.script(slow(0.6, proposal("hold", "Make me a better offer?")),
+                slow(0.6, proposal("hold", "Come up a little?")))
+    shop = Shop(llm, PRODUCT)
+    url = shop.next.split("?")[0]
+    replies: list[dict] = []
+
+    def say(message: str) -> None:
+        import httpx
+
+        replies.append(httpx.get(url, params={"message": message}, timeout=30).json())
+
+    threads = [threading.Thread(target=say, args=(m,)) for m in ("Would you take 500?", "Would you take 510?")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(replies) == 2 and all("message" in r for r in replies)
+    history = shop.history()["history"]
+    assert [line["speaker"] for line in history] == ["merchant", "shopper", "merchant", "shopper", "merchant"]
+    usage = llm.usage(shop.session_id)
+    assert usage.calls == 2 and usage.fallbacks == 1
