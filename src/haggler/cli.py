@@ -15,6 +15,7 @@ from rich.table import Table
 
 from haggler.catalog import CatalogError, load_catalog
 from haggler.llm.base import LLMBackend
+from haggler.llm.choice import DEFAULT_TOKEN_BUDGET
 from haggler.money import format_money, to_decimal_number
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
@@ -26,6 +27,8 @@ err = Console(stderr=True)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
+    """Print ``message`` as an error, as written: square brackets in it ("pip install
+    'haggler[llm]'", a product id, a store's words) are text, not console markup."""
     err.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(code=code)
 
@@ -308,8 +311,14 @@ def shop(
     as_json: Annotated[bool, typer.Option("--json", help="Print the transcript and outcome as JSON.")] = False,
     seed: Annotated[Optional[int], typer.Option(help="Seed for the agent's wording.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 15.0,
+    llm_provider: LLMProvider = None,
+    llm_model: LLMModel = None,
+    llm_base_url: LLMBaseURL = None,
+    llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
+    llm_timeout: LLMTimeout = 20.0,
 ) -> None:
-    """Haggle for a product at any negotiate.v1 store with haggler's shopper agent."""
+    """Haggle for a product at any negotiate.v1 store with haggler's shopper agent (with --llm-*:
+    a model writes the turns, never above the budget and never stating it)."""
     import asyncio
 
     from haggler.shopper.errors import ShopperError
@@ -319,6 +328,7 @@ def shop(
         extra_values = parse_values(values)
     except ValueError as exc:
         raise _fail(str(exc)) from None
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
     view = ShopView(Console(), quiet=as_json)
 
     async def haggle() -> object:
@@ -331,7 +341,8 @@ def shop(
             goal = goal_for(listing, budget, target, extra_values)
             view.start(store, listing)
             return await run_negotiation(client, store, product, goal, seed=seed, structured=structured,
-                                         decide=view.decide if interactive else None, on_line=view.line)
+                                         decide=view.decide if interactive else None, on_line=view.line,
+                                         backend=backend, token_budget=llm_token_budget or None)
 
     try:
         result = asyncio.run(haggle())
@@ -354,11 +365,19 @@ def mcp(
     allow_private: Annotated[bool, typer.Option(help="Let tools reach private and loopback addresses "
                                                      "(a store on this machine or your LAN).")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for a store's response.")] = 15.0,
+    llm_provider: LLMProvider = None,
+    llm_model: LLMModel = None,
+    llm_base_url: LLMBaseURL = None,
+    llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
+    llm_timeout: LLMTimeout = 20.0,
 ) -> None:
-    """Serve shopper tools to assistants over MCP (stdio by default)."""
+    """Serve shopper tools to assistants over MCP (stdio by default); with --llm-*, a model
+    writes the turns of the `negotiate` tool."""
     from haggler.shopper.mcp_server import build_server
 
-    server = build_server(allow_private=allow_private, timeout=timeout)
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    server = build_server(allow_private=allow_private, timeout=timeout, backend=backend,
+                          token_budget=llm_token_budget or None)
     if http:
         server.run("streamable-http", host=host, port=port)
     else:

@@ -53,7 +53,7 @@ from typing import Any
 from haggler.language.merchant_reading import MerchantReading
 from haggler.money import format_money, price_unit, to_decimal_number
 
-__all__ = ["ShopperAgent", "ShopperGoal", "ShopperOutcome", "ShopperTurn", "mentions_amount"]
+__all__ = ["ShopperAgent", "ShopperGoal", "ShopperOutcome", "ShopperTurn", "mentions_amount", "structured_message"]
 
 OFFER, ACCEPT, WALK_AWAY, ASK = "offer", "accept", "walk_away", "ask"
 #: The reason of an outcome whose deal the store reported above the budget: not the shopper's deal.
@@ -112,6 +112,24 @@ class ShopperOutcome:
     #: reported a deal above the budget: not the shopper's deal, so not agreed).
     reason: str
     turns: int
+
+
+def structured_message(kind: str, price_cents: int | None) -> dict[str, Any]:
+    """The JSON-extension message of a turn of ``kind`` at ``price_cents``. An acceptance goes out
+    as an offer of exactly its price: a bare {"action": "accept"} would bind whatever the store
+    has on the table."""
+    structured: dict[str, Any] = {OFFER: {"action": "offer"}, ACCEPT: {"action": "offer"},
+                                  WALK_AWAY: {"action": "walk_away"}, ASK: {"action": "best_price"}}[kind]
+    if price_cents is not None:
+        structured = {**structured, "price": to_decimal_number(price_cents)}
+    return structured
+
+
+def check_binding(kind: str, price_cents: int | None, budget_cents: int) -> None:
+    """Every turn that can bind the shopper (an offer, an acceptance) names its price, within
+    the budget: a RuntimeError otherwise, whoever wrote the turn."""
+    if kind in (OFFER, ACCEPT) and (price_cents is None or price_cents > budget_cents):
+        raise RuntimeError(f"refusing to {kind} at {price_cents!r}: not a price within the budget")
 
 
 def _amount_forms(cents: int) -> list[str]:
@@ -279,6 +297,30 @@ class ShopperAgent:
         if self.done:
             return None
         return self._respond(reading, opening=False)
+
+    def sent_instead(self, turn: ShopperTurn) -> None:
+        """Record that ``turn``, written by someone else (the LLM shopper's model), was sent in
+        place of the turn this agent just returned. What it decides next, and the deal it holds a
+        store to, then follow what was actually said: the offers made, the price an acceptance
+        named, a walk-away. The same decision in other words (kind and price) changes only the
+        record of the words. ``turn`` is held to the budget like every turn this agent emits."""
+        if not self.turns:
+            raise RuntimeError("no turn of this agent to replace")
+        check_binding(turn.kind, turn.price_cents, self.goal.budget_cents)
+        mine = self.turns[-1]
+        self.turns[-1] = turn
+        if (turn.kind, turn.price_cents) == (mine.kind, mine.price_cents):
+            return
+        if mine.kind == OFFER:
+            self.offers.pop()
+        self._confirming, self._outcome = None, None
+        self._accepted = turn.kind == ACCEPT
+        self._accepted_price = turn.price_cents if self._accepted else None
+        if turn.kind == OFFER:
+            assert turn.price_cents is not None  # check_binding
+            self.offers.append(turn.price_cents)
+        elif turn.kind == WALK_AWAY:
+            self._finish(False, None, (), "walked_away")
 
     # -- deciding ----------------------------------------------------------------------------
 
@@ -485,9 +527,7 @@ class ShopperAgent:
     # -- emitting ----------------------------------------------------------------------------
 
     def _emit(self, kind: str, price: int | None, templates: tuple[str, ...]) -> ShopperTurn:
-        if kind in (OFFER, ACCEPT) and (price is None or price > self.goal.budget_cents):
-            # Every turn that can bind the shopper names its price, within the budget.
-            raise RuntimeError(f"refusing to {kind} at {price!r}: not a price within the budget")
+        check_binding(kind, price, self.goal.budget_cents)
         text = self._rng.choice(templates)
         if price is not None:
             text = text.format(p=format_money(price, self.goal.currency))
@@ -495,13 +535,7 @@ class ShopperAgent:
             text = {OFFER: "Would you take {p}?", ACCEPT: _ACCEPT[0], WALK_AWAY: _WALK[0], ASK: _ASK[0]}[kind]
             if price is not None:
                 text = text.format(p=format_money(price, self.goal.currency))
-        # An acceptance goes out as an offer of exactly its price: a bare {"action": "accept"}
-        # would bind whatever the store has on the table.
-        structured: dict[str, Any] = {OFFER: {"action": "offer"}, ACCEPT: {"action": "offer"},
-                                      WALK_AWAY: {"action": "walk_away"}, ASK: {"action": "best_price"}}[kind]
-        if price is not None:
-            structured = {**structured, "price": to_decimal_number(price)}
-        turn = ShopperTurn(kind, price, text, structured)
+        turn = ShopperTurn(kind, price, text, structured_message(kind, price))
         self.turns.append(turn)
         return turn
 

@@ -118,6 +118,7 @@ def _read_run(run: list[str]) -> Iterator[int]:
     if len(words) >= 2 and all(w in _UNITS and _UNITS[w] < 10 for w in words):
         yield int("".join(str(_UNITS[w]) for w in words))
         return
+    yield from _spoken_price(words)
     total, current = 0, 0
     for word in words:
         if word in _UNITS:
@@ -132,6 +133,29 @@ def _read_run(run: list[str]) -> Iterator[int]:
     value = total + current
     if len(words) > 1 or value >= 10:  # a lone "one" or "two" is English, not an amount
         yield value
+
+
+def _spoken_price(words: list[str]) -> Iterator[int]:
+    """A price said in two halves, as people say prices: "four fifty" → 450, "four ninety-nine"
+    → 499, "nineteen ninety-nine" → 1999, "five oh five" → 505 (read besides the sum, 54)."""
+    if any(w in _SCALES for w in words):
+        return
+    for split in (1, 2):
+        head, tail = _below_hundred(words[:split]), _below_hundred(words[split:])
+        if head and tail is not None and (tail >= 10 or words[split] == "oh"):
+            yield head * 100 + tail
+
+
+def _below_hundred(words: list[str]) -> int | None:
+    """The value of one or two number words below a hundred ("ninety nine", "oh five"), or None."""
+    if len(words) == 1:
+        return _UNITS.get(words[0], _TENS.get(words[0]))
+    if len(words) == 2 and words[1] in _UNITS and _UNITS[words[1]] < 10:
+        if words[0] == "oh":
+            return _UNITS[words[1]]
+        if words[0] in _TENS and _UNITS[words[1]] > 0:
+            return _TENS[words[0]] + _UNITS[words[1]]
+    return None
 
 
 def _decodings(text: str) -> Iterator[str]:

@@ -16,6 +16,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from haggler import __version__
+from haggler.llm.base import LLMBackend
+from haggler.llm.choice import DEFAULT_TOKEN_BUDGET
 from haggler.money import to_decimal_number
 from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.errors import ShopperError
@@ -67,7 +69,11 @@ class ShopperTools:
             raise ToolError(f"next_url does not belong to {info.name or 'this store'}: {next_url}")
 
 
-def build_server(*, allow_private: bool = False, timeout: float = 15.0) -> MCPServer:
+def build_server(*, allow_private: bool = False, timeout: float = 15.0, backend: LLMBackend | None = None,
+                 token_budget: int | None = DEFAULT_TOKEN_BUDGET) -> MCPServer:
+    """The MCP server. ``backend``: a model writes the `negotiate` tool's turns, spending at most
+    ``token_budget`` tokens a negotiation (see :func:`run_negotiation`); the other tools are
+    unchanged."""
     tools = ShopperTools(allow_private=allow_private, timeout=timeout)
     server = MCPServer("haggler-shopper", instructions=INSTRUCTIONS, version=__version__)
 
@@ -128,13 +134,16 @@ def build_server(*, allow_private: bool = False, timeout: float = 15.0) -> MCPSe
         you will pay (the agent never reveals it); `target` a price you'd be happy with;
         `values` what extras are worth to you, by keyword, e.g. {"shipping": 30, "battery": 80}.
         Returns the outcome (deal, walked_away, merchant_closed, gave_up, or over_budget: the
-        store reported a deal above the budget, not taken), price, extras and the transcript."""
+        store reported a deal above the budget, not taken), price, extras and the transcript;
+        when the agent runs on a model, `llm` says what it wrote, what it cost and which turns
+        the rule-based agent took instead."""
         info = await guarded(tools.store(store))
         try:
             goal = goal_for(listing_for(info, product_id), budget, target, values)
         except (ShopperError, ValueError) as exc:
             raise ToolError(str(exc)) from exc
-        result = await guarded(run_negotiation(tools.client, info, product_id, goal))
+        result = await guarded(run_negotiation(tools.client, info, product_id, goal, backend=backend,
+                                               token_budget=token_budget))
         return result.to_json()
 
     return server

@@ -2,19 +2,25 @@
 
 One async implementation serves `haggler shop` (through ``asyncio.run``) and the MCP
 ``negotiate`` tool. The agent reads the store's structured ``offer``/``deal`` when the store
-sends them and the merchant's free text otherwise, so it haggles with LLM merchants too.
+sends them and the merchant's free text otherwise, so it haggles with LLM merchants too. Given a
+model backend, a model writes the turns (:class:`~haggler.agents.llm_shopper.LLMShopper`) within
+the deterministic agent's limits, and the deterministic agent takes every turn the model cannot.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from haggler.agents.llm_shopper import LLMReport, LLMShopper
 from haggler.agents.shopper import OVER_BUDGET, ShopperAgent, ShopperGoal, ShopperTurn
 from haggler.language.intents import IntentKind
 from haggler.language.merchant_reading import MerchantReading, read_merchant_reply
 from haggler.language.parse import parse_shopper_turn
+from haggler.llm.base import LLMBackend
+from haggler.llm.choice import DEFAULT_TOKEN_BUDGET
 from haggler.money import to_cents, to_decimal_number
 from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.errors import NotFound
@@ -45,6 +51,8 @@ class NegotiationResult:
     transcript: tuple[Line, ...]
     deal_id: str | None = None
     checkout_url: str | None = None
+    #: What the model did and cost, when a model wrote the turns (None: the deterministic agent).
+    llm: LLMReport | None = None
 
     @property
     def agreed(self) -> bool:
@@ -65,6 +73,7 @@ class NegotiationResult:
             "saving": money(self.saving_cents), "turns": self.turns, "session_id": self.session_id,
             "deal_id": self.deal_id, "checkout_url": self.checkout_url,
             "transcript": [{"speaker": line.speaker, "message": line.message} for line in self.transcript],
+            "llm": self.llm.to_json() if self.llm is not None else None,
         }
 
 
@@ -90,6 +99,9 @@ def goal_for(listing: Listing, budget: float, target: float | None, values: dict
         raise ValueError(f"bad negotiation goal: {exc}") from exc
 
 
+#: Either shopper: the deterministic agent, or a model writing turns within its limits.
+Shopper = ShopperAgent | LLMShopper
+
 #: Lets a person (``haggle shop --interactive``) edit or replace each turn: receives the
 #: agent's suggested text, returns what to send.
 Decide = Callable[[ShopperTurn], Awaitable[str]]
@@ -97,16 +109,24 @@ Decide = Callable[[ShopperTurn], Awaitable[str]]
 
 async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, product_id: str, goal: ShopperGoal, *,
                           seed: int | None = None, structured: bool = False, decide: Decide | None = None,
-                          on_line: Callable[[Line], None] | None = None) -> NegotiationResult:
+                          on_line: Callable[[Line], None] | None = None, backend: LLMBackend | None = None,
+                          token_budget: int | None = DEFAULT_TOKEN_BUDGET) -> NegotiationResult:
     """Haggle for one product until the chat closes or the agent is done.
 
     ``structured`` sends the agent's turns as JSON messages (the store's extension) instead of
-    text; replies are read from the structured fields whenever the store includes them."""
+    text; replies are read from the structured fields whenever the store includes them.
+    ``backend``: a model writes the turns, spending at most ``token_budget`` tokens (None: no
+    limit) before the deterministic agent finishes the negotiation. Turns are decided in a worker
+    thread, so a model call never blocks the event loop."""
     listing = listing_for(store, product_id)
     list_price = listing.list_price_cents or goal.list_price_cents
     cap = store.limits.max_messages_per_chat or ShopperAgent.MAX_TURNS
     agent = ShopperAgent(goal, seed=seed, max_turns=max(2, min(ShopperAgent.MAX_TURNS, cap)))
     transcript: list[Line] = []
+    shopper: Shopper = agent
+    if backend is not None:
+        shopper = LLMShopper(agent, backend, product=listing.name, transcript=transcript, token_budget=token_budget,
+                             max_chars=store.limits.max_message_length_chars)
 
     def record(speaker: str, message: str) -> None:
         line = Line(speaker, message)
@@ -117,7 +137,7 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
     chat = await client.start(store, product_id)
     record("merchant", chat.greeting)
     reading = read_merchant_reply(chat.greeting, closed=False, offer=wire_view(chat.offer), list_price_cents=list_price)
-    turn: ShopperTurn | None = agent.first_turn(reading)
+    turn: ShopperTurn | None = await asyncio.to_thread(shopper.first_turn, reading)
     next_url: str | None = chat.next_url
     deal: Deal | None = None
     sent = 0
@@ -133,11 +153,11 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
         reading = read_merchant_reply(reply.message, closed=reply.closed, offer=wire_view(reply.offer),
                                       deal=wire_view(reply.deal), list_price_cents=list_price)
         next_url = reply.next_url
-        turn = agent.next_turn(reading)
-    return _result(store, listing, list_price, chat.session_id, agent, reading, deal, sent, transcript)
+        turn = await asyncio.to_thread(shopper.next_turn, reading)
+    return _result(store, listing, list_price, chat.session_id, shopper, reading, deal, sent, transcript)
 
 
-def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str, agent: ShopperAgent,
+def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str, agent: Shopper,
             reading: MerchantReading, deal: Deal | None, sent: int, transcript: list[Line]) -> NegotiationResult:
     outcome = agent.outcome
     if deal is not None:
@@ -169,4 +189,5 @@ def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str
         currency=listing.currency, outcome=kind, price_cents=price, extras=tuple(extras),
         session_id=session_id, turns=sent, transcript=tuple(transcript),
         deal_id=deal.id if deal else None, checkout_url=checkout,
+        llm=agent.report() if isinstance(agent, LLMShopper) else None,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections import Counter
 
 from rich.console import Console
 from rich.panel import Panel
@@ -53,6 +54,13 @@ class ShopView:
         if result.checkout_url:
             table.add_row("checkout", result.checkout_url)
         table.add_row("turns", str(result.turns))
+        if result.llm is not None:
+            llm = result.llm
+            reasons = Counter(f.reason for f in llm.fallbacks)
+            taken = ", ".join(f"{reason} ×{count}" for reason, count in reasons.items())
+            table.add_row("model", f"{llm.model}: wrote {llm.model_turns} turns, {llm.usage.total_tokens} tokens "
+                                   f"in {llm.usage.calls} calls")
+            table.add_row("rule-based turns", f"{len(llm.fallbacks)}" + (f" ({taken})" if taken else ""))
         self.console.print(Panel(table, title=result.product_name, expand=False))
 
 
