@@ -255,3 +255,35 @@ def test_haggler_llm_imports_without_the_sdks() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, check=True)
     assert "pip install 'haggler[llm]'" in result.stdout
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_provider_that_keeps_failing_is_rested_then_probed_again(provider: str, fake: FakeLLM) -> None:
+    from haggler.llm.base import Breaker
+
+    now = [100.0]
+    backend = build(provider, fake)
+    backend.breaker = Breaker(failures=3, rest=30.0, clock=lambda: now[0])
+    fake.script(status(500), status(503), status(429), answer(GOOD))
+    for _ in range(3):
+        with pytest.raises(ModelUnavailable):
+            backend.complete(SYSTEM, MESSAGES, Move)
+    with pytest.raises(ModelUnavailable) as suspended:
+        backend.complete(SYSTEM, MESSAGES, Move)
+    assert suspended.value.reason == "suspended" and len(fake.requests) == 3  # nothing sent while resting
+    now[0] += 31
+    assert backend.complete(SYSTEM, MESSAGES, Move).value.price_cents == 1850  # the probe gets through
+    fake.script(status(500), answer(GOOD))
+    with pytest.raises(ModelUnavailable):
+        backend.complete(SYSTEM, MESSAGES, Move)
+    assert backend.complete(SYSTEM, MESSAGES, Move).value.price_cents == 1850  # one failure is no streak
+
+
+def test_malformed_answers_do_not_rest_the_provider(fake: FakeLLM) -> None:
+    backend = build("anthropic", fake)
+    fake.script(*[answer("{bad")] * 6, answer(GOOD))
+    for _ in range(3):
+        with pytest.raises(ModelUnavailable) as exc:
+            backend.complete(SYSTEM, MESSAGES, Move)
+        assert exc.value.reason == "malformed"
+    assert backend.complete(SYSTEM, MESSAGES, Move).value.action == "offer"

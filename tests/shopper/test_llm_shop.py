@@ -166,9 +166,16 @@ def test_a_hostile_answer_every_turn_leaves_the_negotiation_to_the_deterministic
     said = assert_safe(store, result)
     assert said == deterministic
     assert result.llm is not None and result.llm.model_turns == 0
-    assert {f.reason for f in result.llm.fallbacks} == {REASON.get(case, case)}
+    reason = REASON.get(case, case)
     assert [f.turn for f in result.llm.fallbacks] == list(range(1, result.turns + 1))
-    calls_a_turn = 2 if REASON.get(case, case) == "malformed" else 1  # one retry of a malformed answer
+    if case in ("rate_limited", "server_error"):
+        # A provider that is down three times in a row is rested (llm/base.py Breaker): the later
+        # turns fall back at once, nothing sent.
+        assert [f.reason for f in result.llm.fallbacks] == [reason] * 3 + ["suspended"] * (result.turns - 3)
+        assert len(fake.requests) == 3
+        return
+    assert {f.reason for f in result.llm.fallbacks} == {reason}
+    calls_a_turn = 2 if reason == "malformed" else 1  # one retry of a malformed answer
     assert len(fake.requests) == calls_a_turn * result.turns
 
 

@@ -11,6 +11,8 @@ extra not installed, no key) is ``LLMSetupError``: that is the operator's proble
 from __future__ import annotations
 
 import importlib
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,9 +23,10 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 Reason = Literal["timeout", "rate_limited", "server_error", "unreachable", "rejected",
-                 "malformed", "budget_exhausted"]
+                 "malformed", "budget_exhausted", "suspended"]
 """Why the model did not answer. ``rejected``: the provider refused the request (4xx other than
-429: a bad key, an unknown model); ``unreachable``: no connection to the provider."""
+429: a bad key, an unknown model); ``unreachable``: no connection to the provider; ``suspended``:
+the provider failed several calls in a row and is given a rest (see ``Breaker``)."""
 
 Role = Literal["user", "assistant"]
 T = TypeVar("T", bound=BaseModel)
@@ -149,6 +152,38 @@ def require_key(api_key: str | None, env: dict[str, str] | Any, backend: str, ke
     return str(key)
 
 
+class Breaker:
+    """Stops calling a provider that keeps failing: after ``failures`` calls in a row that found
+    it down (timeout, unreachable, 429, 5xx, a refused key), no call is sent for ``rest``
+    seconds, so that each turn falls back at once instead of waiting out its own timeout; the
+    first call after the rest probes the provider again. Shared by every conversation of one
+    backend (one store, one shopper process), hence the lock."""
+
+    def __init__(self, failures: int = 3, rest: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.failures = failures
+        self.rest = rest
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._in_a_row = 0
+        self._until = 0.0
+
+    def check(self) -> None:
+        with self._lock:
+            if self._in_a_row >= self.failures and self._clock() < self._until:
+                raise ModelUnavailable("suspended", f"{self._in_a_row} failed calls in a row; "
+                                                    f"retrying in {self._until - self._clock():.0f}s")
+
+    def record(self, provider_down: bool) -> None:
+        with self._lock:
+            self._in_a_row = self._in_a_row + 1 if provider_down else 0
+            if self._in_a_row >= self.failures:
+                self._until = self._clock() + self.rest
+
+
+#: Reasons that say the provider, not the answer, failed: they count towards the breaker.
+PROVIDER_DOWN = frozenset({"timeout", "unreachable", "rate_limited", "server_error", "rejected"})
+
+
 class LLMBackend:
     """Base of the provider backends. Subclasses implement ``_call`` (one request through
     ``_request``, its response read inside ``reading``); ``complete`` adds validation, the single
@@ -162,6 +197,7 @@ class LLMBackend:
         self.model = model
         self.max_tokens = max_tokens
         self.prices = prices
+        self.breaker = Breaker()
 
     def complete(self, system: str, messages: list[Message], schema: type[T],
                  conversation: Conversation | None = None) -> Answer[T]:
@@ -173,12 +209,18 @@ class LLMBackend:
                 raise ModelUnavailable("budget_exhausted",
                                        f"{conversation.usage.total_tokens} of "
                                        f"{conversation.token_budget} tokens used")
+            self.breaker.check()
             try:
                 reply = self._call(system, messages, schema, self._max_tokens(conversation))
+            except ModelUnavailable as exc:
+                self.breaker.record(exc.reason in PROVIDER_DOWN)
+                raise
             except Malformed as exc:
+                self.breaker.record(False)
                 self._count(exc.input_tokens, exc.output_tokens, conversation.usage, spent)
                 detail = str(exc)
                 continue
+            self.breaker.record(False)
             self._count(reply.input_tokens, reply.output_tokens, conversation.usage, spent)
             try:
                 return Answer(schema.model_validate(reply.data), spent)
