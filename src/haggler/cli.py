@@ -14,6 +14,7 @@ from rich.table import Table
 
 from haggler.catalog import CatalogError, load_catalog
 from haggler.llm.base import LLMBackend
+from haggler.llm.choice import DEFAULT_TOKEN_BUDGET
 from haggler.money import format_money, to_decimal_number
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
@@ -464,17 +465,25 @@ def match_agent(
     interval: Annotated[float, typer.Option(help="Seconds between polls while no turn waits.")] = 30.0,
     once: Annotated[bool, typer.Option("--once", help="Handle the turns waiting now, then exit.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 30.0,
+    llm_provider: LLMProvider = None,
+    llm_model: LLMModel = None,
+    llm_base_url: LLMBaseURL = None,
+    llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
+    llm_timeout: LLMTimeout = 20.0,
 ) -> None:
     """Run a user's personal agent: poll for its negotiation turns, decide and respond.
 
-    Each parked turn is decided by the deterministic negotiator. An agent whose negotiationMode
+    Each parked turn is decided by the deterministic negotiator, or with --llm-provider and
+    --llm-model by a model whose turns the server's rules are checked on first; the deterministic
+    negotiator takes every turn the model does not give validly. An agent whose negotiationMode
     is disabled does not poll: its user's turns fall to the system negotiator after the parked
     timeout."""
     import math
     import signal
     from datetime import datetime
 
-    from haggler.agents.match_runtime import AgentError, MatchAgentRuntime
+    from haggler.agents.match_negotiator import decide
+    from haggler.agents.match_runtime import AgentError, Decider, MatchAgentRuntime
 
     if not server.startswith(("http://", "https://")):
         raise _fail(f"--server must be an http(s) URL, got {server!r}")
@@ -484,12 +493,23 @@ def match_agent(
     def log(line: str) -> None:
         typer.echo(f"{datetime.now():%H:%M:%S} {line}")
 
+    if llm_token_budget < 0:
+        raise _fail("--llm-token-budget must not be negative (0: no limit)")
+    decider: Decider = decide
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    if backend is not None:
+        from haggler.agents.llm_match import LLMMatchDecider
+        from haggler.agents.llm_proposals import Proposer
+
+        decider = LLMMatchDecider(Proposer(backend, llm_token_budget or None, log=log))
+
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # a service manager's stop is a Ctrl-C
     try:
-        with MatchAgentRuntime(server, agent_id, api_key, interval=interval, timeout=timeout, log=log) as runtime:
+        with MatchAgentRuntime(server, agent_id, api_key, decider=decider, interval=interval, timeout=timeout,
+                               log=log) as runtime:
             status = runtime.run(once=once)
     except AgentError as exc:
         raise _fail(str(exc), code=1) from None
