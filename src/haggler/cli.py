@@ -503,17 +503,25 @@ def match_agent(
     interval: Annotated[float, typer.Option(help="Seconds between polls while no turn waits.")] = 30.0,
     once: Annotated[bool, typer.Option("--once", help="Handle the turns waiting now, then exit.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 30.0,
+    llm_provider: LLMProvider = None,
+    llm_model: LLMModel = None,
+    llm_base_url: LLMBaseURL = None,
+    llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
+    llm_timeout: LLMTimeout = 20.0,
 ) -> None:
     """Run a user's personal agent: poll for its negotiation turns, decide and respond.
 
-    Each parked turn is decided by the deterministic negotiator. An agent whose negotiationMode
+    Each parked turn is decided by the deterministic negotiator, or with --llm-provider and
+    --llm-model by a model whose turns the server's rules are checked on first; the deterministic
+    negotiator takes every turn the model does not give validly. An agent whose negotiationMode
     is disabled does not poll: its user's turns fall to the system negotiator after the parked
     timeout."""
     import math
     import signal
     from datetime import datetime
 
-    from haggler.agents.match_runtime import AgentError, MatchAgentRuntime
+    from haggler.agents.match_negotiator import decide
+    from haggler.agents.match_runtime import AgentError, Decider, MatchAgentRuntime
 
     if not server.startswith(("http://", "https://")):
         raise _fail(f"--server must be an http(s) URL, got {server!r}")
@@ -523,12 +531,23 @@ def match_agent(
     def log(line: str) -> None:
         typer.echo(f"{datetime.now():%H:%M:%S} {line}")
 
+    if llm_token_budget < 0:
+        raise _fail("--llm-token-budget must not be negative (0: no limit)")
+    decider: Decider = decide
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    if backend is not None:
+        from haggler.agents.llm_match import LLMMatchDecider
+        from haggler.agents.llm_proposals import Proposer
+
+        decider = LLMMatchDecider(Proposer(backend, llm_token_budget or None, log=log))
+
     def interrupt(*_: object) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # a service manager's stop is a Ctrl-C
     try:
-        with MatchAgentRuntime(server, agent_id, api_key, interval=interval, timeout=timeout, log=log) as runtime:
+        with MatchAgentRuntime(server, agent_id, api_key, decider=decider, interval=interval, timeout=timeout,
+                               log=log) as runtime:
             status = runtime.run(once=once)
     except AgentError as exc:
         raise _fail(str(exc), code=1) from None
@@ -638,9 +657,19 @@ def market_demo(
     server: Annotated[Optional[str], typer.Option(
         help="Trade on this running market (base URL); default: a fresh one on a free loopback port.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON for scripts.")] = False,
+    llm_provider: LLMProvider = None,
+    llm_model: LLMModel = None,
+    llm_base_url: LLMBaseURL = None,
+    llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
+    llm_timeout: LLMTimeout = 20.0,
+    llm_traders: Annotated[str, typer.Option(
+        "--llm-traders", help="With a model: which traders run on it: buyers, sellers or all.")] = "buyers",
 ) -> None:
     """Run a seeded market of built-in agents over HTTP (spec 003) and print its deals, protocol
-    mix and surplus. No API key needed: the agents are the deterministic built-in ones."""
+    mix and surplus. No API key needed: the agents are the deterministic built-in ones. With
+    --llm-provider and --llm-model, a model makes the --llm-traders' choices; each is checked
+    against the owner's mandate, and the built-in agent acts whenever it fails or the model fails."""
+    import functools
     import logging
     import tempfile
 
@@ -651,6 +680,23 @@ def market_demo(
     for noisy in ("httpx", "mcp"):  # one line per request would bury the tables
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from haggler.protocols.market.client import MarketError
+
+    if llm_traders not in ("buyers", "sellers", "all"):
+        raise _fail(f"--llm-traders must be buyers, sellers or all, not {llm_traders!r}")
+    if llm_token_budget < 0:
+        raise _fail("--llm-token-budget must not be negative (0: no limit)")
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    agents: dict[str, Any] = {}
+    proposer = None
+    if backend is not None:
+        from haggler.agents.llm_market import LLMMarketBuyer, LLMMarketSeller
+        from haggler.agents.llm_proposals import Proposer
+
+        proposer = Proposer(backend, llm_token_budget or None)
+        if llm_traders in ("buyers", "all"):
+            agents["buyer_agent"] = functools.partial(LLMMarketBuyer, proposer=proposer)
+        if llm_traders in ("sellers", "all"):
+            agents["seller_agent"] = functools.partial(LLMMarketSeller, proposer=proposer)
 
     with contextlib.ExitStack() as stack:
         base = server
@@ -665,11 +711,16 @@ def market_demo(
             base = stack.enter_context(ThreadedServer(app_)).base
         http = stack.enter_context(httpx.Client(base_url=base, timeout=30))
         try:
-            result = MarketDemo(http, sellers=sellers, buyers=buyers, seed=seed).run()
+            result = MarketDemo(http, sellers=sellers, buyers=buyers, seed=seed, **agents).run()
         except (httpx.HTTPError, MarketError) as exc:
             raise _fail(f"the market at {base} failed the demo: {exc}") from None
+    model: dict[str, Any] | None = None if proposer is None else {
+        "traders": llm_traders, "calls": proposer.usage.calls, "inputTokens": proposer.usage.input_tokens,
+        "outputTokens": proposer.usage.output_tokens, "costNanoUSD": proposer.usage.cost_nanousd,
+        "fallbacks": dict(proposer.fallbacks)}
     if as_json:
-        json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False)
+        json.dump({**result.to_json(), **({"model": model} if model else {})}, sys.stdout, indent=2,
+                  ensure_ascii=False)
         sys.stdout.write("\n")
         return
     console = _wide_console()
@@ -690,6 +741,10 @@ def market_demo(
     console.print(f"surplus: buyers {format_money(totals['buyers'], 'EUR')}, sellers "
                   f"{format_money(totals['sellers'], 'EUR')}; no deal: "
                   + (", ".join(f"{reason} {n}" for reason, n in sorted(result.failures.items())) or "none"))
+    if model:
+        console.print(f"model ({llm_traders}): {model['calls']} calls, {model['inputTokens']} + "
+                      f"{model['outputTokens']} tokens; built-in agent took over: "
+                      + (", ".join(f"{why} {n}" for why, n in sorted(model["fallbacks"].items())) or "never"))
 
 
 def _wide_console() -> Console:

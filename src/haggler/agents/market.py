@@ -241,22 +241,28 @@ class _MarketAgent:
         """``action`` when the mandate allows it (:func:`~haggler.protocols.market.mandates.check`)."""
         return action if mandates.check(self.mandate, self.role, action) is None else None
 
-    def sealed_bid(self, facts: ListingFacts, *, at: datetime) -> mandates.Action | None:
+    def sealed_bid(self, facts: ListingFacts, *, at: datetime,
+                   price_cents: int | None = None) -> mandates.Action | None:
         """The sealed bid (spec 003, Protocol 2): the true limit — a buyer's ``maxPrice``, a
         seller's ``minPrice``. None when the mandate does not allow one, or the listing's price
-        is fixed (it is not up for discovery)."""
-        return self._act(mandates.sealed_bid, self.limit_cents, facts, at) if facts.negotiable else None
+        is fixed (it is not up for discovery). ``price_cents``: another bid than the limit (a
+        model's proposal), held to the same checks: never past the limit."""
+        price = self.limit_cents if price_cents is None else price_cents
+        return self._act(mandates.sealed_bid, price, facts, at) if facts.negotiable else None
 
-    def auction_order(self, facts: ListingFacts, *, at: datetime) -> mandates.Action | None:
+    def auction_order(self, facts: ListingFacts, *, at: datetime,
+                      price_cents: int | None = None) -> mandates.Action | None:
         """The double-auction order (Protocol 4) for the listing's item: a buyer's bid or a seller's
         ask, one unit at its limit (see the module docstring for why truthful). None when the
-        mandate does not allow one, or the listing's price is fixed.
+        mandate does not allow one, or the listing's price is fixed. ``price_cents``: another
+        price than the limit (a model's proposal), held to the same checks: never past the limit.
 
         A book trades the item, not a listing, so the order states no condition or accessories
         (as the market checks it): a buyer whose mandate requires either never bids there."""
-        if not facts.negotiable or not self._deals_in(facts):
+        price = self.limit_cents if price_cents is None else price_cents
+        if not (facts.negotiable and self._deals_in(facts) and 0 < price and self._within_limit(price)):
             return None
-        return self._allowed(mandates.order(self.mandate.agent_id, self.limit_cents, facts.currency, at))
+        return self._allowed(mandates.order(self.mandate.agent_id, price, facts.currency, at))
 
     def offer(self, facts: ListingFacts, price_cents: int, *, at: datetime) -> mandates.Action | None:
         """An offer (spec 003, message 7) at ``price_cents`` in a natural-language negotiation over

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from haggler.agents.decider import ACCEPT, REJECT, DeciderView
+from haggler.agents.llm_market import LLMMarketNegotiator
 from haggler.agents.market import (
     DOUBLE_AUCTION,
     INSTANT_MATCH,
@@ -33,11 +34,12 @@ from haggler.agents.market import (
     Interest,
     ListingFacts,
     MarketBuyer,
+    MarketNegotiator,
     MarketSeller,
 )
 from haggler.engine import Terms
 from haggler.protocols.market.client import MarketClient, MarketError
-from haggler.protocols.market.mandates import CONDITIONS, parse_mandate
+from haggler.protocols.market.mandates import CONDITIONS, Mandate, parse_mandate
 from haggler.protocols.market.settlement import DEFAULT_OFFER_TURN_CAP
 
 #: The demo's items: taxonomy and a typical price in cents.
@@ -120,16 +122,27 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _said(negotiator: MarketNegotiator) -> str | None:
+    """What a negotiator says with its decision: a model's message; the built-in one says nothing."""
+    return negotiator.message if isinstance(negotiator, LLMMarketNegotiator) else None
+
+
 class MarketDemo:
-    """The seeded market: build it with the traders' draws, then :meth:`run` it."""
+    """The seeded market: build it with the traders' draws, then :meth:`run` it. ``seller_agent``
+    and ``buyer_agent`` make each trader's agent from its mandate (and a buyer's interest): the
+    built-in ones by default, model-driven ones (:mod:`haggler.agents.llm_market`) with a model."""
 
     def __init__(self, http: httpx.Client, *, sellers: int, buyers: int, seed: int,
-                 clock: Callable[[], datetime] = _now) -> None:
+                 clock: Callable[[], datetime] = _now,
+                 seller_agent: Callable[[Mandate], MarketSeller] = MarketSeller,
+                 buyer_agent: Callable[[Mandate, Interest], MarketBuyer] = MarketBuyer) -> None:
         if sellers < 1 or buyers < 1:
             raise ValueError("a market needs at least one seller and one buyer")
         self.http = http
         self.rng = random.Random(seed)
         self.clock = clock
+        self.seller_agent = seller_agent
+        self.buyer_agent = buyer_agent
         self.tag = f"s{seed}"
         self.result = DemoResult(buyers=buyers, sellers=sellers)
         self.sellers = [self._seller(n) for n in range(sellers)]
@@ -150,7 +163,7 @@ class MarketDemo:
         client = self._client(f"seller{n}")
         client.file_mandate({"minAcceptablePrice": floor}, permissions=self._permissions())
         mandate = parse_mandate(client.call("GET", f"/market/mandates/{client.id}"))
-        trader = Trader(client, MarketSeller(mandate))
+        trader = Trader(client, self.seller_agent(mandate))
         item = {"category": category, "subcategory": subcategory, "name": name,
                 "condition": self.rng.choice(CONDITIONS[:4]),
                 "accessories": sorted(self.rng.sample(ACCESSORIES, self.rng.randrange(len(ACCESSORIES) + 1)))}
@@ -170,7 +183,7 @@ class MarketDemo:
         interest = {"category": category, "subcategory": subcategory, "name": name}
         client.post_wanted({**interest, **({"minCondition": "good"} if "requiredCondition" in constraints else {})},
                            budget=valuation, max_spend=valuation)
-        return Trader(client, MarketBuyer(mandate, Interest(**interest)))
+        return Trader(client, self.buyer_agent(mandate, Interest(**interest)))
 
     def _permissions(self) -> dict[str, bool]:
         """Most owners allow everything; some withhold one protocol."""
@@ -258,14 +271,18 @@ class MarketDemo:
             view = DeciderView(party, trader.limit_cents, facts.ask_cents, turn // 2, max_rounds,
                                tuple(offers[party]), tuple(offers[other]), currency=facts.currency)
             decision = negotiators[party].decide(view)
+            said = _said(negotiators[party])
             if decision is ACCEPT:
-                answer = trader.client.offer(request_id, party, action="accept")
+                answer = trader.client.offer(request_id, party, action="accept", message=said)
             elif decision is REJECT:
-                answer = trader.client.offer(request_id, party, action="reject")
+                answer = trader.client.offer(request_id, party, action="reject", message=said)
             else:
                 assert isinstance(decision, Terms)
                 offers[party].append(decision)
-                answer = trader.client.offer(request_id, party, price=decision.price_cents)
+                answer = trader.client.offer(request_id, party, price=decision.price_cents, message=said)
+            listener = negotiators[other]
+            if said and isinstance(listener, LLMMarketNegotiator):
+                listener.hear(said)  # what the market delivered to the counterparty's inbox
             if answer["state"] == "closed":
                 self._sign(answer["dealId"], buyer, seller, facts)
                 return

@@ -111,6 +111,9 @@ class MatchContext:
     history: tuple[MatchTurn, ...] = ()
     #: The caller's turn cap (6 system–system, 8 mixed); None when unlimited.
     max_turns: int | None = None
+    #: The negotiation the turn belongs to, when the caller names it (a parked turn does): what a
+    #: decider that keeps per-negotiation state (an LLM's token budget) keys it by.
+    negotiation_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.own.user_id == self.other.user_id:
@@ -204,7 +207,7 @@ def _turn(data: Any, where: str) -> MatchTurn:
 def parse_context(data: Mapping[str, Any]) -> MatchContext:
     """A :class:`MatchContext` from JSON: ``ownUser``, ``otherUser`` (each ``userId``, ``profile``,
     ``intents``), ``seedAssessment``, optional ``history`` (turns with a ``speaker`` user id) and
-    ``maxTurns``. Raises :class:`~haggler.errors.InvalidInput` naming the malformed field."""
+    ``maxTurns``, ``negotiationId``. Raises :class:`~haggler.errors.InvalidInput` naming the malformed field."""
     if not isinstance(data, Mapping):
         raise InvalidInput("the negotiation context must be an object")
     history = data.get("history") or []
@@ -213,10 +216,14 @@ def parse_context(data: Mapping[str, Any]) -> MatchContext:
     max_turns = data.get("maxTurns")
     if max_turns is not None and (not isinstance(max_turns, int) or isinstance(max_turns, bool)):
         raise InvalidInput("maxTurns must be an integer")
+    negotiation_id = data.get("negotiationId")
+    if negotiation_id is not None and not isinstance(negotiation_id, str):
+        raise InvalidInput("negotiationId must be a string")
     return MatchContext(
         own=_user(data.get("ownUser"), "ownUser"),
         other=_user(data.get("otherUser"), "otherUser"),
         seed=parse_seed(data.get("seedAssessment")),
         history=tuple(_turn(t, f"history[{i}]") for i, t in enumerate(history)),
         max_turns=max_turns,
+        negotiation_id=negotiation_id,
     )
