@@ -70,7 +70,7 @@ def market_settings(offer_turn_cap: int, clear_interval: float) -> MarketSetting
 #: ``shop``, ``match agent``, ``market demo``); see docs/llm.md.
 LLMProvider = Annotated[Optional[str], typer.Option(
     "--llm-provider", help="Run the agent on a model: anthropic, or openai (also any OpenAI-compatible server "
-    "with --llm-base-url). Key: ANTHROPIC_API_KEY or OPENAI_API_KEY. Needs pip install 'haggler[llm]'.")]
+    "with --llm-base-url). Key: ANTHROPIC_API_KEY or OPENAI_API_KEY. Needs pip install 'haggler\\[llm]'.")]
 LLMModel = Annotated[Optional[str], typer.Option(
     "--llm-model", help="The model's name at that provider, e.g. a Claude or GPT model, or llama3.1 on Ollama.")]
 LLMBaseURL = Annotated[Optional[str], typer.Option(

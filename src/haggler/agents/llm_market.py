@@ -39,7 +39,7 @@ from pydantic import BaseModel, Field
 from haggler.agents.decider import ACCEPT, BUYER, REJECT, Decider, DeciderView, Decision
 from haggler.agents.llm_proposals import Proposer
 from haggler.agents.market import (
-    _BILATERAL,
+    BILATERAL,
     DOUBLE_AUCTION,
     INSTANT_MATCH,
     NATURAL_LANGUAGE,
@@ -49,7 +49,7 @@ from haggler.agents.market import (
     MarketBuyer,
     MarketNegotiator,
     MarketSeller,
-    _MarketAgent,
+    MarketAgent,
 )
 from haggler.engine import Terms
 from haggler.language.leaks import reveals
@@ -117,7 +117,7 @@ def _listing(facts: ListingFacts) -> dict[str, Any]:
             "askPrice": _money(facts.ask_cents), "currency": facts.currency, "negotiable": facts.negotiable}
 
 
-class _ModelTrader(_MarketAgent):
+class _ModelTrader(MarketAgent):
     """What both model-driven traders add to their built-in agent: the model, the checks its
     proposals go through, and the fallback to the built-in choice. Mixed in before the built-in
     class, so ``super()`` is the built-in agent."""
@@ -278,7 +278,7 @@ class LLMMarketSeller(_ModelTrader, MarketSeller):
 
     def agree_protocol(self, proposed: str, facts: ListingFacts) -> str | None:
         built_in = super().agree_protocol(proposed, facts)
-        return self._protocol(facts, built_in, _BILATERAL, "agree_protocol", proposedByBuyer=proposed)
+        return self._protocol(facts, built_in, BILATERAL, "agree_protocol", proposedByBuyer=proposed)
 
 
 class LLMMarketNegotiator(MarketNegotiator):

@@ -71,7 +71,7 @@ MANY_LISTINGS = 4
 _SELLER_ALTERNATIVES = (SEALED_BID, NATURAL_LANGUAGE, INSTANT_MATCH)
 #: The protocols two parties agree on in a protocol agreement (the double auction is a book, not
 #: a conversation: an agent joins it by placing an order).
-_BILATERAL = (NATURAL_LANGUAGE, SEALED_BID, INSTANT_MATCH)
+BILATERAL = (NATURAL_LANGUAGE, SEALED_BID, INSTANT_MATCH)
 
 _SLUG = re.compile(r"[a-z0-9][a-z0-9_]{0,63}")
 _CURRENCY = re.compile(r"[A-Z]{3}")
@@ -208,7 +208,7 @@ def _strategy_factory(strategy: str | Callable[[], Decider]) -> Callable[[], Dec
     return strategy
 
 
-class _MarketAgent:
+class MarketAgent:
     """What both built-in agents share: a mandate, a limit, and one way to turn a decision into
     an action the mandate allows (or nothing)."""
 
@@ -281,7 +281,7 @@ class _MarketAgent:
         return MarketNegotiator(self, facts, self._strategy(), clock)
 
 
-class MarketSeller(_MarketAgent):
+class MarketSeller(MarketAgent):
     """The built-in seller agent. ``reservation_cents``: its own floor, when above its owner's
     ``minAcceptablePrice``; ``strategy``: a name in ``STRATEGIES`` or a factory of deciders (the
     store's merchant by default)."""
@@ -305,7 +305,7 @@ class MarketSeller(_MarketAgent):
         return self._allowed(mandates.listing(self.mandate.agent_id, facts.ask_cents, facts.currency, at))
 
     def _takes(self, protocol: str, facts: ListingFacts) -> bool:
-        if protocol not in _BILATERAL or not self.mandate.permits(PROTOCOL_PERMISSION[protocol]):
+        if protocol not in BILATERAL or not self.mandate.permits(PROTOCOL_PERMISSION[protocol]):
             return False
         return protocol != INSTANT_MATCH or self._within_limit(facts.ask_cents)
 
@@ -333,7 +333,7 @@ class MarketSeller(_MarketAgent):
         return self.confirm(facts, price, INSTANT_MATCH, at=at)
 
 
-class MarketBuyer(_MarketAgent):
+class MarketBuyer(MarketAgent):
     """The built-in buyer agent. ``wants``: the item its owner is after; ``valuation_cents``: its
     own limit, when below its owner's ``maxSpend``; ``strategy``: a name in ``STRATEGIES`` or a
     factory of deciders (the default shopper by default)."""
@@ -424,7 +424,7 @@ class MarketNegotiator:
     an ACCEPT (a confirmation at the counterpart's last price), the mandate forbids becomes a
     REJECT."""
 
-    def __init__(self, agent: _MarketAgent, facts: ListingFacts, strategy: Decider,
+    def __init__(self, agent: MarketAgent, facts: ListingFacts, strategy: Decider,
                  clock: Callable[[], datetime]) -> None:
         roles = getattr(strategy, "roles", (SELLER, BUYER))
         if agent.role not in roles:
