@@ -120,7 +120,7 @@ class LLMMerchant:
 
     def turn(self, chat: ChatTurn, conversation: Conversation) -> ModelTurn:
         report = TurnReport()
-        spent_before = _snapshot(conversation.usage)
+        spent_before = conversation.usage.copy()
         wording = Wording(chat.agent, chat.store, chat.negotiation, chat.transcript)
         if self.mode == "llm" and chat.intent.manipulation:
             report.fallback = "screened"
@@ -129,7 +129,7 @@ class LLMMerchant:
             move, text = self._propose(chat, wording, conversation, report)
         else:
             move, text = chat.decided, self._word(chat, chat.decided, wording, conversation, report)
-        report.usage = _since(spent_before, conversation.usage)
+        report.usage = conversation.usage.since(spent_before)
         return ModelTurn(move, text, report)
 
     # -- llm: the model proposes -------------------------------------------------------------
@@ -161,7 +161,7 @@ class LLMMerchant:
     def _dealer_prompt(self, chat: ChatTurn) -> str:
         agent, product = chat.agent, chat.agent.product
         state = agent.history(chat.negotiation)
-        money = _money_of(product.currency)
+        currency = product.currency
         levers = "\n".join(f"- {lv.offer_text} | costs the store {lv.cost / 100:.2f}" for lv in product.levers)
         offer = chat.intent.amount_cents
         return "\n".join(filter(None, [
@@ -173,9 +173,9 @@ class LLMMerchant:
             f"FLOOR: {product.floor_cents / 100:.2f} {product.currency}",
             f"INVENTORY NOTE: {product.inventory_note}",
             "LEVERS:", levers or "- none",
-            f"YOUR CURRENT TERMS: {money(state.ask.price_cents)}"
+            f"YOUR CURRENT TERMS: {format_money(state.ask.price_cents, currency)}"
             + (f" with {', '.join(state.ask.extras)}" if state.ask.extras else ""),
-            f"THE SHOPPER OFFERS IN THIS MESSAGE: {money(offer)}" if offer is not None
+            f"THE SHOPPER OFFERS IN THIS MESSAGE: {format_money(offer, currency)}" if offer is not None
             else "THE SHOPPER MAKES NO OFFER IN THIS MESSAGE.",
             f"MESSAGES THE SHOPPER MAY STILL SEND: {chat.messages_left}",
         ]))
@@ -235,29 +235,15 @@ def _voice_prompt(chat: ChatTurn, move: MerchantMove, refused: str | None) -> st
 
 def _facts(chat: ChatTurn) -> str:
     product, store = chat.agent.product, chat.store
-    money = _money_of(product.currency)
     return "\n".join(filter(None, [
         f"STORE: {store.name}" + (f", {store.city}" if store.city else "") + f" — {store.tagline}",
         f"STORE POLICY: {store.policy}",
         f"PRODUCT: {product.name}" + (f" — {product.subtitle}" if product.subtitle else ""),
         f"CONDITION: {product.condition}" if product.condition else "",
         f"YEAR MADE: {product.year_made}" if product.year_made else "",
-        f"LIST PRICE: {money(product.list_price_cents)}",
+        f"LIST PRICE: {format_money(product.list_price_cents, product.currency)}",
         f"DESCRIPTION: {product.description}",
     ]))
-
-
-def _money_of(currency: str):  # type: ignore[no-untyped-def]
-    return lambda cents: format_money(cents, currency)
-
-
-def _snapshot(usage: Usage) -> Usage:
-    return Usage(usage.input_tokens, usage.output_tokens, usage.calls, usage.cost_nanousd)
-
-
-def _since(before: Usage, now: Usage) -> Usage:
-    return Usage(now.input_tokens - before.input_tokens, now.output_tokens - before.output_tokens,
-                 now.calls - before.calls, now.cost_nanousd - before.cost_nanousd)
 
 
 _DEALER = """You are the store's sales rep, negotiating the price of one product with a shopper in a chat.

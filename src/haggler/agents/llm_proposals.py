@@ -74,7 +74,7 @@ class Proposer:
         """The model's answer to ``prompt`` in the negotiation ``key``, validated against
         ``schema``; None when the model gave none (logged, counted in ``fallbacks``)."""
         conversation = self.conversation(key)
-        before = _copy(conversation.usage)
+        before = conversation.usage.copy()
         try:
             return self.backend.complete(system, [Message("user", prompt)], schema, conversation).value
         except ModelUnavailable as exc:
@@ -82,21 +82,9 @@ class Proposer:
             self.log(f"the model gave no answer ({exc}); the deterministic agent takes the turn")
             return None
         finally:
-            _add_difference(self.usage, conversation.usage, before)
+            self.usage.include(conversation.usage.since(before))  # retries and failed calls too
 
     def refused(self, why: str) -> None:
         """Record a proposal the framework refused (the deterministic agent takes the turn)."""
         self.fallbacks[REFUSED] += 1
         self.log(f"the model's proposal was refused ({why}); the deterministic agent takes the turn")
-
-
-def _copy(usage: Usage) -> Usage:
-    return Usage(usage.input_tokens, usage.output_tokens, usage.calls, usage.cost_nanousd)
-
-
-def _add_difference(total: Usage, after: Usage, before: Usage) -> None:
-    """Add to ``total`` what one ``complete`` spent (retries included, failed ones too)."""
-    total.input_tokens += after.input_tokens - before.input_tokens
-    total.output_tokens += after.output_tokens - before.output_tokens
-    total.calls += after.calls - before.calls
-    total.cost_nanousd += after.cost_nanousd - before.cost_nanousd

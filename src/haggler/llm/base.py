@@ -87,6 +87,21 @@ class Usage:
         self.calls += 1
         self.cost_nanousd += cost_nanousd
 
+    def copy(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens, self.calls, self.cost_nanousd)
+
+    def since(self, before: Usage) -> Usage:
+        """What was spent between ``before`` (an earlier ``copy`` of this) and now: one turn's
+        calls on a conversation, retries and failed calls included."""
+        return Usage(self.input_tokens - before.input_tokens, self.output_tokens - before.output_tokens,
+                     self.calls - before.calls, self.cost_nanousd - before.cost_nanousd)
+
+    def include(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.calls += other.calls
+        self.cost_nanousd += other.cost_nanousd
+
 
 @dataclass
 class Conversation:
