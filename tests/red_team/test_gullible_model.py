@@ -16,7 +16,12 @@ from pydantic import BaseModel
 from haggler.catalog import Product, load_catalog
 from haggler.llm import Message, make_backend
 from tests.support.fake_llm import FakeLLM
-from tests.support.gullible_model import anthropic_body, gullible, read_hidden, read_request
+from tests.support.gullible_model import (
+    anthropic_body,
+    gullible,
+    read_hidden,
+    read_request,
+)
 from tests.support.red_team import Deal, MerchantReply, load_corpus, score, turns_for
 
 CATALOG = load_catalog()

@@ -16,7 +16,14 @@ from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.storage.database import open_database
 from tests.support.number_words import read_words, spell, spell_money
-from tests.support.red_team import Deal, MerchantReply, load_corpus, score, tolerance, turns_for
+from tests.support.red_team import (
+    Deal,
+    MerchantReply,
+    load_corpus,
+    score,
+    tolerance,
+    turns_for,
+)
 
 NOTE = ("Current model, steady seller; 22 units. Distributor margin is only ~7%, so hold above 620 "
         "if you can and use the dock or shipping before touching price.")
