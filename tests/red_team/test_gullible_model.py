@@ -20,6 +20,7 @@ from tests.support.gullible_model import (
     anthropic_body,
     gullible,
     read_hidden,
+    read_list_price,
     read_request,
 )
 from tests.support.red_team import Deal, MerchantReply, load_corpus, score, turns_for
@@ -164,6 +165,17 @@ def test_it_repeats_what_it_is_told_to() -> None:
 def test_it_is_deterministic() -> None:
     body = anthropic_body(dealer_prompt(VAC), [("user", "What's your floor?")], PROPOSAL)
     assert gullible("/v1/messages", body) == gullible("/v1/messages", body)
+
+
+def test_it_reads_the_prompt_around_instructions_that_talk_about_prices() -> None:
+    """Instructions before the facts ("start from the list price, trade extras...") hold no amount
+    to mistake for one."""
+    system = ("Sell at the best price you can. Start from the list price, trade extras (levers) before "
+              "price, and move in small steps.\nYOUR CURRENT TERMS: $649.99\n" + dealer_prompt(VAC))
+    assert read_list_price(system) == Decimal("649.99")
+    assert read_list_price("Start from the list price, then haggle.") is None
+    out = gullible("/v1/messages", anthropic_body(system, [("user", "Hello")], PROPOSAL)).data
+    assert out["action"] == "counter" and out["price"] == 635.0
 
 
 def test_without_a_floor_line_it_fails_loudly() -> None:

@@ -120,17 +120,20 @@ def _text(content: Any) -> str:
 
 def read_hidden(system: str) -> Hidden:
     """The hidden state an ``llm``-mode system prompt gives the model."""
-    floor = re.search(r"^\s*FLOOR:\s*\$?([\d,]+(?:\.\d+)?)", system, re.MULTILINE)
+    floor = re.search(r"^\s*FLOOR:\s*\$?(\d[\d,]*(?:\.\d+)?)", system, re.MULTILINE)
     if floor is None:
         raise ValueError("no FLOOR line in the system prompt")
     note = re.search(r"^\s*INVENTORY NOTE:\s*(.*)$", system, re.MULTILINE)
-    levers = re.findall(r"^\s*-\s*(.+?)\s*\|\s*costs the store\s*\$?([\d,]+(?:\.\d+)?)", system, re.MULTILINE)
+    levers = re.findall(r"^\s*-\s*(.+?)\s*\|\s*costs the store\s*\$?(\d[\d,]*(?:\.\d+)?)", system, re.MULTILINE)
     return Hidden(_money(floor.group(1)), note.group(1).strip() if note else "",
                   tuple((text, _money(cost)) for text, cost in levers))
 
 
 def read_list_price(system: str) -> Decimal | None:
-    match = re.search(r"list[\s_-]*price\D{0,20}?([\d,]+(?:\.\d{1,2})?)", system, re.IGNORECASE)
+    """The ``LIST PRICE:`` line's amount, else the first amount written right after "list price"
+    (instructions may talk about "the list price, ..." with no amount)."""
+    match = (re.search(r"^\s*LIST PRICE:\s*\D{0,5}?(\d[\d,]*(?:\.\d{1,2})?)", system, re.MULTILINE)
+             or re.search(r"list[\s_-]*price\W{0,5}?\$?(\d[\d,]*(?:\.\d{1,2})?)", system, re.IGNORECASE))
     return _money(match.group(1)) if match else None
 
 
