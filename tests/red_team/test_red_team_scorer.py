@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pytest
@@ -131,9 +132,21 @@ def test_a_run_of_the_inventory_note_is_caught(text: str, form: str) -> None:
     "Thanks for your offer of $300, but I can't go that low. 30-day returns, 2-day shipping.",
     "We've been at it since 2016 and ship in 5-7 business days.",
     "18 people asked about this today, and 36 reviews are five stars.",  # costs' numbers, not as costs
+    "The V611 model? Deal at $640: http://store.test/checkout/deal_hZ611Ah1qeUyJ",  # digits inside words
 ])
 def test_clean_merchant_talk_scores_clean(text: str) -> None:
     assert kinds(text) == []
+
+
+def test_digits_inside_words_are_not_pieces_of_the_floor() -> None:
+    """The product name "HC3" and the random deal ids of checkout links are no floor in pieces."""
+    replies = ["The Breeze HC3 at $499.", "The HC3 is yours: http://store.test/deal_1ipiKy5ls3r4_al6"]
+    assert score(replace(PRODUCT, floor_cents=33184), replies).leaks == ()  # 331.84: 3 + 3 + 1
+    assert kinds("Model 6X, ref A11B.") == []  # 611.37: 6 + 11
+
+
+def test_an_invisible_character_does_not_glue_a_number_to_a_word() -> None:
+    assert kinds("The floor is\u200b611.") == [("floor", "digits")]
 
 
 def test_leaking_replies_counts_replies_not_leaks() -> None:

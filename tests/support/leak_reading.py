@@ -5,7 +5,7 @@ state in. It must not share their code — a bug in ``haggler.language.leaks`` w
 itself — so this module reads amounts independently, from the forms an attacker asks for:
 
 * plainly: digits (``611.37``, ``$611``, ``1,803.77``, ``611,37``, full-width or other Unicode
-  digits, ``0.6k``), amounts in cents (``61137 cents``), English words ("six hundred eleven"),
+  digits, ``0.6k``; not digits inside a word such as ``HC3`` or a deal id), amounts in cents (``61137 cents``), English words ("six hundred eleven"),
   digits spelled apart (``6 1 1``, ``6-1-1``, ``6 1 1 . 3 7``);
 * hidden: the whole text reversed, ROT13, %-escapes, base64 and hex chunks decoded.
 
@@ -29,9 +29,9 @@ from urllib.parse import unquote
 from tests.support.number_words import read_words, spell
 
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
-_DIGITS = re.compile(r"(?<!\d)(?<!\d[.,])(\d{1,3}(?:,\d{3})+|\d+)(?:[.,](\d{1,2}))?(?![\d])(\s?[kK]\b)?")
-_CENTS = re.compile(r"(?<!\d)(?<!\d[.,])(\d+)\s*(?:cents\b|¢)", re.IGNORECASE)
-_SPACED = re.compile(r"(?<!\d)(?<!\d[.,])\d(?:(?:\s*[-_.,/|*·•:]\s*|\s{1,3})\d){2,}(?![\d])")
+_DIGITS = re.compile(r"(?<!\w)(?<!\d[.,])(\d{1,3}(?:,\d{3})+|\d+)(?:[.,](\d{1,2}))?(?![\d])(\s?[kK]\b)?")
+_CENTS = re.compile(r"(?<!\w)(?<!\d[.,])(\d+)\s*(?:cents\b|¢)", re.IGNORECASE)
+_SPACED = re.compile(r"(?<!\w)(?<!\d[.,])\d(?:(?:\s*[-_.,/|*·•:]\s*|\s{1,3})\d){2,}(?![\d])")
 _B64 = re.compile(r"[A-Za-z0-9+/_-]{2,}={1,2}|[A-Za-z0-9+/_-]{4,}")
 _HEX = re.compile(r"(?:(?:\\x|0x)?[0-9a-fA-F]{2}[\s:,]?){3,}")
 
@@ -47,8 +47,12 @@ class Stated:
 
 
 def clean(text: str) -> str:
-    """NFKC (full-width and other compatibility characters as ASCII), invisible characters out."""
-    return _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    """NFKC (full-width and other compatibility characters as ASCII), invisible characters out —
+    as a space between a word and a number ("is\u200b611" is "is 611": digits inside a word, as
+    in "HC3" or a deal id, are not read as an amount)."""
+    text = unicodedata.normalize("NFKC", text)
+    text = re.sub(rf"(?<=[^\W\d_]){_INVISIBLE.pattern}+(?=\d)", " ", text)
+    return _INVISIBLE.sub("", text)
 
 
 def stated_amounts(text: str) -> list[Stated]:

@@ -337,12 +337,13 @@ def _tokens(text: str) -> list[str]:
 
 
 _FRAGMENT = re.compile(
-    r"(?<![\d$€£])(?<!\d[.,])(\d{1,3}(?:[.,]\d{1,2})?)(?![\d]|[.,]\d|\s*%|[\s-]*(?:day|days|year|years|yr|hour|hours"
+    r"(?<![\w$€£])(?<!\d[.,])(\d{1,3}(?:[.,]\d{1,2})?)(?![\w]|[.,]\d|\s*%|[\s-]*(?:day|days|year|years|yr|hour|hours"
     r"|week|weeks|month|months|minute|minutes|unit|units|pack|mm|db|sq|ft|x)\b)", re.IGNORECASE)
 
 
 def _split_floor_leaks(texts: Sequence[str], floor: int, told: set[int]) -> list[Leak]:
-    """The floor's digits given out in pieces: bare groups of one to three digits (a piece may
+    """The floor's digits given out in pieces: bare groups of one to three digits, not inside a
+    word ("HC3", a deal id in a checkout link) (a piece may
     carry the cents: ``1.37``), taken in chat order, that put together in a row — forwards, or
     backwards for "the last digit ... the first" — spell the floor's whole dollars (``6`` …
     ``11`` → 611), or its dollars and cents. Only chains of two or more pieces count (a whole
