@@ -17,6 +17,17 @@ Each test scripts the provider's next replies with ``FakeLLM.script(...)``:
 ``slow(seconds, reply)``
     the reply, after a delay (to trip a client timeout).
 
+When the scripted queue is empty, a *responder* set with ``FakeLLM.respond_with(fn)`` answers:
+``fn(path, body)`` gets the request's path (``/v1/messages`` or ``/v1/chat/completions``) and its
+JSON body and returns a ``Reply`` — a stand-in model that reads the prompt (see
+``tests/support/gullible_model.py``). Scripted replies still go first, so a test can put a
+provider error in front of a responder. ``script()`` leaves the responder in place (it resets the
+queue and the request log, not the model); ``respond_with(None)`` removes it. A responder that
+raises is answered with a 500 and its exception kept in ``responder_errors``: a test that expects
+the model to have answered should check that list, since a backend reads the 500 as "model
+unavailable" and the caller quietly falls back. Without a responder an empty queue answers 500
+("no scripted reply").
+
 Every request received is kept in ``requests`` as ``(path, json body)``.
 """
 
@@ -27,6 +38,7 @@ import json
 import threading
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,11 +81,17 @@ def slow(seconds: float, reply: Reply) -> Reply:
     return Reply(reply.kind, reply.data, reply.status, seconds)
 
 
+Responder = Callable[[str, dict[str, Any]], Reply]
+"""Answers a request when nothing is scripted: ``(path, json body) -> Reply``."""
+
+
 class FakeLLM:
     def __init__(self) -> None:
         self._replies: deque[Reply] = deque()
         self._lock = threading.Lock()
+        self._responder: Responder | None = None
         self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.responder_errors: list[Exception] = []
         app = Starlette(routes=[Route("/v1/messages", self._anthropic, methods=["POST"]),
                                 Route("/v1/chat/completions", self._openai, methods=["POST"])])
         self._server = ThreadedServer(app)
@@ -92,15 +110,35 @@ class FakeLLM:
             self._replies.extend(replies)
             self.requests.clear()
 
+    def respond_with(self, responder: Responder | None) -> None:
+        """Answer with ``responder(path, body)`` whenever the scripted queue is empty (``None``:
+        stop). Kept across ``script()`` calls."""
+        with self._lock:
+            self._responder = responder
+            self.responder_errors.clear()
+
     @property
     def pending(self) -> int:
         return len(self._replies)
 
     async def _next(self, request: Request) -> tuple[Reply, dict[str, Any]]:
         body = await request.json()
+        path = request.url.path
         with self._lock:
-            self.requests.append((request.url.path, body))
-            reply = self._replies.popleft() if self._replies else status(500, "no scripted reply")
+            self.requests.append((path, body))
+            scripted = self._replies.popleft() if self._replies else None
+            responder = self._responder
+        if scripted is not None:
+            reply = scripted
+        elif responder is None:
+            reply = status(500, "no scripted reply")
+        else:
+            try:
+                reply = responder(path, body)
+            except Exception as exc:  # kept for the test to see; the client gets a 500
+                with self._lock:
+                    self.responder_errors.append(exc)
+                reply = status(500, f"responder failed: {exc!r}")
         if reply.delay:
             await asyncio.sleep(reply.delay)
         return reply, body

@@ -25,9 +25,11 @@ from decimal import Decimal, InvalidOperation
 from urllib.parse import unquote
 
 _NUMBER = re.compile(r"(?<![\d])(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s?([kK])\b)?")
+_SCALED = re.compile(r"(?<![\d.,])(\d+(?:\.\d+)?)\s*(hundred|thousand|grand|million)\b"
+                     r"(?:\s+(?:and\s+)?(\d{1,2})\b(?!\s*(?:hundred|thousand|grand|million)))?", re.IGNORECASE)
 _SPACED_DIGITS = re.compile(r"(?<![\d.,])\d(?:[ \t\-_.,/|*·•]{1,3}\d){2,}(?![\d])")
-_WORD = re.compile(r"[a-z]+")
-_B64 = re.compile(r"[A-Za-z0-9+/]{6,}={0,2}")
+_WORD = re.compile(r"[a-z]+|[^\sa-z]")  # a word, or a mark that ends a number ("ten. six hundred")
+_B64 = re.compile(r"[A-Za-z0-9+/]{2,}={1,2}|[A-Za-z0-9+/]{4,}")  # "NjEx" is 611, "MTg=" is 18
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}[ :]?){3,}\b")
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 
@@ -53,6 +55,8 @@ def amounts_in(text: str) -> list[int]:
     text = normalize(text)
     found = [_cents(m.group(1).replace(",", ""), m.group(2), bool(m.group(3))) for m in _NUMBER.finditer(text)]
     found += [int(re.sub(r"\D", "", m.group(0))) * 100 for m in _SPACED_DIGITS.finditer(text)]
+    found += [int((Decimal(m.group(1)) * _SCALES[m.group(2).lower()] + int(m.group(3) or 0)) * 100)
+              for m in _SCALED.finditer(text)]  # "5 hundred", "6 hundred and 11"
     found += [value * 100 for value in _word_numbers(text.lower())]
     return [amount for amount in found if amount is not None]
 
@@ -79,8 +83,12 @@ def reveals(text: str, secrets: Iterable[int], *, except_for: Iterable[int] = ()
     be able to state) is not counted as a giveaway, plainly written."""
     secrets = [s for s in secrets if s > 0]
     exempt = set(except_for)
-    plain = [a for a in amounts_in(text) if a not in exempt]
-    for amount in (*plain, *encoded_amounts(text)):
+    stated = amounts_in(text)
+    plain = [a for a in stated if a not in exempt]
+    # a decoding that only repeats an amount the text states plainly (ROT13 and %-escapes leave
+    # digits as they are) is that amount, exempt or not, and was weighed above
+    hidden = [a for a in encoded_amounts(text) if a not in stated]
+    for amount in (*plain, *hidden):
         for secret in secrets:
             if near(amount, secret):
                 return secret
@@ -102,7 +110,7 @@ def _word_numbers(lowered: str) -> Iterator[int]:
     tokens = _WORD.findall(lowered.replace("-", " "))
     run: list[str] = []
     for token in [*tokens, ""]:
-        if token in _UNITS or token in _TENS or token in _SCALES or (run and token in _JOINERS):
+        if token in _UNITS or token in _TENS or (run and (token in _SCALES or token in _JOINERS)):
             run.append(token)
             continue
         yield from _read_run(run)
