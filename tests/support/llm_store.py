@@ -2,7 +2,7 @@
 
 ``llm_store(fake, mode, provider, tmp_path)`` serves the demo catalog with ``--merchant <mode>``
 on a free loopback port; its backend is the real ``anthropic`` or ``openai`` SDK client pointed at
-the ``FakeLLM`` (tests/support/fake_llm.py). ``Shop`` drives one chat through the store's own
+the ``FakeLLM`` (tests/support/fake_llm.py), or none (``fake=None``) for the deterministic mode. ``Shop`` drives one chat through the store's own
 ``next`` links, and ``stored`` reads back what the store committed (messages, deal, usage).
 """
 
@@ -53,7 +53,7 @@ def backend_for(fake: FakeLLM, provider: str, *, timeout: float = 2.0) -> Any:
 
 
 @contextmanager
-def llm_store(fake: FakeLLM, mode: str, provider: str, tmp_path: Path, *, floor_margin: float = 0.0,
+def llm_store(fake: FakeLLM | None, mode: str, provider: str, tmp_path: Path, *, floor_margin: float = 0.0,
               max_messages: int = 30, timeout: float = 2.0, token_budget: int | None = 40_000,
               skill: MerchantSkill | None = None) -> Iterator[LLMStore]:
     db_url = f"sqlite:///{tmp_path / 'store.db'}"
@@ -61,7 +61,8 @@ def llm_store(fake: FakeLLM, mode: str, provider: str, tmp_path: Path, *, floor_
         catalog=load_catalog(None), db_url=db_url, data_dir=tmp_path / "data", seed=7,
         limits=StoreLimits(max_chat_starts_per_hour_per_ip=10_000, max_messages_per_chat=max_messages),
         merchant=MerchantSettings(floor_margin=floor_margin, mode=mode, token_budget=token_budget, skill=skill),
-        merchant_model=backend_for(fake, provider, timeout=timeout), sweep_interval_seconds=None)
+        merchant_model=backend_for(fake, provider, timeout=timeout) if fake is not None else None,
+        sweep_interval_seconds=None)
     with ThreadedServer(create_app(config)) as server:
         yield LLMStore(server.base, config.catalog, db_url)
 
