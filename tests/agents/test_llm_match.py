@@ -21,20 +21,10 @@ from haggler.agents.match_runtime import MatchAgentRuntime
 from haggler.llm import LLMBackend, make_backend
 from haggler.protocols.matching.settings import MatchingSettings
 from tests.support.fake_llm import INPUT_TOKENS, OUTPUT_TOKENS, FakeLLM, Reply, answer, garbage, slow, status, text
-from tests.support.matching import TOKEN, Caller, Operator
+from tests.support.matching import Caller, JONAS, Operator, RACHEL, SEED, TOKEN
 
 TIMEOUT = 0.5
 PER_CALL = INPUT_TOKENS + OUTPUT_TOKENS
-
-JONAS = {"name": "Jonas", "profile": {
-    "role": "Full-stack developer", "bio": "Shipped a scheduling SaaS used by 30 clinics, no sales motion yet.",
-    "offers": ["full-stack development", "a working SaaS product"], "seeks": ["a co-founder to run sales"]},
-    "intents": [{"description": "Find someone to own go-to-market and sales", "tags": ["gtm"]}]}
-RACHEL = {"name": "Rachel", "profile": {
-    "role": "Head of sales", "bio": "Built the first sales team at a vertical SaaS company.",
-    "offers": ["B2B sales", "go-to-market"], "seeks": ["a technical co-founder with a product"]},
-    "intents": [{"description": "Join a developer who has built something customers use"}]}
-SEED = {"score": 79, "reasoning": "Jonas builds, Rachel sells SaaS.", "valencyRole": "peer"}
 
 
 def move(action: str, *, message: str | None = "A note from the model.", own: str = "peer",

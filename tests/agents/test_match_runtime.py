@@ -22,19 +22,9 @@ from haggler.agents.match_context import MatchContext, MatchTurn
 from haggler.agents.match_negotiator import decide
 from haggler.agents.match_runtime import AgentError, MatchAgentRuntime
 from haggler.protocols.matching.settings import MatchingSettings
-from tests.support.matching import TOKEN, Caller, Operator
+from tests.support.matching import Caller, JONAS, Operator, RACHEL, SEED, TOKEN
 
 CLAIM_TIMEOUT = 600
-
-JONAS = {"name": "Jonas", "profile": {
-    "role": "Full-stack developer", "bio": "Shipped a scheduling SaaS used by 30 clinics, no sales motion yet.",
-    "offers": ["full-stack development", "a working SaaS product"], "seeks": ["a co-founder to run sales"]},
-    "intents": [{"description": "Find someone to own go-to-market and sales", "tags": ["gtm"]}]}
-RACHEL = {"name": "Rachel", "profile": {
-    "role": "Head of sales", "bio": "Built the first sales team at a vertical SaaS company.",
-    "offers": ["B2B sales", "go-to-market"], "seeks": ["a technical co-founder with a product"]},
-    "intents": [{"description": "Join a developer who has built something customers use"}]}
-SEED = {"score": 79, "reasoning": "Jonas builds, Rachel sells SaaS.", "valencyRole": "peer"}
 
 
 @pytest.fixture

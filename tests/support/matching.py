@@ -248,3 +248,16 @@ def task_state(db: Database, task_id: str) -> tuple[Any, list[negotiations.Store
 
 def seconds(n: float) -> timedelta:
     return timedelta(seconds=n)
+
+
+#: Two users whose match serves both (he builds, she sells), and the seed the evaluator gives it:
+#: the personal-agent tests' pair.
+JONAS = {"name": "Jonas", "profile": {
+    "role": "Full-stack developer", "bio": "Shipped a scheduling SaaS used by 30 clinics, no sales motion yet.",
+    "offers": ["full-stack development", "a working SaaS product"], "seeks": ["a co-founder to run sales"]},
+    "intents": [{"description": "Find someone to own go-to-market and sales", "tags": ["gtm"]}]}
+RACHEL = {"name": "Rachel", "profile": {
+    "role": "Head of sales", "bio": "Built the first sales team at a vertical SaaS company.",
+    "offers": ["B2B sales", "go-to-market"], "seeks": ["a technical co-founder with a product"]},
+    "intents": [{"description": "Join a developer who has built something customers use"}]}
+SEED = {"score": 79, "reasoning": "Jonas builds, Rachel sells SaaS.", "valencyRole": "peer"}
