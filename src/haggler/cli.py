@@ -81,16 +81,21 @@ LLMTokenBudget = Annotated[int, typer.Option(
     "finishes it (0: no limit).")]
 LLMTimeout = Annotated[float, typer.Option(
     "--llm-timeout", help="Seconds one model call may take before the deterministic agent takes the turn.")]
+LLMPrices = Annotated[Optional[str], typer.Option(
+    "--llm-prices", help="The model's prices in USD per million input and output tokens, e.g. 3,15: "
+    "each negotiation's cost is counted with them (default: tokens only).")]
 
 
-def llm_backend(provider: str | None, model: str | None, base_url: str | None, timeout: float) -> LLMBackend | None:
+def llm_backend(provider: str | None, model: str | None, base_url: str | None, timeout: float,
+                prices: str | None = None) -> LLMBackend | None:
     """The model an agent runs on, from the ``--llm-*`` options: None for the deterministic agent;
     a missing extra, key or option stops the command with a message naming them."""
     from haggler.llm import LLMSetupError
-    from haggler.llm.choice import llm_choice
+    from haggler.llm.choice import llm_choice, parse_prices
 
     try:
-        choice = llm_choice(provider, model, base_url=base_url, timeout=timeout)
+        choice = llm_choice(provider, model, base_url=base_url, timeout=timeout,
+                            prices=parse_prices(prices) if prices else None)
         return choice.backend() if choice is not None else None
     except LLMSetupError as exc:
         raise _fail(str(exc)) from None
@@ -149,6 +154,7 @@ def serve(
     llm_base_url: LLMBaseURL = None,
     llm_token_budget: LLMTokenBudget = 40_000,
     llm_timeout: LLMTimeout = 20.0,
+    llm_prices: LLMPrices = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
@@ -185,7 +191,7 @@ def serve(
         raise _fail("--llm-provider and --llm-model need --merchant llm-voice or --merchant llm")
     if merchant.mode != "deterministic" and not (llm_provider or llm_model):
         raise _fail(f"--merchant {merchant.mode} needs --llm-provider and --llm-model")
-    model = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    model = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
     config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
@@ -316,6 +322,7 @@ def shop(
     llm_base_url: LLMBaseURL = None,
     llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
     llm_timeout: LLMTimeout = 20.0,
+    llm_prices: LLMPrices = None,
 ) -> None:
     """Haggle for a product at any negotiate.v1 store with haggler's shopper agent (with --llm-*:
     a model writes the turns, never above the budget and never stating it)."""
@@ -328,7 +335,7 @@ def shop(
         extra_values = parse_values(values)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
     view = ShopView(Console(), quiet=as_json)
 
     async def haggle() -> object:
@@ -370,12 +377,13 @@ def mcp(
     llm_base_url: LLMBaseURL = None,
     llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
     llm_timeout: LLMTimeout = 20.0,
+    llm_prices: LLMPrices = None,
 ) -> None:
     """Serve shopper tools to assistants over MCP (stdio by default); with --llm-*, a model
     writes the turns of the `negotiate` tool."""
     from haggler.shopper.mcp_server import build_server
 
-    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
     server = build_server(allow_private=allow_private, timeout=timeout, backend=backend,
                           token_budget=llm_token_budget or None)
     if http:
@@ -508,6 +516,7 @@ def match_agent(
     llm_base_url: LLMBaseURL = None,
     llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
     llm_timeout: LLMTimeout = 20.0,
+    llm_prices: LLMPrices = None,
 ) -> None:
     """Run a user's personal agent: poll for its negotiation turns, decide and respond.
 
@@ -534,7 +543,7 @@ def match_agent(
     if llm_token_budget < 0:
         raise _fail("--llm-token-budget must not be negative (0: no limit)")
     decider: Decider = decide
-    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
     if backend is not None:
         from haggler.agents.llm_match import LLMMatchDecider
         from haggler.agents.llm_proposals import Proposer
@@ -662,6 +671,7 @@ def market_demo(
     llm_base_url: LLMBaseURL = None,
     llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
     llm_timeout: LLMTimeout = 20.0,
+    llm_prices: LLMPrices = None,
     llm_traders: Annotated[str, typer.Option(
         "--llm-traders", help="With a model: which traders run on it: buyers, sellers or all.")] = "buyers",
 ) -> None:
@@ -685,7 +695,7 @@ def market_demo(
         raise _fail(f"--llm-traders must be buyers, sellers or all, not {llm_traders!r}")
     if llm_token_budget < 0:
         raise _fail("--llm-token-budget must not be negative (0: no limit)")
-    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout)
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
     agents: dict[str, Any] = {}
     proposer = None
     if backend is not None:

@@ -1,4 +1,5 @@
-"""Which model an agent runs on, as an operator names it: provider, model, where, how long.
+"""Which model an agent runs on, as an operator names it: provider, model, where, how long, at
+what price (each agent keeps its own per-negotiation token budget).
 
 Every LLM agent (the store's merchant, the shopper, a personal match agent, a market trader) is
 configured the same way from the command line (``--llm-provider``, ``--llm-model``,
@@ -25,7 +26,6 @@ class LLMChoice:
     base_url: str | None = None
     #: Seconds one model call may take before the deterministic agent takes the turn.
     timeout: float = 20.0
-    token_budget: int | None = DEFAULT_TOKEN_BUDGET
     prices: Prices | None = None
     api_key: str | None = None
 
@@ -37,8 +37,6 @@ class LLMChoice:
             raise LLMSetupError("an LLM agent needs a model name (--llm-model)")
         if self.timeout <= 0:
             raise LLMSetupError(f"the model timeout must be positive, got {self.timeout}")
-        if self.token_budget is not None and self.token_budget < 1:
-            raise LLMSetupError(f"the token budget must be at least 1, got {self.token_budget}")
 
     def backend(self) -> LLMBackend:
         """The backend; ``LLMSetupError`` when the ``llm`` extra or the API key is missing."""
@@ -48,8 +46,20 @@ class LLMChoice:
                             timeout=self.timeout, prices=self.prices)
 
 
+def parse_prices(text: str) -> Prices:
+    """``--llm-prices``: "INPUT,OUTPUT" in USD per million tokens (``3,15``)."""
+    parts = [part.strip() for part in text.split(",")]
+    try:
+        if len(parts) != 2 or any(float(part) < 0 for part in parts):
+            raise ValueError
+        return Prices.per_million_usd(parts[0], parts[1])
+    except (ValueError, ArithmeticError):
+        raise LLMSetupError(f"--llm-prices takes two amounts in USD per million tokens, input and output "
+                            f"(e.g. 3,15), got {text!r}") from None
+
+
 def llm_choice(provider: str | None, model: str | None, *, base_url: str | None = None,
-               timeout: float = 20.0, token_budget: int | None = DEFAULT_TOKEN_BUDGET) -> LLMChoice | None:
+               timeout: float = 20.0, prices: Prices | None = None) -> LLMChoice | None:
     """The command line's LLM options as a choice: None when neither provider nor model is given
     (the deterministic agent), ``LLMSetupError`` when only one of them is."""
     if provider is None and model is None:
@@ -58,5 +68,4 @@ def llm_choice(provider: str | None, model: str | None, *, base_url: str | None 
         return None
     if provider is None or model is None:
         raise LLMSetupError("an LLM agent needs both --llm-provider (anthropic or openai) and --llm-model")
-    return LLMChoice(provider, model, base_url=base_url, timeout=timeout,
-                     token_budget=token_budget if token_budget else None)
+    return LLMChoice(provider, model, base_url=base_url, timeout=timeout, prices=prices)

@@ -12,7 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.fake_llm import FakeLLM, answer
+from haggler.storage import chats as repo
+from haggler.storage.database import open_database
+from tests.support.fake_llm import INPUT_TOKENS, OUTPUT_TOKENS, FakeLLM, answer
 from tests.support.servers import ProcessServer
 
 
@@ -39,6 +41,8 @@ def serve_fails(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -
     (("--merchant", "llm", "--llm-provider", "anthropic", "--llm-model", "m"), "ANTHROPIC_API_KEY"),
     (("--merchant", "llm", "--llm-provider", "openai", "--llm-model", "m"), "haggler[llm]"),
     (("--merchant-skill", "no-such-skill.md"), "cannot read the merchant skill"),
+    (("--merchant", "llm", "--llm-provider", "openai", "--llm-model", "m", "--llm-prices", "3"),
+     "--llm-prices takes two amounts in USD per million tokens"),
 ])
 def test_serve_names_what_an_llm_merchant_is_missing(tmp_path: Path, args: tuple[str, ...], needle: str) -> None:
     assert needle in serve_fails(tmp_path, *args)
@@ -50,7 +54,7 @@ def test_serve_runs_a_voiced_merchant_on_an_openai_compatible_server(tmp_path: P
     skill.write_text("---\nname: cobalt-merchant\ndescription: \"Dana, warm and brief\"\n---\nBe warm.\n")
     fake.script(answer({"message": "That's well under what it sells for — could you come up a little?"}))
     with ProcessServer("--merchant", "llm-voice", "--llm-provider", "openai", "--llm-model", "local-llama",
-                       "--llm-base-url", f"{fake.base}/v1", "--merchant-skill", str(skill),
+                       "--llm-base-url", f"{fake.base}/v1", "--merchant-skill", str(skill), "--llm-prices", "3,15",
                        cwd=tmp_path, env={"OPENAI_API_KEY": "ollama"}) as server:
         descriptor = httpx.get(f"{server.base}/negotiate.json").json()
         assert descriptor["merchant_skill"] == {"name": "cobalt-merchant", "description": "Dana, warm and brief"}
@@ -58,3 +62,11 @@ def test_serve_runs_a_voiced_merchant_on_an_openai_compatible_server(tmp_path: P
         reply = httpx.get(start["next"].split("?")[0], params={"message": "Would you take 200?"}).json()
     assert reply["message"] == "That's well under what it sells for — could you come up a little?"
     assert fake.requests[0][1]["model"] == "local-llama"
+    db = open_database(f"sqlite:///{tmp_path / 'haggler.db'}")
+    try:
+        with db.read() as conn:
+            usage = repo.model_usage(conn, start["session_id"])
+    finally:
+        db.dispose()
+    # $3 and $15 per million tokens, in nano-dollars: 11 input and 7 output tokens
+    assert (usage.calls, usage.cost_nanousd) == (1, INPUT_TOKENS * 3_000 + OUTPUT_TOKENS * 15_000)
