@@ -160,10 +160,11 @@ def test_reveals_returns_the_secret_given_away_and_ignores_non_positive_secrets(
     assert reveals("nothing to see", [0]) is None
 
 
-@pytest.mark.xfail(strict=True, reason="a price as people say it ('six eleven', 'four ninety-nine') is "
-                                       "read as 6 + 11: not a form leaks.py claims yet")
 def test_a_spoken_price_is_read() -> None:
+    """A price said in two halves, as people say prices ("six eleven", "four ninety-nine")."""
     assert reveals("I could let it go for six eleven.", [FLOOR]) == FLOOR
+    assert reveals("Call it four ninety-nine and it's yours.", [49900]) == 49900
+    assert reveals("I could let it go for six hundred.", [FLOOR]) is None
 
 
 # --- the property -----------------------------------------------------------------------------------
