@@ -6,23 +6,11 @@ Structured output: a single tool whose ``input_schema`` is the pydantic model's 
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pydantic import BaseModel
 
-from haggler.llm.base import (
-    LLMBackend,
-    Malformed,
-    Message,
-    Prices,
-    RawReply,
-    import_sdk,
-    reading,
-    require_key,
-)
-
-TOOL_NAME = "answer"
+from haggler.llm.base import TOOL_NAME, LLMBackend, Malformed, Message, Prices, RawReply, reading, tool_description
 
 
 class AnthropicBackend(LLMBackend):
@@ -32,16 +20,14 @@ class AnthropicBackend(LLMBackend):
                  timeout: float = 30.0, max_retries: int = 1, max_tokens: int = 1024,
                  prices: Prices | None = None) -> None:
         super().__init__(model, max_tokens=max_tokens, prices=prices)
-        self._sdk = import_sdk("anthropic", self.name, "ANTHROPIC_API_KEY")
-        key = require_key(api_key, os.environ, self.name, "ANTHROPIC_API_KEY")
-        self._client = self._sdk.Anthropic(api_key=key, base_url=base_url, timeout=timeout,
-                                           max_retries=max_retries)
+        self._client = self._connect("anthropic", "Anthropic", "ANTHROPIC_API_KEY", api_key=api_key,
+                                     base_url=base_url, timeout=timeout, max_retries=max_retries)
 
     def _call(self, system: str, messages: list[Message], schema: type[BaseModel],
               max_tokens: int) -> RawReply:
         tool: dict[str, Any] = {
             "name": TOOL_NAME,
-            "description": f"Give your answer as a {schema.__name__}.",
+            "description": tool_description(schema),
             "input_schema": schema.model_json_schema(),
         }
         response = self._request(

@@ -11,6 +11,7 @@ extra not installed, no key) is ``LLMSetupError``: that is the operator's proble
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -149,6 +150,14 @@ class Malformed(Exception):
         self.output_tokens = output_tokens
 
 
+#: The one tool a backend forces the model to call; its input is the structured answer.
+TOOL_NAME = "answer"
+
+
+def tool_description(schema: type[BaseModel]) -> str:
+    return f"Give your answer as a {schema.__name__}."
+
+
 def import_sdk(module: str, backend: str, key_env: str) -> ModuleType:
     try:
         return importlib.import_module(module)
@@ -254,6 +263,14 @@ class LLMBackend:
         it by at most its input."""
         remaining = conversation.remaining
         return self.max_tokens if remaining is None else max(1, min(self.max_tokens, remaining))
+
+    def _connect(self, module: str, client: str, key_env: str, *, api_key: str | None, base_url: str | None,
+                 timeout: float, max_retries: int) -> Any:
+        """The provider's SDK client (``module.client``), the SDK imported only now; a missing SDK
+        or key is an ``LLMSetupError`` naming both the extra and ``key_env``."""
+        self._sdk = import_sdk(module, self.name, key_env)
+        key = require_key(api_key, os.environ, self.name, key_env)
+        return getattr(self._sdk, client)(api_key=key, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
     def _call(self, system: str, messages: list[Message], schema: type[BaseModel],
               max_tokens: int) -> RawReply:

@@ -9,24 +9,22 @@ using tools from then on (``structured="tools"`` chooses them from the start).
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from haggler.llm.base import (
+    TOOL_NAME,
     LLMBackend,
     Malformed,
     Message,
     ModelUnavailable,
     Prices,
     RawReply,
-    import_sdk,
     reading,
-    require_key,
+    tool_description,
 )
 
-TOOL_NAME = "answer"
 Structured = Literal["json_schema", "tools"]
 
 
@@ -38,11 +36,9 @@ class OpenAIBackend(LLMBackend):
                  prices: Prices | None = None,
                  structured: Structured = "json_schema") -> None:
         super().__init__(model, max_tokens=max_tokens, prices=prices)
-        self._sdk = import_sdk("openai", self.name, "OPENAI_API_KEY")
-        key = require_key(api_key, os.environ, self.name, "OPENAI_API_KEY")
         self.structured: Structured = structured
-        self._client = self._sdk.OpenAI(api_key=key, base_url=base_url, timeout=timeout,
-                                        max_retries=max_retries)
+        self._client = self._connect("openai", "OpenAI", "OPENAI_API_KEY", api_key=api_key,
+                                     base_url=base_url, timeout=timeout, max_retries=max_retries)
 
     def _call(self, system: str, messages: list[Message], schema: type[BaseModel],
               max_tokens: int) -> RawReply:
@@ -76,7 +72,7 @@ class OpenAIBackend(LLMBackend):
             self._client.chat.completions.create, model=self.model, max_tokens=max_tokens,
             messages=chat,
             tools=[{"type": "function", "function": {
-                "name": TOOL_NAME, "description": f"Give your answer as a {schema.__name__}.",
+                "name": TOOL_NAME, "description": tool_description(schema),
                 "parameters": schema.model_json_schema()}}],
             tool_choice={"type": "function", "function": {"name": TOOL_NAME}})
         with reading("Chat Completions"):
