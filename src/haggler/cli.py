@@ -91,12 +91,11 @@ def llm_backend(provider: str | None, model: str | None, base_url: str | None, t
     """The model an agent runs on, from the ``--llm-*`` options: None for the deterministic agent;
     a missing extra, key or option stops the command with a message naming them."""
     from haggler.llm import LLMSetupError
-    from haggler.llm.choice import llm_choice, parse_prices
+    from haggler.llm.choice import backend_for_options, parse_prices
 
     try:
-        choice = llm_choice(provider, model, base_url=base_url, timeout=timeout,
-                            prices=parse_prices(prices) if prices else None)
-        return choice.backend() if choice is not None else None
+        return backend_for_options(provider, model, base_url=base_url, timeout=timeout,
+                                   prices=parse_prices(prices) if prices else None)
     except LLMSetupError as exc:
         raise _fail(str(exc)) from None
 

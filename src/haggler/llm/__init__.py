@@ -61,4 +61,5 @@ def make_backend(provider: str, model: str, **options: Any) -> LLMBackend:
         return AnthropicBackend(model, **options)
     if provider == "openai":
         return OpenAIBackend(model, **options)
-    raise LLMSetupError(f"unknown LLM provider {provider!r}: use 'anthropic' or 'openai'")
+    raise LLMSetupError(f"unknown LLM provider {provider!r}: use 'anthropic' or 'openai' "
+                        "(any OpenAI-compatible server, with a base URL)")
