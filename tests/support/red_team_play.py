@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from haggler.money import to_cents
+from haggler.protocols.negotiate_v1.settings import MERCHANT_MODES
 from tests.support.fake_llm import FakeLLM, Reply
 from tests.support.gullible_model import gullible
 from tests.support.llm_store import LLMStore, Shop, llm_store
 from tests.support.red_team import Deal, MerchantReply, load_corpus, score, turns_for
 
-MODES = ("deterministic", "llm-voice", "llm")
+MODES = MERCHANT_MODES
 
 
 @dataclass

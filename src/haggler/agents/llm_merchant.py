@@ -39,8 +39,8 @@ from haggler.money import format_money
 
 log = logging.getLogger(__name__)
 
+#: The modes of ``MerchantSettings.mode`` (its ``MERCHANT_MODES``), as a type.
 MerchantMode = Literal["deterministic", "llm-voice", "llm"]
-MODES: tuple[MerchantMode, ...] = ("deterministic", "llm-voice", "llm")
 
 #: The moves whose substance the ``llm`` model may choose; the others follow from what the
 #: shopper did (took the terms, walked away, wrote the last message, an ambiguous amount).
