@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -75,13 +75,6 @@ class ModelUsageRow:
     fallbacks: int = 0
     clamps: int = 0
     rewrites: int = 0
-
-    def plus(self, other: ModelUsageRow) -> ModelUsageRow:
-        return ModelUsageRow(*(a + b for a, b in zip(self._values(), other._values(), strict=True)))
-
-    def _values(self) -> tuple[int, ...]:
-        return (self.calls, self.input_tokens, self.output_tokens, self.cost_nanousd, self.fallbacks,
-                self.clamps, self.rewrites)
 
 
 # Statements on the turn path are built once: composing a SQLAlchemy statement (and its
@@ -220,7 +213,7 @@ def list_deals(conn: Connection, *, limit: int | None = None) -> list[DealRow]:
     return [_deal(r) for r in conn.execute(query)]
 
 
-_USAGE_COLUMNS = ("calls", "input_tokens", "output_tokens", "cost_nanousd", "fallbacks", "clamps", "rewrites")
+_USAGE_COLUMNS = tuple(f.name for f in fields(ModelUsageRow))
 
 
 def model_usage(conn: Connection, chat_id: str) -> ModelUsageRow:
@@ -231,9 +224,11 @@ def model_usage(conn: Connection, chat_id: str) -> ModelUsageRow:
 
 
 def add_model_usage(conn: Connection, chat_id: str, spent: ModelUsageRow) -> None:
-    """Add one turn's spending; called with the chat locked, so read-then-write cannot race."""
-    total = model_usage(conn, chat_id).plus(spent)
-    values = dict(zip(_USAGE_COLUMNS, total._values(), strict=True))
-    updated = conn.execute(update(chat_model_usage).where(chat_model_usage.c.chat_id == chat_id).values(**values))
+    """Add one turn's spending to the chat's row (made on its first turn); called with the chat
+    locked, so the insert of a first row cannot race another."""
+    values = asdict(spent)
+    columns = chat_model_usage.c
+    updated = conn.execute(update(chat_model_usage).where(columns.chat_id == chat_id)
+                           .values({columns[name]: columns[name] + value for name, value in values.items()}))
     if updated.rowcount == 0:
         conn.execute(insert(chat_model_usage).values(chat_id=chat_id, **values))
