@@ -25,11 +25,12 @@ import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from haggler.agents.merchant import MerchantAgent, MerchantMove, MoveKind
+from haggler.agents.merchant import MerchantAgent, MerchantHistory, MerchantMove, MoveKind
 from haggler.agents.merchant_guards import Wording, dispose
 from haggler.catalog import Store
 from haggler.engine import Negotiation
@@ -107,6 +108,11 @@ class ChatTurn:
     last_message: bool
     messages_left: int
 
+    @cached_property
+    def state(self) -> MerchantHistory:
+        """The merchant's view of the negotiation, derived once for the prompt and both guards."""
+        return self.agent.history(self.negotiation)
+
 
 class LLMMerchant:
     def __init__(self, backend: LLMBackend, mode: MerchantMode, *, instructions: str | None = None) -> None:
@@ -120,11 +126,11 @@ class LLMMerchant:
 
     def turn(self, chat: ChatTurn, conversation: Conversation) -> ModelTurn:
         report = TurnReport()
-        spent_before = conversation.usage.copy()
-        wording = Wording(chat.agent, chat.store, chat.negotiation, chat.transcript)
         if self.mode == "llm" and chat.intent.manipulation:
             report.fallback = "screened"
             return ModelTurn(chat.decided, None, report)
+        spent_before = conversation.usage.copy()
+        wording = Wording(chat.agent, chat.store, chat.state, chat.negotiation, chat.transcript)
         if self.mode == "llm" and chat.decided.kind in NEGOTIABLE:
             move, text = self._propose(chat, wording, conversation, report)
         else:
@@ -141,7 +147,7 @@ class LLMMerchant:
                                              MerchantProposal, conversation).value
         except ModelUnavailable as exc:
             return self._fall_back(chat, report, exc.reason)
-        disposed = dispose(chat.agent, chat.negotiation, chat.intent, action=proposal.action,
+        disposed = dispose(chat.agent, chat.state, chat.negotiation, chat.intent, action=proposal.action,
                            price=proposal.price, extras=proposal.extras, last_message=chat.last_message)
         if disposed is None:
             return self._fall_back(chat, report, "unusable")
@@ -159,8 +165,7 @@ class LLMMerchant:
         return chat.decided, None
 
     def _dealer_prompt(self, chat: ChatTurn) -> str:
-        agent, product = chat.agent, chat.agent.product
-        state = agent.history(chat.negotiation)
+        product, state = chat.agent.product, chat.state
         currency = product.currency
         levers = "\n".join(f"- {lv.offer_text} | costs the store {lv.cost / 100:.2f}" for lv in product.levers)
         offer = chat.intent.amount_cents

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantMove, MoveKind
+from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantHistory, MerchantMove, MoveKind
 from haggler.catalog import Lever, Product, Store
 from haggler.engine import Action, Negotiation, Terms
 from haggler.language.intents import Intent, IntentKind
@@ -48,16 +48,16 @@ class Disposed:
     clamped: bool
 
 
-def dispose(agent: MerchantAgent, negotiation: Negotiation, intent: Intent, *, action: str,
-            price: float | None, extras: Sequence[str], last_message: bool) -> Disposed | None:
+def dispose(agent: MerchantAgent, state: MerchantHistory, negotiation: Negotiation, intent: Intent, *,
+            action: str, price: float | None, extras: Sequence[str], last_message: bool) -> Disposed | None:
     """The move a model's proposal amounts to once the owner's limits are enforced, or None when
-    it cannot be carried out at all (an acceptance with no offer on the table, an unknown action)."""
-    state = agent.history(negotiation)
+    it cannot be carried out at all (an acceptance with no offer on the table, an unknown action).
+    ``state`` is ``agent.history(negotiation)``."""
     ask = state.ask
     offered = intent.amount_cents if intent.kind is IntentKind.OFFER else None
     disposed: Disposed | None
     if action == "accept":
-        disposed = _accept(agent, negotiation, offered)
+        disposed = _accept(agent, ask, negotiation, offered)
     elif action in ("counter", "last_offer"):
         disposed = _offer(agent, ask, price, extras, final=action == "last_offer", offered=offered)
     elif action == "hold":
@@ -75,14 +75,13 @@ def dispose(agent: MerchantAgent, negotiation: Negotiation, intent: Intent, *, a
     return disposed
 
 
-def _accept(agent: MerchantAgent, negotiation: Negotiation, offered: int | None) -> Disposed | None:
+def _accept(agent: MerchantAgent, ask: Terms, negotiation: Negotiation, offered: int | None) -> Disposed | None:
     shopper = negotiation.standing.get(SHOPPER)
     if offered is None or shopper is None:
         return None  # only an offer made in this very turn can be taken
     if agent.covers(shopper):
         return Disposed(MerchantMove(MoveKind.ACCEPT_OFFER, Action.ACCEPT, shopper, shopper_price_cents=offered),
                         False)
-    ask = negotiation.standing.get(MERCHANT, agent.opening_terms())
     lowest = Terms(agent.lowest_quote(ask.extras), ask.currency, ask.extras)
     return _as_move(ask, lowest, final=True, offered=offered, clamped=True)
 
@@ -134,7 +133,7 @@ class Wording:
     """Checks one chat's merchant replies: built per turn from the product, the store and what
     has been said (the shopper's own amounts and the merchant's earlier replies are public)."""
 
-    def __init__(self, agent: MerchantAgent, store: Store, negotiation: Negotiation,
+    def __init__(self, agent: MerchantAgent, store: Store, state: MerchantHistory, negotiation: Negotiation,
                  transcript: Sequence[tuple[str, str]]) -> None:
         product = agent.product
         self.agent = agent
@@ -144,11 +143,10 @@ class Wording:
                         product.condition or "", str(product.year_made or ""), store.name, store.tagline,
                         store.policy, store.rep_name, store.city or "", store.about or "", store.headline or "",
                         *(text for _, text in transcript)]
-        state = agent.history(negotiation)
         self.asks = {*state.asks, state.ask.price_cents, self.list_price}
         self.public_amounts = {a for text in public_texts for a in amounts_in(text)}
         public_words = {run for text in public_texts for run in _runs(text)}
-        offered = {e for _, e in _offered_extras(negotiation)}
+        offered = set(_offered_extras(negotiation))
         self.hidden_runs = {run for text in (product.inventory_note, product.merchant_persona or "",
                                              *(lv.offer_text for lv in product.levers if lv.offer_text not in offered))
                             for run in _runs(text)} - public_words
@@ -160,8 +158,9 @@ class Wording:
         secret = reveals(text, self.secrets, except_for=committed)
         if secret is not None:
             return "it gives away the store's hidden limits"
+        stated = amounts_in(text)
         allowed = self.public_amounts | self.asks | committed | {self.list_price - a for a in committed}
-        stray = [a for a in amounts_in(text) if a not in allowed]
+        stray = [a for a in stated if a not in allowed]
         if stray:
             return f"it states an amount that is not part of the terms ({stray[0] / 100:g})"
         if set(_runs(text)) & self.hidden_runs:
@@ -171,7 +170,7 @@ class Wording:
             return "it sounds like an agreement, and no deal was made"
         if move.action is Action.OFFER or move.is_deal:
             price = move.terms.price_cents
-            if price not in amounts_in(text):
+            if price not in stated:
                 return f"it does not state the price of these terms ({price / 100:.2f})"
         return None
 
@@ -186,11 +185,11 @@ class Wording:
         return amounts
 
 
-def _offered_extras(negotiation: Negotiation) -> Iterable[tuple[int, str]]:
-    for index, turn in enumerate(negotiation.turns):
+def _offered_extras(negotiation: Negotiation) -> Iterable[str]:
+    """Every extra the merchant has put on the table in this chat (public from then on)."""
+    for turn in negotiation.turns:
         if turn.party == MERCHANT and turn.terms is not None:
-            for extra in turn.terms.extras:
-                yield index, extra
+            yield from turn.terms.extras
 
 
 def _secrets(agent: MerchantAgent) -> list[int]:
