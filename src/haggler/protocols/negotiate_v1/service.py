@@ -179,22 +179,16 @@ class ChatService:
               text: str, now: datetime, checkout_url: Callable[[str], str], plan: Plan | None) -> ChatReply:
         prepared = self._prepare(chat, negotiation, text, now)
         product = prepared.product
-        move, worded = prepared.decided, None
-        current = plan is not None and plan.after_seq == rows[-1].seq
-        if plan is not None and current:
-            move, worded = plan.turn.move, plan.turn.text
-        merchant_turn = move.turn(now)
-        if merchant_turn is not None and move is not prepared.decided:
-            try:
-                negotiation.apply(merchant_turn)
-            except RuleViolation:  # pragma: no cover - the guards only build moves the engine takes
-                log.exception("the model's move broke a rule: the deterministic merchant answers")
-                move, worded = prepared.decided, None
-                merchant_turn = move.turn(now)
-                if merchant_turn is not None:
-                    negotiation.apply(merchant_turn)
-        elif merchant_turn is not None:
-            negotiation.apply(merchant_turn)
+        current = plan if plan is not None and plan.after_seq == rows[-1].seq else None
+        move, worded = (current.turn.move, current.turn.text) if current else (prepared.decided, None)
+        try:
+            merchant_turn = _apply(negotiation, move, now)
+        except RuleViolation:  # pragma: no cover - the guards only build moves the engine takes
+            if current is None:
+                raise
+            log.exception("the model's move broke a rule: the deterministic merchant answers")
+            move, worded = prepared.decided, None
+            merchant_turn = _apply(negotiation, move, now)
         outcome = negotiation.outcome
         deal = None
         if outcome is not None and outcome.agreed:
@@ -213,7 +207,7 @@ class ChatService:
         repo.update_chat(conn, chat.id, now=now, shopper_messages=prepared.shopper_messages,
                          outcome=outcome.kind.value if outcome else None)
         if plan is not None:
-            repo.add_model_usage(conn, chat.id, plan.spent(used=current))
+            repo.add_model_usage(conn, chat.id, plan.spent(used=current is not None))
         closed = outcome is not None
         return ChatReply(reply, closed, None if closed else negotiation.standing.get(MERCHANT), deal)
 
@@ -222,9 +216,9 @@ class ChatService:
         any lock or write slot, so that no other chat's turn waits on a model. None with no
         model, when the chat cannot take the turn (``answer`` says why), or when something
         unexpected went wrong around the model (the deterministic merchant answers)."""
-        self._check_message(text)
         if self.model is None:
             return None
+        self._check_message(text)
         with self.db.read() as conn:
             chat = repo.get_chat(conn, session_id)
             if chat is None or chat.closed:
@@ -306,6 +300,14 @@ class Plan:
         return repo.ModelUsageRow(usage.calls, usage.input_tokens, usage.output_tokens, usage.cost_nanousd,
                                   fallbacks=int(report.fallback is not None or not used),
                                   clamps=int(report.clamped), rewrites=int(report.rewritten))
+
+
+def _apply(negotiation: Negotiation, move: MerchantMove, now: datetime) -> Turn | None:
+    """Apply the merchant's turn for ``move`` (None for a closing remark) and return it."""
+    turn = move.turn(now)
+    if turn is not None:
+        negotiation.apply(turn)
+    return turn
 
 
 def _margin_secret(database: Database, seed: int | None) -> bytes:
