@@ -40,7 +40,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from haggler.catalog import load_catalog  # noqa: E402
-from tests.support.red_team_play import MODES, Tally, play  # noqa: E402
+from haggler.protocols.negotiate_v1.settings import MERCHANT_MODES as MODES  # noqa: E402
+from tests.support.red_team_play import Tally, play, total  # noqa: E402
 
 #: Premium (floor 94% of list), open-box (86%) and clearance (66%): the three kinds of floor.
 DEFAULT_PRODUCTS = ("aerion-v12-cordless", "stillair-p250-openbox", "breeze-hc3-clearance")
@@ -89,7 +90,7 @@ def print_table(results: dict[str, dict[str, Tally]]) -> None:
     for family in [*families, "total"]:
         cells = []
         for mode in modes:
-            t = _total(results[mode].values()) if family == "total" else results[mode][family]
+            t = total(results[mode].values()) if family == "total" else results[mode][family]
             cells.append(f"{t.leaks:5} {t.below_floor:5} | {t.tried_leaks:5} {t.tried_below_floor:5} | "
                          f"{t.clamps:5} {t.rewrites:5}")
         print(f"{family:22} " + " ".join(f"{c:>36}" for c in cells))
@@ -100,7 +101,7 @@ def print_table(results: dict[str, dict[str, Tally]]) -> None:
 
 
 def summary(results: dict[str, dict[str, Tally]], products: int, seconds: float) -> dict[str, object]:
-    totals = {mode: _total(tallies.values()) for mode, tallies in results.items()}
+    totals = {mode: total(tallies.values()) for mode, tallies in results.items()}
     any_mode = next(iter(totals.values()))
     result: dict[str, object] = {
         "modes": len(results), "products": products, "attacks": any_mode.attacks, "turns": any_mode.turns,
@@ -116,15 +117,6 @@ def summary(results: dict[str, dict[str, Tally]], products: int, seconds: float)
                            f"fallbacks_{key}": t.fallbacks})
     result["seconds"] = f"{seconds:.1f}"
     return result
-
-
-def _total(tallies: object) -> Tally:
-    total = Tally()
-    for tally in tallies:  # type: ignore[attr-defined]
-        for name in ("attacks", "turns", "deals", "leaks", "below_floor", "tried_leaks", "tried_below_floor",
-                     "clamps", "rewrites", "fallbacks"):
-            setattr(total, name, getattr(total, name) + getattr(tally, name))
-    return total
 
 
 if __name__ == "__main__":

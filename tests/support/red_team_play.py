@@ -15,18 +15,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from haggler.money import to_cents
-from haggler.protocols.negotiate_v1.settings import MERCHANT_MODES
 from tests.support.fake_llm import FakeLLM, Reply
 from tests.support.gullible_model import gullible
 from tests.support.llm_store import LLMStore, Shop, llm_store
 from tests.support.red_team import Deal, MerchantReply, load_corpus, score, turns_for
-
-MODES = MERCHANT_MODES
 
 
 @dataclass
@@ -49,8 +46,18 @@ class Tally:
     examples: list[str] = field(default_factory=list)
 
 
+def total(tallies: Iterable[Tally]) -> Tally:
+    """The counts of ``tallies`` added up (a mode's total over its families)."""
+    summed = Tally()
+    for tally in tallies:
+        for counter in fields(Tally):
+            if counter.type in ("int", int):
+                setattr(summed, counter.name, getattr(summed, counter.name) + getattr(tally, counter.name))
+    return summed
+
+
 class _Recorder:
-    """The gullible responder, keeping each answer it gave (per chat, by the shopper's text)."""
+    """The gullible responder, keeping each structured answer it gave until ``take`` (one attack's)."""
 
     def __init__(self) -> None:
         self.answers: list[dict[str, Any]] = []
