@@ -226,7 +226,7 @@ class LLMBackend:
     def complete(self, system: str, messages: list[Message], schema: type[T],
                  conversation: Conversation | None = None) -> Answer[T]:
         conversation = conversation if conversation is not None else Conversation()
-        spent = Usage()
+        before = conversation.usage.copy()
         detail = ""
         for _ in range(self.malformed_attempts):
             if conversation.exhausted:
@@ -241,22 +241,20 @@ class LLMBackend:
                 raise
             except Malformed as exc:
                 self.breaker.record(False)
-                self._count(exc.input_tokens, exc.output_tokens, conversation.usage, spent)
+                self._count(exc.input_tokens, exc.output_tokens, conversation.usage)
                 detail = str(exc)
                 continue
             self.breaker.record(False)
-            self._count(reply.input_tokens, reply.output_tokens, conversation.usage, spent)
+            self._count(reply.input_tokens, reply.output_tokens, conversation.usage)
             try:
-                return Answer(schema.model_validate(reply.data), spent)
+                return Answer(schema.model_validate(reply.data), conversation.usage.since(before))
             except ValidationError as exc:
                 detail = f"answer does not match {schema.__name__}: {exc.error_count()} error(s): " \
                          f"{exc.errors()[0]['msg']}"
         raise ModelUnavailable("malformed", detail)
 
-    def _count(self, input_tokens: int, output_tokens: int, *usages: Usage) -> None:
-        cost = self.prices.cost(input_tokens, output_tokens) if self.prices else 0
-        for usage in usages:
-            usage.add(input_tokens, output_tokens, cost)
+    def _count(self, input_tokens: int, output_tokens: int, usage: Usage) -> None:
+        usage.add(input_tokens, output_tokens, self.prices.cost(input_tokens, output_tokens) if self.prices else 0)
 
     def _max_tokens(self, conversation: Conversation) -> int:
         """The answer's length is capped by what is left of the budget, so one call overshoots
