@@ -22,10 +22,10 @@ import pytest
 from haggler.agents.llm_market import LLMMarketBuyer, LLMMarketSeller, ProtocolAnswer
 from haggler.agents.llm_proposals import Proposer
 from haggler.agents.market_runtime import DemoResult, MarketDemo
-from haggler.llm import make_backend
 from haggler.protocols.market.mandates import PROTOCOLS
 from haggler.storage.schema import market_bids, market_offers
 from tests.support.fake_llm import FakeLLM, Reply, answer, garbage, status
+from tests.support.llm_store import backend_for
 from tests.support.market import audit_events, rows
 
 FLOOR, LIMIT, ASK = 24121, 27451, 27905  # seed 35
@@ -38,9 +38,7 @@ def fake() -> Iterator[FakeLLM]:
 
 
 def proposer(provider: str, fake: FakeLLM, **options: Any) -> Proposer:
-    base = fake.base if provider == "anthropic" else f"{fake.base}/v1"
-    backend = make_backend(provider, "fake-model", api_key="test-key", base_url=base, timeout=0.5, max_retries=0)
-    return Proposer(backend, **options)
+    return Proposer(backend_for(fake, provider, timeout=0.5), **options)
 
 
 def demo(store, seed: int, model: Proposer | None = None, *, buyers: bool = True, sellers: bool = False) -> MarketDemo:

@@ -18,9 +18,10 @@ from haggler.agents.llm_proposals import Proposer
 from haggler.agents.match_context import ROLES, MatchAction, MatchContext, MatchTurn
 from haggler.agents.match_negotiator import decide
 from haggler.agents.match_runtime import MatchAgentRuntime
-from haggler.llm import LLMBackend, make_backend
+from haggler.llm import LLMBackend
 from haggler.protocols.matching.settings import MatchingSettings
 from tests.support.fake_llm import INPUT_TOKENS, OUTPUT_TOKENS, FakeLLM, Reply, answer, garbage, slow, status, text
+from tests.support.llm_store import backend_for
 from tests.support.matching import Caller, JONAS, Operator, RACHEL, SEED, TOKEN
 
 TIMEOUT = 0.5
@@ -49,8 +50,7 @@ def matching(make_store, tmp_path):
 
 
 def backend(provider: str, fake: FakeLLM) -> LLMBackend:
-    base = fake.base if provider == "anthropic" else f"{fake.base}/v1"
-    return make_backend(provider, "fake-model", api_key="test-key", base_url=base, timeout=TIMEOUT, max_retries=0)
+    return backend_for(fake, provider, timeout=TIMEOUT)
 
 
 class Recorder:

@@ -21,8 +21,8 @@ from pydantic import ValidationError
 from haggler.agents.llm_shopper import LLMShopper, ShopperMove, refusal
 from haggler.agents.shopper import ShopperAgent, ShopperGoal, ShopperTurn, structured_message
 from haggler.language.merchant_reading import MerchantReading
-from haggler.llm import make_backend
 from tests.support.fake_llm import FakeLLM, answer
+from tests.support.llm_store import backend_for
 
 BUDGET = 450_00
 CEILING = 449_00
@@ -200,7 +200,7 @@ def test_the_model_gets_the_goal_the_chat_and_why_its_last_move_was_not_sent(fak
     fake.script(answer({"action": "offer", "price": 300, "message": "My budget is $450, so: $300?"}),
                 answer({"action": "offer", "price": 310, "message": "Would you take $310?"}))
     transcript = [Said("merchant", "Hello! It's $600.")]
-    backend = make_backend("anthropic", "fake-model", api_key="test-key", base_url=fake.base, max_retries=0)
+    backend = backend_for(fake, "anthropic", timeout=30.0)  # the SDK backend's default
     shopper = LLMShopper(ShopperAgent(GOAL, seed=1), backend, product="Aerion V12", transcript=transcript)
 
     first = shopper.first_turn(merchant_asks(600_00))

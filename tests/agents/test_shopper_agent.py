@@ -13,7 +13,6 @@ import json
 import re
 import statistics
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,8 +27,7 @@ from haggler.language.parse import parse_shopper_turn
 from haggler.money import format_money
 from haggler.protocols.negotiate_v1 import views
 from haggler.protocols.negotiate_v1.service import ChatService
-from haggler.protocols.negotiate_v1.settings import StoreLimits
-from haggler.storage.database import open_database
+from tests.support.chat_service import chat_service
 
 CATALOG = load_catalog()
 DEMO = CATALOG.products
@@ -69,10 +67,7 @@ class Match:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory) -> ChatService:
-    path = tmp_path_factory.mktemp("shopper")
-    database = open_database(f"sqlite:///{path}/store.db")
-    clock = lambda: datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)  # noqa: E731
-    return ChatService(CATALOG, database, StoreLimits(max_chat_starts_per_hour_per_ip=10**6), clock, seed=20240601)
+    return chat_service(CATALOG, tmp_path_factory.mktemp("shopper"), seed=20240601)
 
 
 def play(service: ChatService, product: Product, goal: ShopperGoal, *, seed: int, structured: bool) -> Match:

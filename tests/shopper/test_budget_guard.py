@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import replace
-from datetime import datetime, timezone
 
 import pytest
 
@@ -19,10 +18,9 @@ from haggler.catalog import Product, load_catalog
 from haggler.lab.security import red_team_attacks
 from haggler.money import format_money
 from haggler.protocols.negotiate_v1.service import ChatService
-from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.shopper.models import ChatStarted, Deal, Endpoints, Limits, Listing, Offer, Reply, StoreInfo
 from haggler.shopper.negotiation import goal_for, run_negotiation
-from haggler.storage.database import open_database
+from tests.support.chat_service import chat_service
 
 CATALOG = load_catalog()
 BASE = "http://store.test"
@@ -67,10 +65,7 @@ class InProcessClient:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory) -> ChatService:
-    path = tmp_path_factory.mktemp("budget-guard")
-    database = open_database(f"sqlite:///{path}/store.db")
-    clock = lambda: datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)  # noqa: E731
-    return ChatService(CATALOG, database, StoreLimits(max_chat_starts_per_hour_per_ip=10**6), clock, seed=7)
+    return chat_service(CATALOG, tmp_path_factory.mktemp("budget-guard"), seed=7)
 
 
 @pytest.mark.parametrize("structured", [False, True], ids=["text", "json"])

@@ -28,10 +28,10 @@ from mcp.client.stdio import StdioServerParameters
 import haggler
 from haggler.language.leaks import reveals
 from haggler.language.parse import parse_shopper_turn
-from haggler.llm import make_backend
 from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.negotiation import NegotiationResult, goal_for, listing_for, run_negotiation
 from tests.support.fake_llm import INPUT_TOKENS, OUTPUT_TOKENS, FakeLLM, Reply, answer, slow, status
+from tests.support.llm_store import backend_for
 from tests.support.servers import ProcessServer
 
 PRODUCT = "aerion-v9-refurb"  # listed at $379
@@ -76,10 +76,7 @@ def negotiate(store: ProcessServer, *, budget: float = BUDGET, backend: Any = No
 def haggle(store: ProcessServer, fake: FakeLLM, provider: str, *replies: Reply, timeout: float = 5.0,
            **options: Any) -> NegotiationResult:
     fake.script(*replies)
-    base = fake.base if provider == "anthropic" else f"{fake.base}/v1"
-    backend = make_backend(provider, "fake-model", api_key="test-key", base_url=base, timeout=timeout,
-                           max_retries=0)
-    return negotiate(store, backend=backend, **options)
+    return negotiate(store, backend=backend_for(fake, provider, timeout=timeout), **options)
 
 
 @pytest.fixture(scope="module")

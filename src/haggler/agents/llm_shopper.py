@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -211,7 +211,7 @@ class LLMShopper:
         return None if fallback is None else self._write(fallback, reading)
 
     def report(self) -> LLMReport:
-        return LLMReport(self.backend.name, self.backend.model, replace(self.conversation.usage),
+        return LLMReport(self.backend.name, self.backend.model, self.conversation.usage.copy(),
                          self.model_turns, tuple(self.fallbacks))
 
     @property

@@ -229,10 +229,16 @@ class MarketAgent:
         """Whether this agent may act on the listing at all (overridden by the buyer)."""
         return True
 
+    def _may(self, price_cents: int, facts: ListingFacts) -> bool:
+        """Whether this agent may act at ``price_cents`` on ``facts`` before the mandate is asked:
+        a positive price on its side of its limit, on a listing it deals in. Every action passes
+        it, a model's price as much as the limit."""
+        return 0 < price_cents and self._within_limit(price_cents) and self._deals_in(facts)
+
     def _act(self, build: Callable[..., mandates.Action], price_cents: int, facts: ListingFacts, at: datetime,
              **protocol: str) -> mandates.Action | None:
         """The action ``build`` makes at ``price_cents``, when the mandate allows it; else None."""
-        if not (0 < price_cents and self._within_limit(price_cents) and self._deals_in(facts)):
+        if not self._may(price_cents, facts):
             return None
         return self._allowed(build(self.mandate.agent_id, price_cents, facts.currency, at, condition=facts.condition,
                                    accessories=facts.accessories, **protocol))
@@ -260,7 +266,7 @@ class MarketAgent:
         A book trades the item, not a listing, so the order states no condition or accessories
         (as the market checks it): a buyer whose mandate requires either never bids there."""
         price = self.limit_cents if price_cents is None else price_cents
-        if not (facts.negotiable and self._deals_in(facts) and 0 < price and self._within_limit(price)):
+        if not (facts.negotiable and self._may(price, facts)):
             return None
         return self._allowed(mandates.order(self.mandate.agent_id, price, facts.currency, at))
 
