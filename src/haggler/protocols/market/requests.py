@@ -250,27 +250,29 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
 # -- offers ----------------------------------------------------------------------------------------
 
 
-def _negotiation(conn: Connection, request: Any, opener: str, currency: str,
-                 turn_cap: int | None) -> tuple[Negotiation, int]:
-    """The request's offers so far, replayed on the engine (whoever offered first opened it;
-    with no offers yet, ``opener`` does); and how many there were."""
-    rows = conn.execute(select(market_offers).where(market_offers.c.request_id == request.id)
+def _offers(conn: Connection, request_id: str) -> list[Any]:
+    """The request's offers so far, oldest first: read once per offer, for the replay check and
+    the engine's replay both."""
+    return conn.execute(select(market_offers).where(market_offers.c.request_id == request_id)
                         .order_by(market_offers.c.seq)).all()
+
+
+def _negotiation(rows: list[Any], opener: str, currency: str, turn_cap: int | None) -> Negotiation:
+    """The offers ``rows`` replayed on the engine (whoever offered first opened it; with no
+    offers yet, ``opener`` does)."""
     negotiation = Negotiation(offer_rules(rows[0].party if rows else opener, turn_cap))
     for row in rows:
         negotiation.apply(offer_turn(row.party, row.action, row.created_at, price=row.price_cents, currency=currency))
-    return negotiation, len(rows)
+    return negotiation
 
 
-def _not_a_replay(conn: Connection, request_id: str, party: str, message: dict[str, Any]) -> None:
+def _not_a_replay(rows: list[Any], party: str, message: dict[str, Any]) -> None:
     """409 for an offer its party has since moved on from. An offer carries no id of its own and
     reaches the counterpart signed, in its inbox, so the same signed offer sent again — by anyone —
     would put back a price the party had left behind, for the counterpart to accept. Sending its
     party's latest offer again is holding firm (an agent may repeat itself within one second, when
     the timestamp is the same); any earlier one is refused as a replay."""
-    made = [json.loads(row.message).get("signature") for row in conn.execute(
-        select(market_offers.c.message).where(market_offers.c.request_id == request_id,
-                                              market_offers.c.party == party).order_by(market_offers.c.seq))]
+    made = [json.loads(row.message).get("signature") for row in rows if row.party == party]
     if message["signature"] in made[:-1] and message["signature"] != made[-1]:
         raise Conflict(f"this signed offer was already made and the {party} has offered since (a replay); "
                        "a new offer is a new message")
@@ -282,10 +284,11 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     on the engine (alternation, the turn cap). ``accept`` closes at the counterpart's standing
     offer (201, a deal) — 409 if the counterpart's owner no longer allows that offer."""
     message, request, party, agent = _party_message(conn, request_id, message, audit, NATURAL_LANGUAGE, "message")
-    _not_a_replay(conn, request_id, party, message)
+    earlier = _offers(conn, request_id)  # the request row is locked: they stay as read
+    _not_a_replay(earlier, party, message)
     listing = listing_row(conn, request.listing_id, now, lock=True)
     action, amount, read_from_text = _read_offer(message, listing.ask_cents)
-    negotiation, count = _negotiation(conn, request, party, listing.currency, turn_cap)
+    negotiation, count = _negotiation(earlier, party, listing.currency, turn_cap), len(earlier)
     at = max(now, negotiation.last_turn.at) if negotiation.last_turn else now
     turn = offer_turn(party, action, at, price=amount, currency=listing.currency)
     try:
