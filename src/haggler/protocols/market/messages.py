@@ -25,7 +25,6 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping
-from datetime import datetime
 from fractions import Fraction
 from functools import cache
 from importlib import resources
@@ -35,6 +34,7 @@ from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.validators import extend
 
 from haggler.errors import Unprocessable
+from haggler.timestamps import parse_rfc3339
 
 #: Every schema shipped, by name (the file is ``schemas/<name>.json``).
 SCHEMA_NAMES: tuple[str, ...] = (
@@ -138,7 +138,7 @@ def _is_date_time(value: object) -> bool:
     if not _RFC3339.fullmatch(value):
         return False
     try:
-        datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+        parse_rfc3339(value)
     except ValueError:
         return False
     return True
