@@ -156,13 +156,26 @@ def _validator(name: str) -> Any:
     return _Validator(_load(name), format_checker=_format_checker())
 
 
-@cache
-def _definition_validator(definition: str) -> Any:
-    """A validator of ``$defs/<definition>``, taken from the first schema that has it (a test
-    holds a definition several files share to one form)."""
+def definition(name: str) -> dict[str, Any]:
+    """A copy of ``$defs/<name>``, one of the definitions the schemas share (``"id"``,
+    ``"publicKey"``): what a body that is not a message (a registration) takes its fields' forms
+    from, rather than a copy of its own."""
+    return copy.deepcopy(_shared_defs(name)[name])
+
+
+def _shared_defs(definition: str) -> dict[str, Any]:
+    """The ``$defs`` of the first schema that defines ``definition`` (a test holds a definition
+    several files share to one form)."""
     defs = next((_load(name)["$defs"] for name in SCHEMA_NAMES if definition in _load(name).get("$defs", {})), None)
     if defs is None:
         raise KeyError(f"no market schema defines {definition!r}")
+    return defs
+
+
+@cache
+def _definition_validator(definition: str) -> Any:
+    """A validator of ``$defs/<definition>``."""
+    defs = _shared_defs(definition)
     return _Validator({"$defs": defs, "$ref": f"#/$defs/{definition}"}, format_checker=_format_checker())
 
 
