@@ -89,8 +89,7 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
         if min_price is not None:  # a stated floor below the owner's would invite offers the agent may not take
             enforce(mandate, "seller", listing(seller.id, min_price, currency, now))
     except MandateViolation as exc:
-        audit.add(seller.id, "mandate_violation", {"action": "listing", "constraint": exc.constraint,
-                                                   "listingId": message["listingId"]})
+        audit.violation(seller.id, "listing", exc.constraint, listingId=message["listingId"])
         raise
     sent_at = parse_rfc3339(message["timestamp"])  # the schema checked it: aware
     values = dict(seller_id=seller.id, category=item["category"], subcategory=item["subcategory"], name=item["name"],
@@ -234,8 +233,7 @@ def post_wanted(conn: Connection, message: object, audit: AuditEvents, now: date
         violation = Violation("maxSpend", "the budget is above what the owner allows" if cap else
                               "the mandate sets no maxSpend, so it does not allow buying")
     if violation is not None:
-        audit.add(buyer.id, "mandate_violation", {"action": "wanted", "constraint": violation.constraint,
-                                                  "wantedId": message["wantedId"]})
+        audit.violation(buyer.id, "wanted", violation.constraint, wantedId=message["wantedId"])
         raise MandateViolation(violation)
     if conn.execute(select(market_wanted.c.id).where(market_wanted.c.id == message["wantedId"])).first() is not None:
         raise Conflict(f"wantedId {message['wantedId']} is already taken")

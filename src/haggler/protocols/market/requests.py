@@ -65,21 +65,22 @@ def _same_request(message: dict[str, Any], request_id: str) -> None:
         raise InvalidMessage("/requestId", f"must be the request in the path, {request_id}")
 
 
-def _violation(audit: AuditEvents, agent_id: str, what: str, exc: MandateViolation, **facts_: Any) -> MandateViolation:
-    audit.add(agent_id, "mandate_violation", {"action": what, "constraint": exc.constraint, **facts_})
-    return exc
+def _party_mandate(conn: Connection, agent_id: str, role: str, floor: int | None) -> Mandate:
+    """The party's mandate on file (403 with none), a seller's with the listing's embedded
+    ``floor`` applied too."""
+    mandate = identity.mandate_of(conn, agent_id)
+    return seller_floor(mandate, floor) if role == "seller" else mandate
 
 
 def _enforce(conn: Connection, audit: AuditEvents, role: str, action: Action, *, floor: int | None = None,
-             what: str, **facts_: Any) -> Mandate:
+             what: str, **about: str) -> Mandate:
     """The acting agent's mandate must allow ``action``; 403 and an audit entry otherwise."""
     try:
-        mandate = identity.mandate_of(conn, action.agent_id)
-        if role == "seller":
-            mandate = seller_floor(mandate, floor)
+        mandate = _party_mandate(conn, action.agent_id, role, floor)
         enforce(mandate, role, action)
     except MandateViolation as exc:
-        raise _violation(audit, action.agent_id, what, exc, **facts_) from None
+        audit.violation(action.agent_id, what, exc.constraint, **about)
+        raise
     return mandate
 
 
@@ -92,17 +93,13 @@ def _lapsed(conn: Connection, audit: AuditEvents, request: Any, listing: Any, pa
     agent_id = request.buyer_id if party == "buyer" else request.seller_id
     condition, accessories = facts(listing)
     try:
-        mandate = identity.mandate_of(conn, agent_id)
-        if party == "seller":
-            mandate = seller_floor(mandate, listing.floor_cents)
-        violation = check(mandate, party, kind(agent_id, cents_, listing.currency, now, condition=condition,
-                                               accessories=accessories))
+        violation = check(_party_mandate(conn, agent_id, party, listing.floor_cents), party,
+                          kind(agent_id, cents_, listing.currency, now, condition=condition, accessories=accessories))
     except MandateViolation as exc:
         violation = exc.violation
     if violation is None:
         return False
-    audit.add(agent_id, "mandate_violation", {"action": what, "constraint": violation.constraint,
-                                              "requestId": request.id})
+    audit.violation(agent_id, what, violation.constraint, requestId=request.id)
     return True
 
 
@@ -113,7 +110,8 @@ def _permits(conn: Connection, audit: AuditEvents, agent_id: str, protocol: str,
         if not mandate.permits(permission):
             raise MandateViolation(Violation(permission, f"the owner does not permit the {protocol} protocol"))
     except MandateViolation as exc:
-        raise _violation(audit, agent_id, what, exc, requestId=request_id) from None
+        audit.violation(agent_id, what, exc.constraint, requestId=request_id)
+        raise
 
 
 # -- contact and agreement -------------------------------------------------------------------------
@@ -376,12 +374,11 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     _enforce(conn, audit, "buyer", instant_match(buyer.id, deal_price, listing.currency, now, condition=condition,
                                                  accessories=accessories),
              what="instant_match", listingId=listing_id)
-    seller_mandate = seller_floor(identity.mandate_of(conn, listing.seller_id), listing.floor_cents)
+    seller_mandate = _party_mandate(conn, listing.seller_id, "seller", listing.floor_cents)
     refusal = check(seller_mandate, "seller", confirm(listing.seller_id, deal_price, listing.currency, now,
                                                       protocol=INSTANT_MATCH))
     if refusal is not None:  # the seller's mandate is its own business: logged for it, not told to the buyer
-        audit.add(listing.seller_id, "mandate_violation", {"action": "accept instant_match",
-                                                           "constraint": refusal.constraint, "listingId": listing_id})
+        audit.violation(listing.seller_id, "accept instant_match", refusal.constraint, listingId=listing_id)
         raise Forbidden("the seller cannot accept an instant match on this listing")
     request = conn.execute(select(market_requests).where(market_requests.c.id == message["requestId"])
                            .with_for_update()).first()
