@@ -24,11 +24,6 @@ from tests.support.market import (
 )
 
 
-@pytest.fixture
-def store(make_store):
-    return make_store()
-
-
 def test_sealed_bid_flow_closes_at_the_midpoint_and_both_sign(store):
     """spec 003: 3. Contact Request, 4. Protocol Agreement, 5. Sealed Bid, 8. Deal Confirmation."""
     seller, buyer = seller_and_buyer(store)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from haggler.protocols.market.settings import MarketSettings
 from haggler.storage.schema import market_bids, market_deals, market_listings, market_requests
 from tests.support.market import (
@@ -23,11 +21,6 @@ from tests.support.market import (
     trader,
     z,
 )
-
-
-@pytest.fixture
-def store(make_store):
-    return make_store()
 
 
 def _bid(agent, request_id, party, limit):
