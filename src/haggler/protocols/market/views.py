@@ -306,11 +306,12 @@ class MarketBidWaiting(WireModel):
 
 
 class MarketBidsFailed(WireModel):
-    """The bids do not overlap: the negotiation failed, and neither bid is told."""
+    """The negotiation failed, and neither bid is told: the bids do not overlap (``no_overlap``),
+    or the first bid's owner no longer allows it (``mandate``)."""
 
     requestId: str
     state: Literal["failed"]
-    reason: Literal["no_overlap"]
+    reason: Literal["no_overlap", "mandate"]
 
 
 class MarketOfferTurn(WireModel):
@@ -518,7 +519,7 @@ def openapi_operations(prefix: str) -> dict[tuple[str, str], Operation]:
             "The seller's signed protocol_agreement", {200: MarketAgreed, **signed, **e404, **e409, **e410},
             body=MarketProtocolAgreement, tags=tag),
         ("post", f"{request}/bids"): Operation(
-            "A signed sealed bid: 202 until both are in; then 201 a deal at the midpoint, or 200 no overlap",
+            "A signed sealed bid: 202 until both are in; then 201 a deal at the midpoint, or 200 failed",
             {200: MarketBidsFailed, 201: MarketDealClosed, 202: MarketBidWaiting, **signed, **e404, **e409, **e410},
             body=MarketSealedBid, tags=tag),
         ("post", f"{request}/offers"): Operation(
