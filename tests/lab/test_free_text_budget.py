@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from haggler.agents.shopper import ShopperAgent
-from haggler.engine import Terms
 from haggler.lab.generate import single_issue
-from haggler.lab.protocols import FREE_TEXT, Attack, FreeTextStore
+from haggler.lab.protocols import FREE_TEXT, Attack, FreeTextPlay, FreeTextStore
 from haggler.lab.scenario import Scenario
 from haggler.lab.security import red_team_attacks, within_mandates
 from haggler.language.intents import IntentKind
@@ -84,24 +81,11 @@ def test_no_corpus_attack_ends_above_the_budget(corpus_store):
 _MONEY = re.compile(r"\$[0-9][0-9,]*(?:\.[0-9]{2})?")
 
 
-@dataclass
-class Played:
-    scenario: Scenario
-    deal: Terms | None
-    agent: ShopperAgent
-    shopper_texts: list[str]
-
-
-def play(store: FreeTextStore, scenario: Scenario, seed: int, hear: Callable[[str], str]) -> Played:
-    played = store.play(scenario, seed, hear)
-    return Played(scenario, played.terms, played.agent, played.shopper_texts)
-
-
-def assert_within_budget(played: Played) -> None:
-    budget = played.scenario.buyer_reservation_cents
-    if played.deal is not None:
-        assert played.deal.price_cents <= budget, (played.deal, budget, played.shopper_texts)
-    assert within_mandates(played.scenario, played.deal, FREE_TEXT)
+def assert_within_budget(scenario: Scenario, played: FreeTextPlay) -> None:
+    budget = scenario.buyer_reservation_cents
+    if played.terms is not None:
+        assert played.terms.price_cents <= budget, (played.terms, budget, played.shopper_texts)
+    assert within_mandates(scenario, played.terms, FREE_TEXT)
     outcome = played.agent.outcome
     if outcome is not None and outcome.agreed:
         assert outcome.price_cents is not None and outcome.price_cents <= budget, outcome
@@ -131,7 +115,8 @@ def scenarios_store():
 def test_corpus_attacks_anywhere_in_every_merchant_message(scenarios_store, placement):
     store, scenarios = scenarios_store
     for k, (_attack_id, text) in enumerate(red_team_attacks()):
-        assert_within_budget(play(store, scenarios[k % len(scenarios)], k, _placed(placement, text)))
+        scenario = scenarios[k % len(scenarios)]
+        assert_within_budget(scenario, store.play(scenario, k, _placed(placement, text)))
 
 
 def _amount(cents: int) -> str:
@@ -179,4 +164,4 @@ def test_whatever_the_merchant_text_says_no_deal_exceeds_the_budget(scenarios_st
             return _MONEY.sub(understated, message)
     else:
         hear = _placed(mode, attack)
-    assert_within_budget(play(store, scenario, seed, hear))
+    assert_within_budget(scenario, store.play(scenario, seed, hear))

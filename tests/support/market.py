@@ -232,6 +232,23 @@ def created(response: httpx.Response, status: int = 201) -> dict[str, Any]:
     return response.json()
 
 
+def listed(seller: Trader, **listing: Any) -> str:
+    """Post ``seller.listing(**listing)`` (201); the listing's id."""
+    body = seller.listing(**listing)
+    created(seller.send("/market/listings", body))
+    return body["listingId"]
+
+
+def agreed_request(seller: Trader, buyer: Trader, listing_id: str, protocol: str, *, agreed: str | None = None,
+                   message: str | None = None) -> str:
+    """The buyer's contact about the listing proposing ``protocol`` (201), and the seller's
+    agreement to ``agreed`` (by default the same protocol, 200); the request's id."""
+    request_id = created(buyer.send("/market/contact", buyer.contact(listing_id, protocol, message=message)))["requestId"]
+    created(seller.send(f"/market/contact/{request_id}/agreement", seller.agreement(request_id, agreed or protocol)),
+            200)
+    return request_id
+
+
 def refused(response: httpx.Response, status: int, **fields: Any) -> dict[str, Any]:
     """A refusal: ``status``, a JSON object with an ``error``, and the given fields."""
     assert response.status_code == status, (response.status_code, response.text)

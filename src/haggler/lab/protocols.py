@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from haggler.agents.decider import ACCEPT, REJECT, Decider, DeciderView, Decision
 from haggler.agents.market import (
@@ -63,6 +63,9 @@ from haggler.money import amount_cents, format_money, to_decimal_number
 from haggler.protocols.market.auction import OrderBook, clear
 from haggler.protocols.market.mandates import Mandate, parse_mandate
 from haggler.protocols.market.settlement import instant_match_price, sealed_bid_price
+
+if TYPE_CHECKING:  # the annotation only: FreeTextStore.play imports the shopper when a chat runs
+    from haggler.agents.shopper import ShopperAgent
 
 __all__ = [
     "ALTERNATING", "BOOK_SIZE", "CHANNELS", "DOUBLE_AUCTION", "FREE_TEXT", "INSTANT_MATCH", "LAB_AT", "LAB_CONDITION",
@@ -467,7 +470,7 @@ class FreeTextPlay:
     #: The deal the store stored, its extras named as the scenario names them; None without one.
     terms: Terms | None
     #: The shopper agent, as the chat left it (its outcome).
-    agent: Any
+    agent: ShopperAgent
     #: Every line of the chat, the merchant's as the shopper heard them: the greeting, then the
     #: shopper's turns and the merchant's replies in turn.
     texts: list[str]

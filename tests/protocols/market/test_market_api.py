@@ -11,20 +11,17 @@ from haggler.trust.messages import sign_message
 from tests.support.market import (
     BOOK,
     Trader,
+    agreed_request,
     bearer,
     created,
     everything_said_to,
+    listed,
     new_id,
     nothing_changes,
     refused,
     seller_and_buyer,
     trader,
 )
-
-
-@pytest.fixture
-def store(make_store):
-    return make_store()
 
 
 def test_sealed_bid_flow_closes_at_the_midpoint_and_both_sign(store):
@@ -51,10 +48,7 @@ def test_sealed_bid_flow_closes_at_the_midpoint_and_both_sign(store):
 def test_offers_instant_match_and_auction_smoke(store):
     """spec 003: 6. Instant Match, 7. Natural Language Offer, Protocol 4: Double Auction."""
     seller, buyer = seller_and_buyer(store)
-    listing = seller.listing(ask=180, floor=150)
-    created(seller.send("/market/listings", listing))
-    request_id = created(buyer.send("/market/contact", buyer.contact(listing["listingId"], "natural_language")))["requestId"]
-    seller.send(f"/market/contact/{request_id}/agreement", seller.agreement(request_id, "natural_language"))
+    request_id = agreed_request(seller, buyer, listed(seller, ask=180, floor=150), "natural_language")
     r = buyer.send(f"/market/contact/{request_id}/offers", buyer.offer(request_id, "buyer", message="Would you consider 165€?"))
     assert r.status_code == 200 and r.json()["offerPrice"] == 165, r.text
     r = seller.send(f"/market/contact/{request_id}/offers", seller.offer(request_id, "seller", 175))
@@ -382,17 +376,15 @@ def test_a_forged_signature_is_401_and_audited_for_the_agent_it_names(store):
 def test_instant_match_cannot_reuse_a_failed_request_and_zero_bids_name_their_field(store):
     """spec 003: 5. Sealed Bid, 6. Instant Match — a failed negotiation's requestId is spent."""
     seller, buyer = seller_and_buyer(store)
-    listing = seller.listing(ask=180, floor=150)
-    created(seller.send("/market/listings", listing))
-    request_id = created(buyer.send("/market/contact", buyer.contact(listing["listingId"], "sealed_bid")))["requestId"]
-    seller.send(f"/market/contact/{request_id}/agreement", seller.agreement(request_id, "sealed_bid"))
+    listing_id = listed(seller, ask=180, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     zero = buyer.send(f"/market/contact/{request_id}/bids", buyer.bid(request_id, "buyer", 0))
     assert zero.status_code == 422 and zero.json()["path"] == "/maxPrice", zero.text
     assert buyer.send(f"/market/contact/{request_id}/bids", buyer.bid(request_id, "buyer", 151)).status_code == 202
     failed = seller.send(f"/market/contact/{request_id}/bids", seller.bid(request_id, "seller", 160))
     assert failed.json()["state"] == "failed"
-    reuse = buyer.send(f"/market/listings/{listing['listingId']}/instant_match",
-                       buyer.instant(listing["listingId"], 180, request_id=request_id))
+    reuse = buyer.send(f"/market/listings/{listing_id}/instant_match",
+                       buyer.instant(listing_id, 180, request_id=request_id))
     assert reuse.status_code == 409 and "failed" in reuse.json()["error"], reuse.text
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from haggler.protocols.market.auction import Order, Side, clear
 from haggler.protocols.market.offline_check import check_deal
 from haggler.storage.schema import market_deals, market_orders
@@ -23,11 +21,6 @@ from tests.support.market import (
 )
 
 OTHER_BOOK = "electronics.gaming_console.playstation_5"
-
-
-@pytest.fixture
-def store(make_store):
-    return make_store()
 
 
 def _instant_deal(seller, buyer, ask=180):

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from tests.support.market import (
     ITEM,
     created,
@@ -25,11 +23,6 @@ LITE = {**ITEM, "name": "switch_lite"}
 PS5 = {"category": "electronics", "subcategory": "gaming_console", "name": "playstation_5"}
 PHONE = {"category": "electronics", "subcategory": "phone", "name": "pixel_8"}
 BIKE = {"category": "sports", "subcategory": "bicycle", "name": "road_bike"}
-
-
-@pytest.fixture
-def store(make_store):
-    return make_store()
 
 
 def _ids(response):

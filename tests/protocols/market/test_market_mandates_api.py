@@ -63,11 +63,6 @@ def _examples(count: int) -> settings:
                     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink))
 
 
-@pytest.fixture
-def store(make_store):
-    return make_store()
-
-
 # -- drawing mandates, listings and prices ----------------------------------------------------------------
 
 permissions = st.fixed_dictionaries({

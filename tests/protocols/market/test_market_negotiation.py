@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from haggler.protocols.market.settings import MarketSettings
 from haggler.storage.schema import market_bids, market_deals, market_listings, market_requests
 from tests.support.market import (
+    agreed_request,
     created,
     deal_count,
     everything_said_to,
+    listed,
     new_id,
     nothing_changes,
     refused,
@@ -21,24 +21,6 @@ from tests.support.market import (
     trader,
     z,
 )
-
-
-@pytest.fixture
-def store(make_store):
-    return make_store()
-
-
-def _listed(seller, **kwargs):
-    listing = seller.listing(**kwargs)
-    created(seller.send("/market/listings", listing))
-    return listing["listingId"]
-
-
-def _agreed(seller, buyer, listing_id, protocol, *, agreed=None, message=None):
-    request_id = created(buyer.send("/market/contact", buyer.contact(listing_id, protocol, message=message)))["requestId"]
-    r = seller.send(f"/market/contact/{request_id}/agreement", seller.agreement(request_id, agreed or protocol))
-    assert r.status_code == 200, r.text
-    return request_id
 
 
 def _bid(agent, request_id, party, limit):
@@ -58,7 +40,7 @@ def test_contact_and_protocol_agreement_are_delivered_and_settle_the_protocol(st
     the seller's inbox, the agreement the buyer's; the seller may agree another protocol; the
     protocol is settled once (409 after); bids and offers wait for the agreement (409)."""
     seller, buyer = seller_and_buyer(store)
-    listing_id = _listed(seller)
+    listing_id = listed(seller)
     contact = buyer.contact(listing_id, "sealed_bid", message="I'm interested in your Nintendo Switch listing.")
     assert created(buyer.send("/market/contact", contact)) == {"requestId": contact["requestId"], "state": "proposed"}
     request_id = contact["requestId"]
@@ -93,8 +75,8 @@ def test_contact_refusals_change_nothing(store):
     409."""
     seller, buyer = seller_and_buyer(store, buyer_permissions={"canUseSealedBid": False},
                                      seller_permissions={"canNegotiate": False})
-    fixed = _listed(seller, negotiable=False)
-    listing_id = _listed(seller)
+    fixed = listed(seller, negotiable=False)
+    listing_id = listed(seller)
     with nothing_changes(store):
         refused(buyer.send("/market/contact", buyer.contact(fixed, "sealed_bid")), 409)
         refused(buyer.send("/market/contact", buyer.contact(listing_id, "sealed_bid")), 403,
@@ -122,8 +104,8 @@ def test_a_sealed_bid_is_hidden_until_both_are_in(store):
     bid's price never reaches the other party — not its view of the request, not its inbox —
     until the second is in; then both are bound to the midpoint."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=300)
-    listing_id = _listed(seller, ask=220, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=220, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     first = _bid(buyer, request_id, "buyer", 197.43)
     assert first.status_code == 202 and first.json()["state"] == "waiting_for_other_bid", first.text
     texts = [seller.get(f"/market/contact/{request_id}").text, str(seller.inbox()),
@@ -147,15 +129,15 @@ def test_sealed_bid_midpoint_is_integer_cents_half_a_cent_up(store):
     """spec 003: Protocol 2 ("Framework computes midpoint price"): an odd-cent spread splits in
     integer cents with the half cent rounding up (to the seller)."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=300)
-    listing_id = _listed(seller, ask=220, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=220, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     assert _bid(seller, request_id, "seller", 150.00).status_code == 202
     closed = created(_bid(buyer, request_id, "buyer", 170.01))
     assert closed["finalPrice"] == 160.01  # 16000.5 cents -> 16001
     assert rows(store, market_deals, market_deals.c.id == closed["dealId"])[0].price_cents == 16001
     # equal bids overlap: the deal is at that price
-    listing_id = _listed(seller, ask=220, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=220, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     _bid(buyer, request_id, "buyer", 155.55)
     assert created(_bid(seller, request_id, "seller", 155.55))["finalPrice"] == 155.55
 
@@ -165,8 +147,8 @@ def test_no_overlap_fails_at_once_and_reveals_neither_bid(store):
     on the second bid, both parties are told no_overlap, and neither bid's price appears in any
     response or inbox of either party; no deal, the listing stays live."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=300)
-    listing_id = _listed(seller, ask=220, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=220, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     first = _bid(buyer, request_id, "buyer", 161.23)
     second = _bid(seller, request_id, "seller", 167.89)
     assert second.status_code == 200, second.text
@@ -194,8 +176,8 @@ def test_sealed_bids_are_held_to_the_mandates(store):
     (on file, or the listing's embedded one, whichever is higher), or a bid without
     canUseSealedBid is 403 naming the constraint, audited, and stores no bid."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=200)
-    listing_id = _listed(seller, ask=220, floor=160)  # the listing's own ownerMandate floor is higher
-    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=220, floor=160)  # the listing's own ownerMandate floor is higher
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     with nothing_changes(store):
         refused(_bid(buyer, request_id, "buyer", 200.01), 403, error="mandate_violation", constraint="maxSpend")
         refused(_bid(seller, request_id, "seller", 159.99), 403, error="mandate_violation",
@@ -217,7 +199,7 @@ def test_instant_match_at_the_ask_closes_at_once(store):
     the live ask gets a deal at once, with no contact request; the seller is told; the listing is
     sold, and a second buyer is 409."""
     seller, buyer = seller_and_buyer(store)
-    listing_id = _listed(seller, ask=180)
+    listing_id = listed(seller, ask=180)
     message = buyer.instant(listing_id, 180)
     done = created(buyer.send(f"/market/listings/{listing_id}/instant_match", message))
     assert (done["state"], done["finalPrice"], done["protocol"], done["requestId"]) == \
@@ -247,10 +229,10 @@ def test_instant_match_refusals(store):
     created(seller.send("/market/listings", seller.listing(listing_id=listing_id, ask=190)))
     store.clock.advance(seconds=1)
     created(seller.send("/market/listings", seller.listing(listing_id=listing_id, ask=185)), 200)
-    poor = _listed(seller, ask=100, floor=10, condition="fair")
-    bare = _listed(seller, ask=100, floor=10, accessories=("case",))
-    dear = _listed(seller, ask=200.01)
-    expiring = _listed(seller, ask=100, floor=10, available_until=store.clock().date().isoformat())
+    poor = listed(seller, ask=100, floor=10, condition="fair")
+    bare = listed(seller, ask=100, floor=10, accessories=("case",))
+    dear = listed(seller, ask=200.01)
+    expiring = listed(seller, ask=100, floor=10, available_until=store.clock().date().isoformat())
     store.clock.advance(hours=12)
 
     def instant(agent, lid, price):
@@ -268,7 +250,7 @@ def test_instant_match_refusals(store):
         mixed["listingId"] = poor
         refused(buyer.send(f"/market/listings/{listing_id}/instant_match", mixed), 422, path="/listingId")
     both = trader(store, new_id("both"), minAcceptablePrice=10, maxSpend=500)
-    own = _listed(both, ask=100, floor=10)
+    own = listed(both, ask=100, floor=10)
     with nothing_changes(store):
         refused(instant(both, own, 100), 409)
 
@@ -277,7 +259,7 @@ def test_instant_match_refusals(store):
         refused(instant(no_instant, listing_id, 185), 403, error="mandate_violation",
                 constraint="canAcceptInstantMatch")
     picky_seller = trader(store, new_id("seller"), minAcceptablePrice=10, permissions={"canAcceptInstantMatch": False})
-    picky_listing = _listed(picky_seller, ask=100, floor=10)
+    picky_listing = listed(picky_seller, ask=100, floor=10)
     with nothing_changes(store):
         body = refused(instant(buyer, picky_listing, 100), 403)
     assert "constraint" not in body
@@ -291,9 +273,9 @@ def test_a_seller_may_agree_to_an_instant_match_on_a_contact(store):
     Match: the buyer's instant match on its agreed request closes it; a request negotiating by
     another protocol cannot be closed by an instant match (409)."""
     seller, buyer = seller_and_buyer(store)
-    listing_id = _listed(seller, ask=180)
-    request_id = _agreed(seller, buyer, listing_id, "instant_match")
-    sealed = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=180)
+    request_id = agreed_request(seller, buyer, listing_id, "instant_match")
+    sealed = agreed_request(seller, buyer, listing_id, "sealed_bid")
     with nothing_changes(store):
         refused(buyer.send(f"/market/listings/{listing_id}/instant_match",
                            buyer.instant(listing_id, 180, request_id=sealed)), 409)
@@ -311,8 +293,8 @@ def test_offers_alternate_and_accept_closes_at_the_standing_offer(store):
     1: offers alternate (a second offer out of turn is 409); each reaches the other party's
     inbox; accept closes at the counterpart's standing offer; nothing is taken after."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=200)
-    listing_id = _listed(seller, ask=180)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=180)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     with nothing_changes(store):
         refused(_offer(buyer, request_id, "buyer", action="accept"), 409)  # nothing to accept yet
     assert _offer(buyer, request_id, "buyer", 160).json()["turn"] == 1
@@ -342,8 +324,8 @@ def test_the_price_is_read_from_the_text_when_offer_price_is_missing(store):
     possible"): an offer without offerPrice has its price read from the message; the counterpart
     gets the message as sent plus the price read; a message naming no price is 422."""
     seller, buyer = seller_and_buyer(store)
-    listing_id = _listed(seller, ask=180)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=180)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     r = _offer(buyer, request_id, "buyer", message="Would you consider 165€? I see similar listings at that price.")
     assert r.status_code == 200 and (r.json()["offerPrice"], r.json()["readFromMessage"]) == (165, True), r.text
     delivered = [m["body"] for m in seller.inbox()["messages"] if m["body"].get("type") == "offer"][-1]
@@ -361,8 +343,8 @@ def test_a_reject_fails_the_negotiation(store):
     """spec 003: 7. Natural Language Offer ("until agreement or breakdown"): a reject ends the
     request without a deal and tells both parties; the listing stays live."""
     seller, buyer = seller_and_buyer(store)
-    listing_id = _listed(seller, ask=180)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=180)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     _offer(buyer, request_id, "buyer", 120)
     r = _offer(seller, request_id, "seller", action="reject", message="No, thanks.")
     assert r.status_code == 200 and (r.json()["state"], r.json()["reason"]) == ("failed", "rejected"), r.text
@@ -380,8 +362,8 @@ def test_the_turn_cap_ends_a_negotiation(make_store):
     (turn_cap); a fifth is 409."""
     store = make_store(market=MarketSettings(offer_turn_cap=4))
     seller, buyer = seller_and_buyer(store)
-    listing_id = _listed(seller, ask=180)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=180)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     for n, (agent, party, price) in enumerate([(buyer, "buyer", 155), (seller, "seller", 179), (buyer, "buyer", 160)], 1):
         r = _offer(agent, request_id, party, price)
         assert r.status_code == 200 and r.json()["state"] == "agreed" and r.json()["turn"] == n, r.text
@@ -398,8 +380,8 @@ def test_offers_are_held_to_the_mandates(store):
     accepting a standing offer the mandate forbids, or offering without canNegotiate is 403 naming
     the constraint, audited; the offer is neither stored nor delivered."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=200)
-    listing_id = _listed(seller, ask=210, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=210, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     with nothing_changes(store):
         refused(_offer(buyer, request_id, "buyer", 200.01), 403, error="mandate_violation", constraint="maxSpend")
         refused(_offer(seller, request_id, "seller", 149.99), 403, error="mandate_violation",
@@ -435,8 +417,8 @@ def test_a_sealed_bid_whose_owner_no_longer_allows_it_does_not_close(store):
     deal is opened and the listing stays live; the lapsed party's audit log says why."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=200)
     buyer.file_mandate(maxSpend=200, dealMustCloseBy=z(store.clock() + timedelta(minutes=30)), issued=store.clock())
-    listing_id = _listed(seller, ask=220, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=220, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     assert _bid(buyer, request_id, "buyer", 191.37).status_code == 202
     store.clock.advance(hours=1)  # the buyer's deal had to close by now
     r = _bid(seller, request_id, "seller", 160)
@@ -447,8 +429,8 @@ def test_a_sealed_bid_whose_owner_no_longer_allows_it_does_not_close(store):
     assert [e["detail"]["constraint"] for e in buyer.audit()] == ["dealMustCloseBy"]
 
     # a newer mandate with a higher floor: the seller's standing bid no longer binds it
-    listing_id = _listed(seller, ask=220, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "sealed_bid")
+    listing_id = listed(seller, ask=220, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     buyer.file_mandate(maxSpend=200, issued=store.clock())
     assert _bid(seller, request_id, "seller", 155).status_code == 202
     store.clock.advance(seconds=1)
@@ -465,8 +447,8 @@ def test_a_standing_offer_whose_owner_no_longer_allows_it_cannot_be_accepted(sto
     owner's mandate allows; if a newer mandate (or a passed dealMustCloseBy) forbids it, the
     accept is 409, nothing changes, and the lapsed party's audit log says why."""
     seller, buyer = seller_and_buyer(store, floor=150, max_spend=200)
-    listing_id = _listed(seller, ask=220, floor=150)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=220, floor=150)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     assert _offer(seller, request_id, "seller", 160).status_code == 200
     store.clock.advance(seconds=1)
     seller.file_mandate(minAcceptablePrice=170, issued=store.clock())
@@ -479,8 +461,8 @@ def test_a_standing_offer_whose_owner_no_longer_allows_it_cannot_be_accepted(sto
     assert created(_offer(seller, request_id, "seller", action="accept"))["finalPrice"] == 175
 
     buyer.file_mandate(maxSpend=200, dealMustCloseBy=z(store.clock() + timedelta(minutes=10)), issued=store.clock())
-    listing_id = _listed(seller, ask=220, floor=170)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=220, floor=170)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     assert _offer(buyer, request_id, "buyer", 180).status_code == 200
     store.clock.advance(minutes=11)
     with nothing_changes(store):
@@ -495,8 +477,8 @@ def test_a_signed_offer_cannot_be_replayed(store):
     left behind, and accept it — is 409 and changes nothing. The party's latest offer may come
     again: that is holding firm, as an agent repeating itself within one second would."""
     seller, buyer = seller_and_buyer(store)
-    listing_id = _listed(seller, ask=190)
-    request_id = _agreed(seller, buyer, listing_id, "natural_language")
+    listing_id = listed(seller, ask=190)
+    request_id = agreed_request(seller, buyer, listing_id, "natural_language")
     assert _offer(buyer, request_id, "buyer", 178).status_code == 200
     store.clock.advance(seconds=1)
     assert _offer(seller, request_id, "seller", 185).status_code == 200

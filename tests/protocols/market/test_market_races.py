@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from haggler.storage.schema import market_bids, market_deals, market_listings, market_requests
-from tests.support.market import created, deal_count, new_id, rows, trader
+from tests.support.market import agreed_request, created, deal_count, listed, new_id, rows, trader
 from tests.support.matching import race
 
 ROUNDS = 12
@@ -44,16 +44,9 @@ def _market(store, buyers=BUYERS):
     return seller, [trader(store, new_id("buyer"), maxSpend=1000) for _ in range(buyers)]
 
 
-def _listed(seller, ask=180):
-    listing = seller.listing(ask=ask, floor=100)
-    created(seller.send("/market/listings", listing))
-    return listing["listingId"]
-
-
 def _sealed_waiting_for_the_seller(seller, buyer, listing_id, buyer_max=190):
     """A sealed-bid request on the listing with the buyer's bid in; the seller's bid closes it."""
-    request_id = created(buyer.send("/market/contact", buyer.contact(listing_id, "sealed_bid")))["requestId"]
-    created(seller.send(f"/market/contact/{request_id}/agreement", seller.agreement(request_id, "sealed_bid")), 200)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
     created(buyer.send(f"/market/contact/{request_id}/bids", buyer.bid(request_id, "buyer", buyer_max)), 202)
     return request_id
 
@@ -82,7 +75,7 @@ def test_racing_instant_matches_make_one_deal(store, clients):
     racers = [buyer.on(clients()) for buyer in buyers]
     winners = Counter()
     for _ in range(ROUNDS):
-        listing_id = _listed(seller)
+        listing_id = listed(seller, ask=180, floor=100)
         messages = [racer.sign(racer.instant(listing_id, 180)) for racer in racers]
         path = f"/market/listings/{listing_id}/instant_match"
         responses = race([_post(racer, path, message) for racer, message in zip(racers, messages, strict=True)])
@@ -104,7 +97,7 @@ def test_an_instant_match_racing_a_sealed_bid_close_makes_one_deal(store, client
     seller_racer, hasty_racer = seller.on(clients()), hasty.on(clients())
     outcomes = Counter()
     for round_number in range(ROUNDS):
-        listing_id = _listed(seller)
+        listing_id = listed(seller, ask=180, floor=100)
         request_id = _sealed_waiting_for_the_seller(seller, patient, listing_id)
         closing = seller.sign(seller.bid(request_id, "seller", 150))
         instant = hasty.sign(hasty.instant(listing_id, 180))
@@ -136,11 +129,9 @@ def test_two_negotiations_closing_at_once_make_one_deal(store, clients):
     seller, (bidder, haggler) = _market(store, buyers=2)
     seller_racer, haggler_racer = seller.on(clients()), haggler.on(clients())
     for round_number in range(ROUNDS):
-        listing_id = _listed(seller)
+        listing_id = listed(seller, ask=180, floor=100)
         sealed_id = _sealed_waiting_for_the_seller(seller, bidder, listing_id)
-        offers_id = created(haggler.send("/market/contact", haggler.contact(listing_id, "natural_language")))["requestId"]
-        created(seller.send(f"/market/contact/{offers_id}/agreement",
-                            seller.agreement(offers_id, "natural_language")), 200)
+        offers_id = agreed_request(seller, haggler, listing_id, "natural_language")
         created(seller.send(f"/market/contact/{offers_id}/offers", seller.offer(offers_id, "seller", 175)), 200)
         closing = seller.sign(seller.bid(sealed_id, "seller", 150))
         accept = haggler.sign(haggler.offer(offers_id, "buyer", action="accept"))

@@ -33,6 +33,11 @@ class AuditEvents:
     def add(self, agent_id: str | None, event: str, detail: dict[str, Any]) -> None:
         self.events.append((agent_id, event, detail))
 
+    def violation(self, agent_id: str, action: str, constraint: str, **about: str) -> None:
+        """A mandate violation, in the one shape every refusal logs it: the action tried, the
+        mandate field it broke, and the id of what it was about (``listingId=…``)."""
+        self.add(agent_id, MANDATE_VIOLATION, {"action": action, "constraint": constraint, **about})
+
     def screen(self, agent_id: str | None, where: str, text: object) -> tuple[str, ...]:
         """Flag ``text`` (the field at JSON pointer ``where``) when it carries suspicious markers;
         returns them. The text itself is logged (truncated) so that a reviewer sees the attempt."""

@@ -67,8 +67,7 @@ def place(conn: Connection, item: str, message: object, audit: AuditEvents, now:
     try:
         enforce(identity.mandate_of(conn, agent.id), _role(side), order(agent.id, amount, currency, now))
     except MandateViolation as exc:
-        audit.add(agent.id, "mandate_violation", {"action": "order", "constraint": exc.constraint,
-                                                  "orderId": message["orderId"]})
+        audit.violation(agent.id, "order", exc.constraint, orderId=message["orderId"])
         raise
     _lock(conn, item)
     if conn.execute(select(market_orders.c.id).where(market_orders.c.id == message["orderId"])).first() is not None:
@@ -141,8 +140,7 @@ def _still_allowed(conn: Connection, row: Any, mandate: Mandate | None, audit: A
     if violation is None:
         return True
     conn.execute(update(market_orders).where(market_orders.c.id == row.id).values(status=CANCELLED))
-    audit.add(row.agent_id, "mandate_violation", {"action": "order at clearing", "constraint": violation.constraint,
-                                                  "orderId": row.id})
+    audit.violation(row.agent_id, "order at clearing", violation.constraint, orderId=row.id)
     return False
 
 

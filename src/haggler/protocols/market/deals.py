@@ -167,7 +167,7 @@ def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit
     try:
         enforce(mandate, party, action)
     except MandateViolation as exc:
-        audit.add(agent.id, "mandate_violation", {"action": "confirm", "constraint": exc.constraint, "dealId": row.id})
+        audit.violation(agent.id, "confirm", exc.constraint, dealId=row.id)
         raise
 
 

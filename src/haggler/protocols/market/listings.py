@@ -36,7 +36,7 @@ from haggler.protocols.market.mandates import CONDITIONS, Mandate, MandateViolat
 from haggler.protocols.market.messages import InvalidMessage, validate
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_listings, market_wanted
-from haggler.timestamps import utc_z
+from haggler.timestamps import parse_rfc3339, utc_z
 
 LIVE, SOLD = "live", "sold"
 MAX_PAGE = 200
@@ -49,11 +49,6 @@ PUBLIC_PRICING = ("askPrice", "currency", "negotiable", "priceJustification")
 
 def stored(message: dict[str, Any]) -> str:
     return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
-
-
-def timestamp(value: str) -> datetime:
-    """An RFC 3339 timestamp the schema already checked, as an aware datetime."""
-    return datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
 
 
 def seller_floor(mandate: Mandate, listing_floor: int | None) -> Mandate:
@@ -94,10 +89,9 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
         if min_price is not None:  # a stated floor below the owner's would invite offers the agent may not take
             enforce(mandate, "seller", listing(seller.id, min_price, currency, now))
     except MandateViolation as exc:
-        audit.add(seller.id, "mandate_violation", {"action": "listing", "constraint": exc.constraint,
-                                                   "listingId": message["listingId"]})
+        audit.violation(seller.id, "listing", exc.constraint, listingId=message["listingId"])
         raise
-    sent_at = timestamp(message["timestamp"])
+    sent_at = parse_rfc3339(message["timestamp"])  # the schema checked it: aware
     values = dict(seller_id=seller.id, category=item["category"], subcategory=item["subcategory"], name=item["name"],
                   condition=item["condition"], ask_cents=ask, floor_cents=embedded_floor,
                   currency=currency, negotiable=pricing["negotiable"], available_until=until,
@@ -225,7 +219,7 @@ def post_wanted(conn: Connection, message: object, audit: AuditEvents, now: date
     assert isinstance(message, dict)
     buyer = identity.sender(conn, message["buyer"]["agentId"], message)
     identity.check_owner_signed(buyer, message["ownerMandate"], "the wanted ad's ownerMandate")
-    active_until = timestamp(message["activeUntil"])
+    active_until = parse_rfc3339(message["activeUntil"])
     if active_until <= now:
         raise InvalidMessage("/activeUntil", "is in the past: the wanted ad would never be live")
     budget, currency = amount_cents(message["budget"]["maxPrice"]), message["budget"]["currency"]
@@ -239,8 +233,7 @@ def post_wanted(conn: Connection, message: object, audit: AuditEvents, now: date
         violation = Violation("maxSpend", "the budget is above what the owner allows" if cap else
                               "the mandate sets no maxSpend, so it does not allow buying")
     if violation is not None:
-        audit.add(buyer.id, "mandate_violation", {"action": "wanted", "constraint": violation.constraint,
-                                                  "wantedId": message["wantedId"]})
+        audit.violation(buyer.id, "wanted", violation.constraint, wantedId=message["wantedId"])
         raise MandateViolation(violation)
     if conn.execute(select(market_wanted.c.id).where(market_wanted.c.id == message["wantedId"])).first() is not None:
         raise Conflict(f"wantedId {message['wantedId']} is already taken")

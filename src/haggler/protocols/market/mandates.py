@@ -59,6 +59,7 @@ from typing import Any
 from haggler.errors import Forbidden, InvalidInput
 from haggler.money import amount_cents, is_exact_cents
 from haggler.protocols.fields import json_object
+from haggler.timestamps import parse_rfc3339
 
 ROLES = ("seller", "buyer")
 PROTOCOLS = ("natural_language", "sealed_bid", "instant_match", "double_auction")
@@ -392,8 +393,8 @@ def _amount(constraints: dict[str, Any], name: str) -> int | None:
 def _timestamp(value: object, name: str) -> datetime:
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be an ISO 8601 timestamp string")
-    try:  # RFC 3339 allows a lower-case "z" (and the market's schemas accept it); fromisoformat does not
-        moment = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("z") else value)
+    try:
+        moment = parse_rfc3339(value)
     except ValueError as exc:
         raise InvalidInput(f"{name} must be an ISO 8601 timestamp, not {_show(value)}") from exc
     if moment.tzinfo is None:

@@ -25,7 +25,6 @@ import json
 import math
 import re
 from collections.abc import Iterator, Mapping
-from datetime import datetime
 from fractions import Fraction
 from functools import cache
 from importlib import resources
@@ -35,6 +34,7 @@ from jsonschema import Draft202012Validator, FormatChecker, ValidationError
 from jsonschema.validators import extend
 
 from haggler.errors import Unprocessable
+from haggler.timestamps import parse_rfc3339
 
 #: Every schema shipped, by name (the file is ``schemas/<name>.json``).
 SCHEMA_NAMES: tuple[str, ...] = (
@@ -138,7 +138,7 @@ def _is_date_time(value: object) -> bool:
     if not _RFC3339.fullmatch(value):
         return False
     try:
-        datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+        parse_rfc3339(value)
     except ValueError:
         return False
     return True
@@ -156,13 +156,26 @@ def _validator(name: str) -> Any:
     return _Validator(_load(name), format_checker=_format_checker())
 
 
-@cache
-def _definition_validator(definition: str) -> Any:
-    """A validator of ``$defs/<definition>``, taken from the first schema that has it (a test
-    holds a definition several files share to one form)."""
+def definition(name: str) -> dict[str, Any]:
+    """A copy of ``$defs/<name>``, one of the definitions the schemas share (``"id"``,
+    ``"publicKey"``): what a body that is not a message (a registration) takes its fields' forms
+    from, rather than a copy of its own."""
+    return copy.deepcopy(_shared_defs(name)[name])
+
+
+def _shared_defs(definition: str) -> dict[str, Any]:
+    """The ``$defs`` of the first schema that defines ``definition`` (a test holds a definition
+    several files share to one form)."""
     defs = next((_load(name)["$defs"] for name in SCHEMA_NAMES if definition in _load(name).get("$defs", {})), None)
     if defs is None:
         raise KeyError(f"no market schema defines {definition!r}")
+    return defs
+
+
+@cache
+def _definition_validator(definition: str) -> Any:
+    """A validator of ``$defs/<definition>``."""
+    defs = _shared_defs(definition)
     return _Validator({"$defs": defs, "$ref": f"#/$defs/{definition}"}, format_checker=_format_checker())
 
 

@@ -65,21 +65,22 @@ def _same_request(message: dict[str, Any], request_id: str) -> None:
         raise InvalidMessage("/requestId", f"must be the request in the path, {request_id}")
 
 
-def _violation(audit: AuditEvents, agent_id: str, what: str, exc: MandateViolation, **facts_: Any) -> MandateViolation:
-    audit.add(agent_id, "mandate_violation", {"action": what, "constraint": exc.constraint, **facts_})
-    return exc
+def _party_mandate(conn: Connection, agent_id: str, role: str, floor: int | None) -> Mandate:
+    """The party's mandate on file (403 with none), a seller's with the listing's embedded
+    ``floor`` applied too."""
+    mandate = identity.mandate_of(conn, agent_id)
+    return seller_floor(mandate, floor) if role == "seller" else mandate
 
 
 def _enforce(conn: Connection, audit: AuditEvents, role: str, action: Action, *, floor: int | None = None,
-             what: str, **facts_: Any) -> Mandate:
+             what: str, **about: str) -> Mandate:
     """The acting agent's mandate must allow ``action``; 403 and an audit entry otherwise."""
     try:
-        mandate = identity.mandate_of(conn, action.agent_id)
-        if role == "seller":
-            mandate = seller_floor(mandate, floor)
+        mandate = _party_mandate(conn, action.agent_id, role, floor)
         enforce(mandate, role, action)
     except MandateViolation as exc:
-        raise _violation(audit, action.agent_id, what, exc, **facts_) from None
+        audit.violation(action.agent_id, what, exc.constraint, **about)
+        raise
     return mandate
 
 
@@ -92,17 +93,13 @@ def _lapsed(conn: Connection, audit: AuditEvents, request: Any, listing: Any, pa
     agent_id = request.buyer_id if party == "buyer" else request.seller_id
     condition, accessories = facts(listing)
     try:
-        mandate = identity.mandate_of(conn, agent_id)
-        if party == "seller":
-            mandate = seller_floor(mandate, listing.floor_cents)
-        violation = check(mandate, party, kind(agent_id, cents_, listing.currency, now, condition=condition,
-                                               accessories=accessories))
+        violation = check(_party_mandate(conn, agent_id, party, listing.floor_cents), party,
+                          kind(agent_id, cents_, listing.currency, now, condition=condition, accessories=accessories))
     except MandateViolation as exc:
         violation = exc.violation
     if violation is None:
         return False
-    audit.add(agent_id, "mandate_violation", {"action": what, "constraint": violation.constraint,
-                                              "requestId": request.id})
+    audit.violation(agent_id, what, violation.constraint, requestId=request.id)
     return True
 
 
@@ -113,7 +110,8 @@ def _permits(conn: Connection, audit: AuditEvents, agent_id: str, protocol: str,
         if not mandate.permits(permission):
             raise MandateViolation(Violation(permission, f"the owner does not permit the {protocol} protocol"))
     except MandateViolation as exc:
-        raise _violation(audit, agent_id, what, exc, requestId=request_id) from None
+        audit.violation(agent_id, what, exc.constraint, requestId=request_id)
+        raise
 
 
 # -- contact and agreement -------------------------------------------------------------------------
@@ -250,27 +248,29 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
 # -- offers ----------------------------------------------------------------------------------------
 
 
-def _negotiation(conn: Connection, request: Any, opener: str, currency: str,
-                 turn_cap: int | None) -> tuple[Negotiation, int]:
-    """The request's offers so far, replayed on the engine (whoever offered first opened it;
-    with no offers yet, ``opener`` does); and how many there were."""
-    rows = conn.execute(select(market_offers).where(market_offers.c.request_id == request.id)
+def _offers(conn: Connection, request_id: str) -> list[Any]:
+    """The request's offers so far, oldest first: read once per offer, for the replay check and
+    the engine's replay both."""
+    return conn.execute(select(market_offers).where(market_offers.c.request_id == request_id)
                         .order_by(market_offers.c.seq)).all()
+
+
+def _negotiation(rows: list[Any], opener: str, currency: str, turn_cap: int | None) -> Negotiation:
+    """The offers ``rows`` replayed on the engine (whoever offered first opened it; with no
+    offers yet, ``opener`` does)."""
     negotiation = Negotiation(offer_rules(rows[0].party if rows else opener, turn_cap))
     for row in rows:
         negotiation.apply(offer_turn(row.party, row.action, row.created_at, price=row.price_cents, currency=currency))
-    return negotiation, len(rows)
+    return negotiation
 
 
-def _not_a_replay(conn: Connection, request_id: str, party: str, message: dict[str, Any]) -> None:
+def _not_a_replay(rows: list[Any], party: str, message: dict[str, Any]) -> None:
     """409 for an offer its party has since moved on from. An offer carries no id of its own and
     reaches the counterpart signed, in its inbox, so the same signed offer sent again — by anyone —
     would put back a price the party had left behind, for the counterpart to accept. Sending its
     party's latest offer again is holding firm (an agent may repeat itself within one second, when
     the timestamp is the same); any earlier one is refused as a replay."""
-    made = [json.loads(row.message).get("signature") for row in conn.execute(
-        select(market_offers.c.message).where(market_offers.c.request_id == request_id,
-                                              market_offers.c.party == party).order_by(market_offers.c.seq))]
+    made = [json.loads(row.message).get("signature") for row in rows if row.party == party]
     if message["signature"] in made[:-1] and message["signature"] != made[-1]:
         raise Conflict(f"this signed offer was already made and the {party} has offered since (a replay); "
                        "a new offer is a new message")
@@ -282,10 +282,11 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     on the engine (alternation, the turn cap). ``accept`` closes at the counterpart's standing
     offer (201, a deal) — 409 if the counterpart's owner no longer allows that offer."""
     message, request, party, agent = _party_message(conn, request_id, message, audit, NATURAL_LANGUAGE, "message")
-    _not_a_replay(conn, request_id, party, message)
+    earlier = _offers(conn, request_id)  # the request row is locked: they stay as read
+    _not_a_replay(earlier, party, message)
     listing = listing_row(conn, request.listing_id, now, lock=True)
     action, amount, read_from_text = _read_offer(message, listing.ask_cents)
-    negotiation, count = _negotiation(conn, request, party, listing.currency, turn_cap)
+    negotiation, count = _negotiation(earlier, party, listing.currency, turn_cap), len(earlier)
     at = max(now, negotiation.last_turn.at) if negotiation.last_turn else now
     turn = offer_turn(party, action, at, price=amount, currency=listing.currency)
     try:
@@ -373,12 +374,11 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     _enforce(conn, audit, "buyer", instant_match(buyer.id, deal_price, listing.currency, now, condition=condition,
                                                  accessories=accessories),
              what="instant_match", listingId=listing_id)
-    seller_mandate = seller_floor(identity.mandate_of(conn, listing.seller_id), listing.floor_cents)
+    seller_mandate = _party_mandate(conn, listing.seller_id, "seller", listing.floor_cents)
     refusal = check(seller_mandate, "seller", confirm(listing.seller_id, deal_price, listing.currency, now,
                                                       protocol=INSTANT_MATCH))
     if refusal is not None:  # the seller's mandate is its own business: logged for it, not told to the buyer
-        audit.add(listing.seller_id, "mandate_violation", {"action": "accept instant_match",
-                                                           "constraint": refusal.constraint, "listingId": listing_id})
+        audit.violation(listing.seller_id, "accept instant_match", refusal.constraint, listingId=listing_id)
         raise Forbidden("the seller cannot accept an instant match on this listing")
     request = conn.execute(select(market_requests).where(market_requests.c.id == message["requestId"])
                            .with_for_update()).first()

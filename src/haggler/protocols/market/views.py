@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, RootModel
 
 from haggler.protocols.market import inbox, listings
 from haggler.protocols.market.mandates import CONDITIONS
-from haggler.protocols.market.messages import schema
+from haggler.protocols.market.messages import definition, schema
 from haggler.protocols.market.routes import AUDIT_PAGE, MAX_CURSOR, SCHEMA_TYPE
 from haggler.server.openapi import Media, Operation, Param, WireModel
 from haggler.server.responses import ErrorBody
@@ -28,9 +28,10 @@ RequestState = Literal["proposed", "agreed", "closed", "failed"]
 DealStatus = Literal["awaiting_signatures", "awaiting_owner_approval", "confirmed"]
 #: An amount on the wire: major units, at most two decimals (180 is 180.00).
 Amount = int | float
-HEX_KEY = r"^0x[0-9a-f]{64}$"
-HEX_SIGNATURE = r"^0x[0-9a-f]{128}$"
-ID = r"^[!-~]+$"
+#: The shared definitions the bodies that are not messages (registration, signatures) take their
+#: fields' forms from: the messages' own, so that the document cannot drift from what is checked.
+_ID, _MATRIX_ID = definition("id"), definition("matrixId")
+HEX_KEY, HEX_SIGNATURE = definition("publicKey")["pattern"], definition("signature")["pattern"]
 
 
 # -- the signed messages: their JSON Schemas --------------------------------------------------------
@@ -139,8 +140,8 @@ class MarketRefusal(WireModel):
 
 
 class MarketRegisterBody(WireModel):
-    agentId: str = Field(min_length=1, max_length=128, pattern=ID)
-    matrixId: str | None = Field(None, max_length=255, pattern=r"^@[^\s:]+:[^\s]+$")
+    agentId: str = Field(min_length=_ID["minLength"], max_length=_ID["maxLength"], pattern=_ID["pattern"])
+    matrixId: str | None = Field(None, max_length=_MATRIX_ID["maxLength"], pattern=_MATRIX_ID["pattern"])
     publicKey: str = Field(pattern=HEX_KEY, description="The agent's Ed25519 key: it signs the agent's messages.")
     ownerPublicKey: str = Field(pattern=HEX_KEY, description="The owner's Ed25519 key: it signs the agent's "
                                                             "mandates and the owner's deal approvals.")
@@ -305,11 +306,12 @@ class MarketBidWaiting(WireModel):
 
 
 class MarketBidsFailed(WireModel):
-    """The bids do not overlap: the negotiation failed, and neither bid is told."""
+    """The negotiation failed, and neither bid is told: the bids do not overlap (``no_overlap``),
+    or the first bid's owner no longer allows it (``mandate``)."""
 
     requestId: str
     state: Literal["failed"]
-    reason: Literal["no_overlap"]
+    reason: Literal["no_overlap", "mandate"]
 
 
 class MarketOfferTurn(WireModel):
@@ -517,7 +519,7 @@ def openapi_operations(prefix: str) -> dict[tuple[str, str], Operation]:
             "The seller's signed protocol_agreement", {200: MarketAgreed, **signed, **e404, **e409, **e410},
             body=MarketProtocolAgreement, tags=tag),
         ("post", f"{request}/bids"): Operation(
-            "A signed sealed bid: 202 until both are in; then 201 a deal at the midpoint, or 200 no overlap",
+            "A signed sealed bid: 202 until both are in; then 201 a deal at the midpoint, or 200 failed",
             {200: MarketBidsFailed, 201: MarketDealClosed, 202: MarketBidWaiting, **signed, **e404, **e409, **e410},
             body=MarketSealedBid, tags=tag),
         ("post", f"{request}/offers"): Operation(
