@@ -26,7 +26,6 @@ from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
 from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
-from haggler.protocols.negotiate_v1.pages import header, page
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
 from haggler.storage.schema import (
@@ -36,6 +35,7 @@ from haggler.storage.schema import (
     deal_redemptions,
     orders,
 )
+from haggler.web.layout import header, page
 
 
 def decimal_string(cents: int) -> str:

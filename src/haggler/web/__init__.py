@@ -1,0 +1,6 @@
+"""The store's human side: pages for people, not agents.
+
+``layout`` is the one page frame (style, header) every human page uses; the storefront and its
+haggling widget, the checkout of a deal or a cart, and the operator's dashboard build on it.
+Every page outside ``/admin`` is built from public facts only.
+"""
