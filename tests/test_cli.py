@@ -92,8 +92,56 @@ def test_deals_lists_recorded_deals_as_table_and_json(tmp_path):
 
 
 def test_deals_on_an_empty_database(tmp_path):
+    from haggler.storage.database import open_database
+
+    open_database(f"sqlite:///{tmp_path}/empty.db").dispose()  # what `serve` leaves before any chat
     result = haggler("deals", "--db", f"sqlite:///{tmp_path}/empty.db", "--json", cwd=tmp_path)
     assert result.returncode == 0 and json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize("command", [("deals",), ("orders",), ("match", "insights")])
+def test_commands_that_read_the_store_refuse_a_database_that_is_not_there(tmp_path, command):
+    missing = tmp_path / "typo" / "stroe.db"
+    result = haggler(*command, "--db", f"sqlite:///{missing}", cwd=tmp_path)
+    assert result.returncode == 2 and "no database at" in result.stderr and "Traceback" not in result.stderr
+    assert not missing.exists() and not missing.parent.exists()  # nothing was created
+    stranger = tmp_path / "other.db"
+    import sqlite3
+
+    with sqlite3.connect(stranger) as conn:
+        conn.execute("CREATE TABLE notes (body TEXT)")
+    result = haggler(*command, "--db", f"sqlite:///{stranger}", cwd=tmp_path)
+    assert result.returncode == 2 and "not a haggler database" in result.stderr
+    with sqlite3.connect(stranger) as conn:  # and it was left as it was
+        assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")] == ["notes"]
+
+
+def test_orders_lists_what_people_bought_as_table_and_json(tmp_path, make_store):
+    db = f"sqlite:///{tmp_path}/orders.db"
+    store = make_store(db_url=db)
+    bought = []
+    for product in store.catalog.products[:2]:
+        body = store.start(product.id).json()
+        deal = store.say(body["next"], "deal").json()["deal"]
+        form = {"name": f"Buyer of {product.id}", "email": "buyer@example.com", "address": "1 Main St"}
+        assert store.http.post(deal["checkout_url"], data=form).status_code == 303
+        bought.append((product, deal))
+    result = haggler("orders", "--db", db, "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    assert {o["deal_id"] for o in listed} == {deal["id"] for _, deal in bought}
+    for order in listed:
+        product, deal = next((p, d) for p, d in bought if d["id"] == order["deal_id"])
+        assert order["source"] == "chat" and order["checkout_id"] is None
+        assert order["total_cents"] == round(deal["price"] * 100) and order["currency"] == deal["currency"]
+        assert order["lines"][0]["name"] == product.name and order["lines"][0]["extras"] == deal["extras"]
+        assert order["buyer"] == {"name": f"Buyer of {product.id}", "email": "buyer@example.com", "address": "1 Main St"}
+        assert order["placed_at"].endswith("Z") and order["order_id"].startswith("ord_")
+    page = haggler("orders", "--db", db, "--json", "--limit", "1", "--offset", "1", cwd=tmp_path)
+    assert [o["order_id"] for o in json.loads(page.stdout)] == [listed[1]["order_id"]]
+    table = haggler("orders", "--db", db, cwd=tmp_path)
+    assert table.returncode == 0 and "2 orders (1–2 of 2)" in table.stdout
+    assert "chat" in table.stdout and bought[0][0].name in table.stdout and "Buyer of" in table.stdout
 
 
 @pytest.mark.parametrize(("args", "env", "needle"), [

@@ -223,12 +223,13 @@ T = TypeVar("T")
 
 
 def _read_database(db: str, read: Callable[[Any], T]) -> T:
-    """``read(conn)`` in a read transaction of the database at ``db`` (migrated first); a database
-    that cannot be opened is a CLI error, not a traceback."""
+    """``read(conn)`` in a read transaction of the store's database at ``db`` (migrated first); a
+    database that does not exist or cannot be opened is a CLI error, not a traceback, and is
+    never created."""
     from haggler.storage.database import DatabaseError, open_database
 
     try:
-        database = open_database(db)
+        database = open_database(db, existing=True)
     except DatabaseError as exc:
         raise _fail(str(exc)) from None
     try:
@@ -260,6 +261,33 @@ def deals(
     for d in rows:
         table.add_row(d.product_id, format_money(d.price_cents, d.currency), ", ".join(d.extras) or "—",
                       d.created_at.strftime("%Y-%m-%d %H:%M:%S"), d.chat_id)
+    _wide_console().print(table)
+
+
+@app.command()
+def orders(
+    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="Show at most this many, newest first.")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many of the newest first.")] = 0,
+) -> None:
+    """List the orders people placed: deals bought at their checkout page, and agents' carts."""
+    from haggler.orders import count_orders, list_orders
+
+    total, rows = _read_database(db, lambda conn: (count_orders(conn), list_orders(conn, limit=limit, offset=offset)))
+    if as_json:
+        json.dump([order.to_json() for order in rows], sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    shown = f"{offset + 1}–{offset + len(rows)} of {total}" if rows else f"none of {total}"
+    table = Table(title=f"{total} order{'s' if total != 1 else ''} ({shown})")
+    for column in ("order", "from", "items", "total", "buyer", "when (UTC)"):
+        table.add_column(column)
+    for order in rows:
+        items = ", ".join(f"{line.quantity} × {line.name}" for line in order.lines)
+        buyer = f"{order.buyer.name} <{order.buyer.email}>" if order.buyer else "—"
+        table.add_row(order.id, order.source, items, format_money(order.total_cents, order.currency), buyer,
+                      order.placed_at.strftime("%Y-%m-%d %H:%M:%S"))
     _wide_console().print(table)
 
 

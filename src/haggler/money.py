@@ -94,6 +94,13 @@ def to_decimal_number(cents: int) -> int | float:
     return round(cents / 100, 2)
 
 
+def decimal_string(cents: int) -> str:
+    """Cents as an exact decimal string (``8900`` → ``"89.00"``): JSON numbers would invite floats."""
+    sign = "-" if cents < 0 else ""
+    whole, frac = divmod(abs(cents), 100)
+    return f"{sign}{whole}.{frac:02d}"
+
+
 def format_money(cents: int, currency: str = "USD") -> str:
     """Render an amount the way a person writes it: ``$1,299.99``, ``$579``."""
     symbol = CURRENCY_SYMBOLS.get(currency.upper(), "")

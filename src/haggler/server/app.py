@@ -50,6 +50,9 @@ from haggler.server.openapi import Operation, install_openapi
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
+from haggler.web.checkout_routes import build_router as deal_checkout_router
+from haggler.web.checkout_routes import openapi_operations as checkout_views
+from haggler.web.deal_checkout import DealCheckout
 
 log = logging.getLogger("haggler")
 
@@ -141,6 +144,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
     app.include_router(negotiate_v1_router(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
     app.include_router(agents_json_router(agents, base_url, client_of))
+    app.include_router(deal_checkout_router(DealCheckout(config.catalog, db, config.clock,
+                                                         deal_ttl=timedelta(seconds=config.agents.deal_ttl_seconds))))
     app.include_router(exchange.router())
     app.include_router(matching.router())
     app.include_router(market.router())
@@ -155,6 +160,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     install_openapi(app, [
         negotiate_v1_views.openapi_operations(),
         agents_json_views.openapi_operations(agents.capabilities, checkout_page=agents.cart is not None),
+        checkout_views(),
         transactions_views.openapi_operations(EXCHANGE_PREFIX),
         matching_views.openapi_operations(MATCHING_PREFIX),
         market_views.openapi_operations(MARKET_PREFIX),

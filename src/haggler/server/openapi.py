@@ -62,13 +62,15 @@ class Operation:
     query: tuple[Param, ...] = ()
     body: type[BaseModel] | None = None
     body_required: bool = True
+    #: ``body`` is an HTML form's fields (``application/x-www-form-urlencoded``), not JSON.
+    form: bool = False
     tags: tuple[str, ...] = field(default=())
 
 
 #: (method, path) → its documentation; method in lower case, path as routed.
 Operations = Mapping[tuple[str, str], Operation]
 
-_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad request: the message names what is wrong",
+_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 303: "See other: the page to show next (Location)", 400: "Bad request: the message names what is wrong",
             204: "No content", 401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
             405: "Method not allowed", 409: "Conflict", 410: "Gone", 422: "Unprocessable",
             425: "Too early", 429: "Too many requests: see Retry-After"}
@@ -131,8 +133,8 @@ def _operation(path: str, generated: dict[str, Any], op: Operation) -> dict[str,
     if path_params or query:
         out["parameters"] = path_params + query
     if op.body is not None:
-        out["requestBody"] = {"required": op.body_required,
-                              "content": {"application/json": {"schema": _ref(op.body)}}}
+        media = "application/x-www-form-urlencoded" if op.form else "application/json"
+        out["requestBody"] = {"required": op.body_required, "content": {media: {"schema": _ref(op.body)}}}
     out["responses"] = {str(status): _response(status, model) for status, model in sorted(op.responses.items())}
     return out
 

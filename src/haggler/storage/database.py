@@ -18,7 +18,7 @@ from typing import Iterator
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 
 
@@ -166,11 +166,40 @@ def alembic_config() -> Config:
     return config
 
 
-def open_database(url: str, *, migrate: bool = True, background_checkpoints: bool = False) -> Database:
+def open_database(url: str, *, migrate: bool = True, background_checkpoints: bool = False,
+                  existing: bool = False) -> Database:
+    """Open (and by default migrate) the database at ``url``. With ``existing``, only a haggler
+    database that is already there: a command that reads a store's records must say that the
+    path is wrong, not create an empty database there and report nothing in it."""
+    if existing:
+        _check_sqlite_file(url)
     database = Database(url, background_checkpoints=background_checkpoints)
+    if existing:
+        try:
+            with database.read() as conn:
+                known = inspect(conn).has_table("alembic_version")
+        except Exception as exc:
+            database.dispose()
+            raise DatabaseError(f"cannot open {database.safe_url}: {exc}") from exc
+        if not known:
+            database.dispose()
+            raise DatabaseError(f"{database.safe_url} is not a haggler database (no store has run on it: "
+                                "haggler serve --db creates one)")
     if migrate:
         database.migrate()
     return database
+
+
+def _check_sqlite_file(url: str) -> None:
+    try:
+        parsed = make_url(normalize_url(url))
+    except Exception as exc:
+        raise DatabaseError(f"not a database URL: {url!r}") from exc
+    if parsed.get_backend_name() != "sqlite":
+        return  # a server database that does not exist fails to connect, and says so
+    name = parsed.database or ""
+    if name in ("", ":memory:") or not Path(name).expanduser().is_file():
+        raise DatabaseError(f"no database at {url} (check --db; haggler serve --db {url} creates one)")
 
 
 __all__ = ["Database", "DatabaseError", "alembic_config", "normalize_url", "open_database"]

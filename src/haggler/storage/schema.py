@@ -166,12 +166,13 @@ cart_items = Table(
     Column("added_at", UTCDateTime, nullable=False),
 )
 
-# A deal is redeemed once, by one session: the primary key makes that atomic on any worker.
+# A deal is redeemed once — into one agent session's cart, or bought at its own checkout page
+# (session_id NULL) — and the primary key makes that atomic on any worker.
 deal_redemptions = Table(
     "deal_redemptions",
     metadata,
     Column("deal_id", String(64), ForeignKey("deals.id"), primary_key=True),
-    Column("session_id", String(64), ForeignKey("agent_sessions.id"), nullable=False),
+    Column("session_id", String(64), ForeignKey("agent_sessions.id"), nullable=True),
     Column("redeemed_at", UTCDateTime, nullable=False),
 )
 
@@ -190,13 +191,20 @@ orders = Table(
     "orders",
     metadata,
     Column("id", String(64), primary_key=True),
-    # One order per checkout: placing the same checkout twice finds this row.
-    Column("checkout_id", String(64), ForeignKey("checkouts.id"), nullable=False, unique=True),
+    # An order comes from an agent's cart checkout or from a deal closed in chat; one order per
+    # checkout and one per deal: placing either twice finds this row.
+    Column("checkout_id", String(64), ForeignKey("checkouts.id"), nullable=True, unique=True),
+    Column("deal_id", String(64), ForeignKey("deals.id"), nullable=True, unique=True),
     Column("lines", Text, nullable=False),
     Column("total_cents", BigInteger, nullable=False),
     Column("currency", String(3), nullable=False),
+    # Who buys and where it goes, from the checkout form (NULL on orders placed before it had one).
+    Column("buyer_name", String(200), nullable=True),
+    Column("buyer_email", String(254), nullable=True),
+    Column("ship_to", Text, nullable=True),
     Column("placed_at", UTCDateTime, nullable=False),
 )
+Index("ix_orders_placed_at", orders.c.placed_at)
 
 audit_events = Table(
     "audit_events",

@@ -14,7 +14,10 @@ from sqlalchemy import func, insert, select
 from haggler.catalog import load_catalog, parse_catalog
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import format_money
-from haggler.protocols.agents_json.cart import CartService, CartView, decimal_string
+from haggler.money import decimal_string
+from haggler.orders import Buyer
+from haggler.protocols.agents_json.cart import CartService, CartView, Placed
+from haggler.web.checkout import cart_page
 from haggler.storage.database import Database
 from haggler.storage.schema import (
     agent_sessions,
@@ -36,6 +39,7 @@ CATALOG = load_catalog()
 P1 = CATALOG.products[0]  # aerion-v12-cordless, $649.99
 P2 = CATALOG.products[1]
 BASE = "https://shop.example"
+BUYER = Buyer("Ada Lovelace", "ada@example.com", "12 Analytical Row\nLondon")
 PUBLIC_LINE_KEYS = {"item_id", "name", "quantity", "unit_price_cents", "unit_price", "line_total_cents", "line_total",
                     "list_price_cents", "list_price", "currency", "extras", "deal_id", "negotiated"}
 
@@ -48,6 +52,11 @@ def clock() -> FakeClock:
 @pytest.fixture
 def cart(db: Database, clock: FakeClock) -> CartService:
     return CartService(CATALOG, db, clock, deal_ttl=timedelta(hours=24), max_quantity=5)
+
+
+def checkout_page(svc: CartService, checkout_id: str) -> str:
+    """The human's page for a checkout, as the store renders it."""
+    return cart_page(svc.catalog, svc.checkout_state(checkout_id))
 
 
 def make_session(db: Database, clock: FakeClock, sid: str) -> str:
@@ -288,9 +297,10 @@ def test_checkout_snapshot_and_refresh(cart, db, clock):
     second = cart.checkout(s, BASE)
     assert second.id == first.id  # one checkout per session, refreshed
     assert second.total_cents == P1.list_price_cents + P2.list_price_cents
-    assert P2.name in cart.checkout_page(first.id)
-    order, created = cart.place_order(first.id)
-    assert created and order.total_cents == second.total_cents and order.session_id == s
+    assert P2.name in checkout_page(cart, first.id)
+    placed = cart.place_order(first.id, BUYER)
+    assert placed.created and placed.order.total_cents == second.total_cents and placed.session_id == s
+    assert placed.order.buyer == BUYER and placed.order.checkout_id == first.id and placed.order.deal_id is None
     with pytest.raises(Conflict, match="already been placed"):
         cart.checkout(s, BASE)
 
@@ -300,8 +310,8 @@ def test_page_shows_snapshot_not_later_cart_changes(cart, db, clock):
     cart.add(s, P1.id, 1)
     co = cart.checkout(s, BASE)
     cart.add(s, P2.id, 1)  # not yet checked out again
-    assert P2.name not in cart.checkout_page(co.id)
-    order, _ = cart.place_order(co.id)
+    assert P2.name not in checkout_page(cart, co.id)
+    order = cart.place_order(co.id, BUYER).order
     assert [x.item_id for x in order.lines] == [P1.id]
 
 
@@ -311,11 +321,12 @@ def test_place_order_twice_is_idempotent(cart, db, clock):
     cart.add(s, P1.id, 1, deal_id="d1")
     cart.add(s, P2.id, 2)
     co = cart.checkout(s, BASE)
-    order, created = cart.place_order(co.id)
+    first = cart.place_order(co.id, BUYER)
     clock.advance(minutes=5)
-    again, created_again = cart.place_order(co.id)
-    assert (created, created_again) == (True, False)
-    assert again == order
+    again = cart.place_order(co.id, Buyer("Someone Else", "else@example.com", "Elsewhere"))
+    assert (first.created, again.created) == (True, False)
+    order = first.order
+    assert again.order == order and again.order.buyer == BUYER  # the first submission's order, as placed
     assert order.total_cents == 58900 + 2 * P2.list_price_cents
     assert line(CartView(s, order.lines, "USD"), P1.id).extras == ("Wall dock",)
     with db.read() as conn:
@@ -333,7 +344,7 @@ def test_place_order_concurrently_creates_one(cart, db, clock):
     def click() -> None:
         barrier.wait()
         try:
-            outcome: object = cart.place_order(co.id)
+            outcome: object = cart.place_order(co.id, BUYER)
         except Exception as exc:  # noqa: BLE001
             outcome = exc
         with lock:
@@ -344,18 +355,18 @@ def test_place_order_concurrently_creates_one(cart, db, clock):
         t.start()
     for t in threads:
         t.join()
-    assert all(isinstance(r, tuple) for r in results), results
-    assert sum(created for _, created in results) == 1  # type: ignore[misc]
-    assert len({order.id for order, _ in results}) == 1  # type: ignore[misc]
+    assert all(isinstance(r, Placed) for r in results), results
+    assert sum(r.created for r in results) == 1  # type: ignore[attr-defined]
+    assert len({r.order.id for r in results}) == 1  # type: ignore[attr-defined]
     with db.read() as conn:
         assert conn.execute(select(func.count()).select_from(orders)).scalar() == 1
 
 
 def test_unknown_checkout(cart):
     with pytest.raises(NotFound):
-        cart.checkout_page("nope")
+        checkout_page(cart, "nope")
     with pytest.raises(NotFound):
-        cart.place_order("nope")
+        cart.place_order("nope", BUYER)
 
 
 # -- the page ----------------------------------------------------------------------------------
@@ -365,13 +376,13 @@ def test_page_shows_prices_extras_and_button_then_confirmation(cart, db, clock):
     make_deal(db, "d1", P1.id, 58900, ("Free expedited 2-day shipping",))
     cart.add(s, P1.id, 1, deal_id="d1")
     co = cart.checkout(s, BASE)
-    page = cart.checkout_page(co.id)
+    page = checkout_page(cart, co.id)
     assert "$589" in page and "$649.99" in page  # negotiated and list price
     assert "Free expedited 2-day shipping" in page and "negotiated" in page
-    assert f"<form method=post action='/checkout/cart/{co.id}'>" in page and "Place order" in page
-    order, _ = cart.place_order(co.id)
-    done = cart.checkout_page(co.id)
-    assert order.id in done and "Order placed" in done
+    assert f'<form class=buyer method=post action="/checkout/cart/{co.id}">' in page and "Place order" in page
+    order = cart.place_order(co.id, BUYER).order
+    done = checkout_page(cart, co.id)
+    assert order.id in done and "Order placed" in done and "Ada Lovelace" in done and "a•••@example.com" in done
     assert "<form" not in done and "$589" in done
 
 
@@ -384,7 +395,7 @@ def test_page_escapes_malicious_names_and_extras(db, clock):
     pid = catalog.products[0].id
     make_deal(db, "d1", pid, 50000, ("<img src=x onerror=alert(1)>",))
     svc.add(s, pid, 1, deal_id="d1")
-    page = svc.checkout_page(svc.checkout(s, BASE).id)
+    page = checkout_page(svc, svc.checkout(s, BASE).id)
     assert "<script>" not in page and "<img" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
     assert "&lt;img src=x onerror=alert(1)&gt;" in page
@@ -397,9 +408,9 @@ def test_hidden_fields_never_shown(db, clock):
     for product in catalog.products[:4]:
         svc.add(s, product.id, 1)
     co = svc.checkout(s, BASE)
-    order, _ = svc.place_order(co.id)
+    order = svc.place_order(co.id, BUYER).order
     outputs = [json.dumps(svc.view(s).to_json()), json.dumps(co.to_json()), json.dumps(order.to_json()),
-               svc.checkout_page(co.id)]
+               checkout_page(svc, co.id)]
     for text in outputs:
         for marker in SECRET_MARKERS:
             assert marker not in text
@@ -432,13 +443,14 @@ def test_refresh_racing_placement_never_orders_a_stale_snapshot(cart, db, clock)
             out[name] = exc
 
     threads = [threading.Thread(target=run, args=("refresh", lambda: cart.checkout(s, BASE))),
-               threading.Thread(target=run, args=("place", lambda: cart.place_order(co.id)))]
+               threading.Thread(target=run, args=("place", lambda: cart.place_order(co.id, BUYER)))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    order, created = out["place"]  # type: ignore[misc]
-    assert created
+    placed = out["place"]
+    assert isinstance(placed, Placed) and placed.created
+    order = placed.order
     with db.read() as conn:
         snapshot = conn.execute(select(checkouts.c.lines).where(checkouts.c.id == co.id)).scalar()
     assert [x.to_json() for x in order.lines] == json.loads(snapshot)

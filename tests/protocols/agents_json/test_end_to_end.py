@@ -55,9 +55,14 @@ def test_negotiate_redeem_checkout_place_once_and_verify(store):
     assert page.status_code == 200 and product.name in page.text
     assert format_money(agreed_cents) in page.text and re.search(r"<form[^>]*method=\"?post", page.text, re.I)
 
-    placed = store.http.post(url)
-    assert placed.status_code == 200 and "Order placed" in placed.text
-    assert store.http.post(url).status_code == 200  # placing the same checkout twice...
+    form = {"name": "Ada Lovelace", "email": "ada@example.com", "address": "12 Analytical Row, London"}
+    missing = store.http.post(url, data={**form, "email": "not-an-address"})
+    assert missing.status_code == 400 and "not an email address" in missing.text and "Order placed" not in missing.text
+    placed = store.http.post(url, data=form)
+    assert placed.status_code == 303 and placed.headers["location"] == url.removeprefix(store.base)
+    shown = store.http.get(url)
+    assert "Order placed" in shown.text and "Ada Lovelace" in shown.text and "<form" not in shown.text
+    assert store.http.post(url, data=form).status_code == 303  # placing the same checkout twice...
     engine = create_engine(store.app.state.service.db.url)
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(orders)).scalar_one() == 1  # ...makes one order

@@ -16,7 +16,6 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from html import escape
 from typing import Any, Callable
 
 from sqlalchemy import Connection, and_, delete, insert, select, update
@@ -24,7 +23,9 @@ from sqlalchemy.exc import IntegrityError
 
 from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
-from haggler.money import format_money
+from haggler.money import decimal_string
+from haggler.orders import (Buyer, Order, OrderLine, insert_order, lines_from_json, lines_json, new_order_id,
+                            order_for, place_once, snapshot_json, total_cents)
 from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
@@ -35,83 +36,17 @@ from haggler.storage.schema import (
     deal_redemptions,
     orders,
 )
-from haggler.web.layout import header, page
-
-
-def decimal_string(cents: int) -> str:
-    """Cents as an exact decimal string (``8900`` → ``"89.00"``): JSON numbers would invite floats."""
-    sign = "-" if cents < 0 else ""
-    whole, frac = divmod(abs(cents), 100)
-    return f"{sign}{whole}.{frac:02d}"
-
-
-@dataclass(frozen=True, slots=True)
-class CartLine:
-    """One product in a cart. A negotiated line carries a deal's price for exactly one unit."""
-
-    item_id: str
-    name: str
-    quantity: int
-    unit_price_cents: int
-    currency: str
-    extras: tuple[str, ...]
-    deal_id: str | None
-    list_price_cents: int | None  # None only if the product has left the catalog since
-
-    @property
-    def negotiated(self) -> bool:
-        return self.deal_id is not None
-
-    @property
-    def line_total_cents(self) -> int:
-        return self.unit_price_cents * self.quantity
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready: amounts in cents and as decimal strings."""
-        return {
-            "item_id": self.item_id, "name": self.name, "quantity": self.quantity,
-            "unit_price_cents": self.unit_price_cents, "unit_price": decimal_string(self.unit_price_cents),
-            "line_total_cents": self.line_total_cents, "line_total": decimal_string(self.line_total_cents),
-            "list_price_cents": self.list_price_cents,
-            "list_price": None if self.list_price_cents is None else decimal_string(self.list_price_cents),
-            "currency": self.currency, "extras": list(self.extras), "deal_id": self.deal_id,
-            "negotiated": self.negotiated,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CartLine:
-        """Read a line back from a checkout or order snapshot (see :meth:`to_json`)."""
-        return cls(data["item_id"], data["name"], data["quantity"], data["unit_price_cents"], data["currency"],
-                   tuple(data["extras"]), data["deal_id"], data["list_price_cents"])
-
-
-def _total(lines: tuple[CartLine, ...]) -> int:
-    return sum(line.line_total_cents for line in lines)
-
-
-def _lines_json(lines: tuple[CartLine, ...]) -> str:
-    return json.dumps([line.to_json() for line in lines], ensure_ascii=False)
-
-
-def _lines_from_json(text: str) -> tuple[CartLine, ...]:
-    return tuple(CartLine.from_json(d) for d in json.loads(text))
-
-
-def _snapshot_json(lines: tuple[CartLine, ...], total_cents: int, currency: str) -> dict[str, Any]:
-    """The priced lines of a checkout or an order, JSON-ready."""
-    return {"lines": [line.to_json() for line in lines], "total_cents": total_cents,
-            "total": decimal_string(total_cents), "currency": currency}
 
 
 @dataclass(frozen=True, slots=True)
 class CartView:
     session_id: str
-    lines: tuple[CartLine, ...]
+    lines: tuple[OrderLine, ...]
     currency: str
 
     @property
     def total_cents(self) -> int:
-        return _total(self.lines)
+        return total_cents(self.lines)
 
     @property
     def item_count(self) -> int:
@@ -130,32 +65,35 @@ class Checkout:
     id: str
     url: str
     session_id: str
-    lines: tuple[CartLine, ...]
+    lines: tuple[OrderLine, ...]
     total_cents: int
     currency: str
     created_at: datetime
 
     def to_json(self) -> dict[str, Any]:
-        return {"checkout_id": self.id, "url": self.url, **_snapshot_json(self.lines, self.total_cents, self.currency),
+        return {"checkout_id": self.id, "url": self.url, **snapshot_json(self.lines, self.total_cents, self.currency),
                 "created_at": self.created_at.isoformat()}
 
 
 @dataclass(frozen=True, slots=True)
-class Order:
-    """A placed order. ``session_id`` lets the caller end the agent's session (checkout completion)."""
+class CheckoutState:
+    """A checkout as its human's page shows it: the snapshot, and the order once placed."""
 
     id: str
-    checkout_id: str
-    session_id: str
-    lines: tuple[CartLine, ...]
+    lines: tuple[OrderLine, ...]
     total_cents: int
     currency: str
-    placed_at: datetime
+    order: Order | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"order_id": self.id, "checkout_id": self.checkout_id,
-                **_snapshot_json(self.lines, self.total_cents, self.currency),
-                "placed_at": self.placed_at.isoformat()}
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """An order placed from a checkout; ``session_id`` lets the caller end the agent's session
+    (checkout completion) when the order was ``created`` now."""
+
+    order: Order
+    session_id: str
+    created: bool
 
 
 class CartService:
@@ -187,14 +125,14 @@ class CartService:
         if found is None:
             raise NotFound(f"unknown session: {session_id}")
 
-    def _lines(self, conn: Connection, session_id: str) -> tuple[CartLine, ...]:
+    def _lines(self, conn: Connection, session_id: str) -> tuple[OrderLine, ...]:
         rows = conn.execute(select(cart_items).where(cart_items.c.session_id == session_id)
                             .order_by(cart_items.c.added_at, cart_items.c.product_id))
         lines = []
         for r in rows:
             product = self.catalog.product(r.product_id)
             facts = product.facts if product else None  # public fields only, by construction
-            lines.append(CartLine(r.product_id, facts.name if facts else r.product_id, r.quantity,
+            lines.append(OrderLine(r.product_id, facts.name if facts else r.product_id, r.quantity,
                                   r.unit_price_cents, r.currency, tuple(json.loads(r.extras)), r.deal_id,
                                   facts.list_price_cents if facts else None))
         return tuple(lines)
@@ -274,16 +212,18 @@ class CartService:
             expires_at = deal.created_at + self.deal_ttl
             if expires_at <= now:
                 raise Gone(f"deal {deal_id} expired at {expires_at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
-            redeemed_by = conn.execute(select(deal_redemptions.c.session_id)
-                                       .where(deal_redemptions.c.deal_id == deal_id)).scalar()
-            if redeemed_by is not None and redeemed_by != session_id:
+            redemption = conn.execute(select(deal_redemptions.c.session_id)
+                                      .where(deal_redemptions.c.deal_id == deal_id)).first()
+            if redemption is not None and redemption.session_id is None:
+                raise Conflict(f"deal {deal_id} has already been bought at its checkout page")
+            if redemption is not None and redemption.session_id != session_id:
                 raise Conflict(f"deal {deal_id} has already been redeemed")
             line = self._line_row(conn, session_id, product.id)
             if line is not None:
                 held = f"with deal {line.deal_id}" if line.deal_id else "at list price"
                 raise Conflict(f"{product.id} is already in the cart {held}; remove it first to redeem deal {deal_id}")
             self._check_currency(conn, session_id, deal.currency)
-            if redeemed_by is None:  # re-adding a deal this session redeemed earlier reuses its redemption
+            if redemption is None:  # re-adding a deal this session redeemed earlier reuses its redemption
                 conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=now))
             conn.execute(insert(cart_items).values(
                 session_id=session_id, product_id=product.id, quantity=1, unit_price_cents=deal.price_cents,
@@ -325,7 +265,7 @@ class CartService:
             now = self.clock()
             existing = conn.execute(select(checkouts.c.id).where(checkouts.c.session_id == session_id)
                                     .with_for_update()).scalar()
-            values = {"lines": _lines_json(view.lines), "total_cents": view.total_cents,
+            values = {"lines": lines_json(view.lines), "total_cents": view.total_cents,
                       "currency": view.currency, "created_at": now}
             if existing is None:
                 checkout_id = secrets.token_urlsafe(24)
@@ -339,78 +279,32 @@ class CartService:
         return Checkout(checkout_id, f"{base_url.rstrip('/')}/checkout/cart/{checkout_id}", session_id,
                         view.lines, view.total_cents, view.currency, now)
 
-    def place_order(self, checkout_id: str) -> tuple[Order, bool]:
-        """Place the order for a checkout, once: a repeat (or a racing twin) gets the same order, created=False."""
-        try:
-            with self.db.write() as conn:
-                # The row lock orders a placement after (or before) any refresh of the same checkout.
-                row = conn.execute(select(checkouts).where(checkouts.c.id == checkout_id).with_for_update()).first()
-                if row is None:
-                    raise NotFound("unknown checkout")
-                found = self._order(conn, checkout_id, row.session_id)
-                if found is not None:
-                    return found, False
-                order = Order("ord_" + secrets.token_urlsafe(12), checkout_id, row.session_id,
-                              _lines_from_json(row.lines), row.total_cents, row.currency, self.clock())
-                conn.execute(insert(orders).values(id=order.id, checkout_id=checkout_id, lines=row.lines,
-                                                   total_cents=order.total_cents, currency=order.currency,
-                                                   placed_at=order.placed_at))
-                return order, True
-        except IntegrityError:
-            with self.db.read() as conn:
-                session_id = conn.execute(select(checkouts.c.session_id).where(checkouts.c.id == checkout_id)).scalar()
-                found = self._order(conn, checkout_id, session_id)
-            if found is None:  # pragma: no cover - the unique key is the only way to get here
-                raise
-            return found, False
+    def place_order(self, checkout_id: str, buyer: Buyer) -> Placed:
+        """Place the order for a checkout, once: a repeat (or a racing twin) gets the same order,
+        whoever it was for, with ``created=False``."""
+        def place(conn: Connection) -> Placed:
+            # The row lock orders a placement after (or before) any refresh of the same checkout.
+            row = conn.execute(select(checkouts).where(checkouts.c.id == checkout_id).with_for_update()).first()
+            if row is None:
+                raise NotFound("unknown checkout")
+            found = order_for(conn, checkout_id=checkout_id)
+            if found is not None:
+                return Placed(found, row.session_id, False)
+            order = Order(new_order_id(), lines_from_json(row.lines), row.total_cents, row.currency, self.clock(),
+                          buyer, checkout_id=checkout_id)
+            insert_order(conn, order)
+            return Placed(order, row.session_id, True)
 
-    @staticmethod
-    def _order(conn: Connection, checkout_id: str, session_id: str) -> Order | None:
-        r = conn.execute(select(orders).where(orders.c.checkout_id == checkout_id)).first()
-        if r is None:
-            return None
-        return Order(r.id, checkout_id, session_id, _lines_from_json(r.lines), r.total_cents, r.currency, r.placed_at)
+        return place_once(self.db, place)
 
-    def checkout_page(self, checkout_id: str) -> str:
-        """The human's page: the cart as snapshotted, then either a button to place the order or its confirmation."""
+    def checkout_state(self, checkout_id: str) -> CheckoutState:
+        """What the human's page shows: the cart as snapshotted, and the order once placed."""
         with self.db.read() as conn:
             row = conn.execute(select(checkouts).where(checkouts.c.id == checkout_id)).first()
             if row is None:
                 raise NotFound("unknown checkout")
-            order = self._order(conn, checkout_id, row.session_id)
-        lines = order.lines if order else _lines_from_json(row.lines)
-        total, currency = (order.total_cents, order.currency) if order else (row.total_cents, row.currency)
-        store = self.catalog.store
-        body = [header(self.catalog)]
-        if order:
-            body.append(f"<h2>Order placed</h2><p>Thank you. Your order number is <strong id=order-id>"
-                        f"{escape(order.id)}</strong>, placed {escape(order.placed_at.strftime('%Y-%m-%d %H:%M UTC'))}.</p>")
-        else:
-            body.append("<h2>Review your cart</h2><p>Your shopping agent put these items together. "
-                        "Check them, then place the order.</p>")
-        body.append(_lines_table(lines, total, currency))
-        if not order:
-            action = f"/checkout/cart/{checkout_id}"
-            body.append(f"<form method=post action='{escape(action)}'><button type=submit>"
-                        f"Place order · {escape(format_money(total, currency))}</button></form>")
-        body.append(f"<p class=tag>{escape(store.policy)}</p>")
-        return page(f"{'Order' if order else 'Checkout'} — {store.name}", "".join(body))
+            order = order_for(conn, checkout_id=checkout_id)
+        return CheckoutState(checkout_id, lines_from_json(row.lines), row.total_cents, row.currency, order)
 
 
-def _lines_table(lines: tuple[CartLine, ...], total: int, currency: str) -> str:
-    head = "<tr><th>Product</th><th>Qty</th><th>Price</th><th>List price</th><th>Extras</th><th>Line total</th></tr>"
-    rows = []
-    for line in lines:
-        price = escape(format_money(line.unit_price_cents, line.currency))
-        if line.negotiated:
-            price += f" <span class=tag>negotiated (deal {escape(line.deal_id or '')})</span>"
-        listed = "" if line.list_price_cents is None else format_money(line.list_price_cents, line.currency)
-        extras = ", ".join(line.extras) if line.extras else "—"
-        rows.append(f"<tr><td>{escape(line.name)}</td><td>{line.quantity}</td><td>{price}</td>"
-                    f"<td>{escape(listed)}</td><td>{escape(extras)}</td>"
-                    f"<td>{escape(format_money(line.line_total_cents, line.currency))}</td></tr>")
-    rows.append(f"<tr><th colspan=5>Total</th><th id=total>{escape(format_money(total, currency))}</th></tr>")
-    return f"<table id=cart>{head}{''.join(rows)}</table>"
-
-
-__all__ = ["CartLine", "CartService", "CartView", "Checkout", "Order", "decimal_string"]
+__all__ = ["CartService", "CartView", "Checkout", "CheckoutState", "Placed"]

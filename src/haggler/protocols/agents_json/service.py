@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from haggler.catalog import Catalog
 from haggler.errors import HagglerError, NotFound
+from haggler.orders import Buyer
 from haggler.protocols.agents_json import shelf
 from haggler.protocols.agents_json.capabilities import Capability, parse_params, store_capabilities
 from haggler.protocols.agents_json.cart import CartService
@@ -113,13 +114,13 @@ class AgentsService:
             raise NotFound("audit trails are not enabled on this store")
         return self.trail.artifact(session_id)
 
-    def place_order(self, checkout_id: str) -> None:
-        """The human's button: place the order once, and end the agent's session (checkout
+    def place_order(self, checkout_id: str, buyer: Buyer) -> None:
+        """The human's form: place the order once, and end the agent's session (checkout
         completion), signing its audit trail."""
         assert self.cart is not None  # the checkout page exists only with a cart
-        order, created = self.cart.place_order(checkout_id)
-        if created:
-            self._end(order.session_id, "checkout")
+        placed = self.cart.place_order(checkout_id, buyer)
+        if placed.created:
+            self._end(placed.session_id, "checkout")
 
     def _end(self, session_id: str, reason: str) -> None:
         with self.sessions.db.write() as conn:

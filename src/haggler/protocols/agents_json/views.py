@@ -12,9 +12,9 @@ from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH,
 from haggler.protocols.agents_json.sessions import AGENT_FIELDS
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.negotiate_v1.views import ProductModel
-from haggler.server.openapi import HTML, Operation, WireModel
+from haggler.server.openapi import Operation, WireModel
 from haggler.server.openapi import Param as OpenAPIParam
-from haggler.server.responses import ErrorBody
+from haggler.web.checkout_routes import page_operations
 
 __all__ = ["SCHEMA_VERSION", "build_manifest", "openapi_operations"]
 
@@ -215,7 +215,5 @@ def openapi_operations(capabilities: Iterable[Capability], *, checkout_page: boo
         operations[(capability.method.lower(), capability.endpoint)] = Operation(
             capability.description, responses, query=query, body=body, body_required=False, tags=tag)
     if checkout_page:
-        page = {200: HTML, 404: ErrorBody, 410: ErrorBody}
-        operations[("get", "/checkout/cart/{checkout_id}")] = Operation("The human's checkout page", page, tags=("pages",))
-        operations[("post", "/checkout/cart/{checkout_id}")] = Operation("Place the order (once)", page, tags=("pages",))
+        operations.update(page_operations("/checkout/cart/{checkout_id}", "An agent's cart"))
     return operations

@@ -1,4 +1,4 @@
-"""The store's human pages: the front, a page per product, and the checkout page for a deal.
+"""The store's human pages: the front and a page per product (a deal's checkout is ``web/checkout``).
 
 Built from public facts only, like every other response.
 """
@@ -8,9 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from haggler.catalog import Catalog, ProductFacts
-from haggler.language.render import join_extras
 from haggler.money import format_money
-from haggler.storage.chats import DealRow
 from haggler.web.layout import header, page
 
 
@@ -40,17 +38,3 @@ def product_page(catalog: Catalog, facts: ProductFacts, start_chat_url: str) -> 
         f"<p><em>{escape(facts.subtitle)}</em></p><p>{escape(facts.description)}</p><table>{table}</table>"
         f"<p>Haggle with {escape(catalog.store.rep_name)}: "
         f"<a href='{escape(start_chat_url)}'><code>{escape(start_chat_url)}</code></a></p>"))
-
-
-def checkout_page(catalog: Catalog, deal: DealRow, facts: ProductFacts | None) -> str:
-    name = facts.name if facts else deal.product_id
-    extras = join_extras(deal.extras) if deal.extras else "none"
-    rows = [("Product", name), ("Agreed price", format_money(deal.price_cents, deal.currency)),
-            ("Extras included", extras), ("Deal", deal.id), ("Agreed at", deal.created_at.strftime("%Y-%m-%d %H:%M UTC"))]
-    if facts:
-        rows.insert(1, ("Condition", facts.condition or ""))
-        rows.append(("List price", format_money(facts.list_price_cents, facts.currency)))
-    table = "".join(f"<tr><th>{k}</th><td>{escape(v)}</td></tr>" for k, v in rows)
-    return page(f"Checkout — {catalog.store.name}", (
-        f"{header(catalog)}<h2>Your negotiated deal</h2><table id=deal>{table}</table>"
-        f"<p class=tag>{escape(catalog.store.policy)}</p>"))

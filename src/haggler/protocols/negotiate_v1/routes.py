@@ -123,12 +123,6 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
         product = service.product(product_id)
         return HTMLResponse(pages.product_page(catalog, product.facts, views.start_chat_url(base_of(request), product.id)))
 
-    @router.get("/checkout/{deal_id}", response_class=HTMLResponse)
-    def checkout(deal_id: str) -> HTMLResponse:
-        deal = service.deal(deal_id)
-        product = catalog.product(deal.product_id)
-        return HTMLResponse(pages.checkout_page(catalog, deal, product.facts if product else None))
-
     return router
 
 

@@ -256,13 +256,6 @@ class ChatService:
         closed = chat.closed or chat.last_activity_at + timedelta(seconds=self.limits.session_idle_ttl_seconds) <= self.clock()
         return ChatHistory(session_id, chat.product_id, closed, [(r.speaker, r.text) for r in rows], deal)
 
-    def deal(self, deal_id: str) -> repo.DealRow:
-        with self.db.read() as conn:
-            deal = repo.get_deal(conn, deal_id)
-        if deal is None:
-            raise NotFound(f"unknown deal: {deal_id}")
-        return deal
-
     def sweep(self) -> int:
         """Close idle chats and forget chat starts older than the rate-limit window."""
         now = self.clock()

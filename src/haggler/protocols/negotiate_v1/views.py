@@ -300,6 +300,4 @@ def openapi_operations() -> dict[tuple[str, str], Operation]:
         ("get", chat): Operation("The conversation so far", {200: HistoryModel, 404: ErrorBody}, tags=tag),
         ("get", "/"): Operation("The store front", {200: HTML}, tags=("pages",)),
         ("get", "/store/p/{product_id}"): Operation("A product's page", {200: HTML, 404: ErrorBody}, tags=("pages",)),
-        ("get", "/checkout/{deal_id}"): Operation("A negotiated deal's checkout page", {200: HTML, 404: ErrorBody},
-                                                  tags=("pages",)),
     }

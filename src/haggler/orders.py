@@ -1,0 +1,224 @@
+"""Orders: what a person buys, from an agent's cart checkout (agents.json) or a deal closed in chat
+(negotiate.v1) — one order code for both.
+
+An order is a snapshot: its priced lines, total and currency as the buyer confirmed them, and the
+buyer's details from the checkout form. Placing is idempotent by unique keys, not locks: one order
+per checkout and one per deal, so a repeated or racing submission finds the order already placed
+(``created=False``) on any worker. Only public product facts (name, list price) ever reach a line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, func, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from haggler.errors import InvalidInput
+from haggler.money import decimal_string
+from haggler.storage.database import Database
+from haggler.storage.schema import orders
+from haggler.timestamps import utc_z
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class OrderLine:
+    """One product in a cart or an order. A negotiated line carries a deal's price for exactly one unit."""
+
+    item_id: str
+    name: str
+    quantity: int
+    unit_price_cents: int
+    currency: str
+    extras: tuple[str, ...]
+    deal_id: str | None
+    list_price_cents: int | None  # None only if the product has left the catalog since
+
+    @property
+    def negotiated(self) -> bool:
+        return self.deal_id is not None
+
+    @property
+    def line_total_cents(self) -> int:
+        return self.unit_price_cents * self.quantity
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready: amounts in cents and as decimal strings."""
+        return {
+            "item_id": self.item_id, "name": self.name, "quantity": self.quantity,
+            "unit_price_cents": self.unit_price_cents, "unit_price": decimal_string(self.unit_price_cents),
+            "line_total_cents": self.line_total_cents, "line_total": decimal_string(self.line_total_cents),
+            "list_price_cents": self.list_price_cents,
+            "list_price": None if self.list_price_cents is None else decimal_string(self.list_price_cents),
+            "currency": self.currency, "extras": list(self.extras), "deal_id": self.deal_id,
+            "negotiated": self.negotiated,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OrderLine:
+        """Read a line back from a checkout or order snapshot (see :meth:`to_json`)."""
+        return cls(data["item_id"], data["name"], data["quantity"], data["unit_price_cents"], data["currency"],
+                   tuple(data["extras"]), data["deal_id"], data["list_price_cents"])
+
+
+def total_cents(lines: tuple[OrderLine, ...]) -> int:
+    return sum(line.line_total_cents for line in lines)
+
+
+def lines_json(lines: tuple[OrderLine, ...]) -> str:
+    return json.dumps([line.to_json() for line in lines], ensure_ascii=False)
+
+
+def lines_from_json(text: str) -> tuple[OrderLine, ...]:
+    return tuple(OrderLine.from_json(d) for d in json.loads(text))
+
+
+def snapshot_json(lines: tuple[OrderLine, ...], total: int, currency: str) -> dict[str, Any]:
+    """The priced lines of a checkout or an order, JSON-ready."""
+    return {"lines": [line.to_json() for line in lines], "total_cents": total,
+            "total": decimal_string(total), "currency": currency}
+
+
+# -- the buyer -------------------------------------------------------------------------------------
+
+#: The checkout form's fields, in order, with their longest accepted value.
+BUYER_FIELDS = {"name": 200, "email": 254, "address": 1000}
+_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(?:\.[^@\s.]+)+")
+# Control characters other than the line breaks and tabs an address may hold; PostgreSQL refuses
+# NUL, and no reader wants the rest.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+class BuyerInvalid(InvalidInput):
+    """The checkout form is not filled in right; ``problems`` maps each bad field to why."""
+
+    def __init__(self, problems: Mapping[str, str]) -> None:
+        super().__init__("; ".join(f"{name}: {why}" for name, why in problems.items()))
+        self.problems = dict(problems)
+
+
+@dataclass(frozen=True, slots=True)
+class Buyer:
+    """Who buys and where it goes."""
+
+    name: str
+    email: str
+    address: str
+
+    @property
+    def masked_email(self) -> str:
+        """The email as a confirmation page may show it to whoever holds the page's link."""
+        local, _, domain = self.email.partition("@")
+        return f"{local[:1]}•••@{domain}"
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "email": self.email, "address": self.address}
+
+
+def read_buyer(form: Mapping[str, str]) -> Buyer:
+    """The buyer from the checkout form's fields; :class:`BuyerInvalid` names every bad field."""
+    values = {name: form.get(name, "").strip() for name in BUYER_FIELDS}
+    problems: dict[str, str] = {}
+    for name, longest in BUYER_FIELDS.items():
+        value = values[name]
+        if not value:
+            problems[name] = "required"
+        elif len(value) > longest:
+            problems[name] = f"at most {longest} characters"
+        elif _CONTROL.search(value if name == "address" else value.replace("\n", "\x00")):
+            problems[name] = "contains characters that cannot be stored" if name == "address" else \
+                "must be one line of text"
+    if "email" not in problems and not _EMAIL.fullmatch(values["email"]):
+        problems["email"] = "not an email address (name@example.com)"
+    if problems:
+        raise BuyerInvalid(problems)
+    return Buyer(values["name"], values["email"], values["address"])
+
+
+# -- orders --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """A placed order: from a cart checkout (``checkout_id``) or a chat deal (``deal_id``)."""
+
+    id: str
+    lines: tuple[OrderLine, ...]
+    total_cents: int
+    currency: str
+    placed_at: Any  # datetime, UTC
+    buyer: Buyer | None  # None only on orders placed before the checkout form existed
+    checkout_id: str | None = None
+    deal_id: str | None = None
+
+    @property
+    def source(self) -> str:
+        return "chat" if self.deal_id is not None else "cart"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"order_id": self.id, "source": self.source, "checkout_id": self.checkout_id, "deal_id": self.deal_id,
+                **snapshot_json(self.lines, self.total_cents, self.currency),
+                "buyer": self.buyer.to_json() if self.buyer else None, "placed_at": utc_z(self.placed_at)}
+
+
+def _order(row: Any) -> Order:
+    buyer = Buyer(row.buyer_name, row.buyer_email, row.ship_to) if row.buyer_name is not None else None
+    return Order(row.id, lines_from_json(row.lines), row.total_cents, row.currency, row.placed_at, buyer,
+                 row.checkout_id, row.deal_id)
+
+
+def order_for(conn: Connection, *, checkout_id: str | None = None, deal_id: str | None = None) -> Order | None:
+    """The order placed for a checkout or a deal, if any."""
+    key = orders.c.checkout_id == checkout_id if checkout_id is not None else orders.c.deal_id == deal_id
+    row = conn.execute(select(orders).where(key)).first()
+    return _order(row) if row else None
+
+
+def list_orders(conn: Connection, *, limit: int | None = None, offset: int = 0) -> list[Order]:
+    """Orders, newest first."""
+    query = select(orders).order_by(orders.c.placed_at.desc(), orders.c.id).offset(offset)
+    if limit is not None:
+        query = query.limit(limit)
+    return [_order(r) for r in conn.execute(query)]
+
+
+def count_orders(conn: Connection) -> int:
+    return conn.execute(select(func.count()).select_from(orders)).scalar_one()
+
+
+def insert_order(conn: Connection, order: Order) -> None:
+    buyer = order.buyer
+    conn.execute(insert(orders).values(
+        id=order.id, checkout_id=order.checkout_id, deal_id=order.deal_id, lines=lines_json(order.lines),
+        total_cents=order.total_cents, currency=order.currency, placed_at=order.placed_at,
+        buyer_name=buyer.name if buyer else None, buyer_email=buyer.email if buyer else None,
+        ship_to=buyer.address if buyer else None))
+
+
+def new_order_id() -> str:
+    return "ord_" + secrets.token_urlsafe(12)
+
+
+def place_once(db: Database, place: Callable[[Connection], T]) -> T:
+    """Run ``place`` — which returns the order already placed (``created=False``), refuses, or
+    inserts a new one (``True``) — in a write transaction. When a racing twin commits first, our
+    insert breaks a unique key; ``place`` then runs once more and finds what the winner left (its
+    order, or the redemption that refuses ours). The one way every order is placed."""
+    try:
+        with db.write() as conn:
+            return place(conn)
+    except IntegrityError:
+        with db.write() as conn:
+            return place(conn)
+
+
+__all__ = ["BUYER_FIELDS", "Buyer", "BuyerInvalid", "Order", "OrderLine", "count_orders", "insert_order",
+           "lines_from_json", "lines_json", "list_orders", "new_order_id", "order_for", "place_once",
+           "read_buyer", "snapshot_json", "total_cents"]
