@@ -124,7 +124,8 @@ class Buyer:
 
 def read_buyer(form: Mapping[str, str]) -> Buyer:
     """The buyer from the checkout form's fields; :class:`BuyerInvalid` names every bad field."""
-    values = {name: form.get(name, "").strip() for name in BUYER_FIELDS}
+    # Browsers send a textarea's line breaks as CRLF; the store keeps one kind.
+    values = {name: form.get(name, "").replace("\r\n", "\n").replace("\r", "\n").strip() for name in BUYER_FIELDS}
     problems: dict[str, str] = {}
     for name, longest in BUYER_FIELDS.items():
         value = values[name]
