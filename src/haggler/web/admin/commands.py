@@ -201,7 +201,7 @@ def stats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, idle_ttl: IdleTT
                ("revenue", _money(overall.revenue_cents, currency)),
                ("margin over floor", _money(overall.margin_cents, currency))]
     _print(_table("Summary", ("figure", "value"), numbers, numeric=(1,)),
-           _table("Discount off list price", ("discount", "deals"),
+           _table("Discounts", ("off list price", "deals"),
                   [(b.label, str(b.deals)) for b in overall.discounts], numeric=(1,)),
            _table("Deals per day (UTC)", ("day", "deals", "revenue"),
                   [(d.day.isoformat(), str(d.deals), _money(d.revenue_cents, currency)) for d in overall.per_day],
