@@ -2,7 +2,7 @@
 
 Without a valid session or bearer token a page answers nothing but a redirect to the login form
 (303); with no operator token configured every path answers 403 and shows nothing. Every response
-is ``no-store``, may not be framed and sends no referrer. The routes are left out of the OpenAPI
+is ``no-store``, may not be framed and sends no referrer to another site. The routes are left out of the OpenAPI
 document: they are pages for a person, not an API (``haggler`` prints the same with ``--json``).
 """
 
@@ -50,7 +50,9 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    "Referrer-Policy": "no-referrer",
+    # Not "no-referrer": with it a browser sends "Origin: null" on the dashboard's own form posts,
+    # which could not then be told from a sandboxed page's. "same-origin" still tells other sites nothing.
+    "Referrer-Policy": "same-origin",
     "X-Content-Type-Options": "nosniff",
 }
 #: Recent deals on the overview.
