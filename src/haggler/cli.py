@@ -16,7 +16,7 @@ from rich.table import Table
 from haggler.catalog import CatalogError, load_catalog
 from haggler.llm.base import LLMBackend
 from haggler.llm.choice import DEFAULT_TOKEN_BUDGET
-from haggler.money import format_money, to_decimal_number
+from haggler.money import format_money
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
@@ -237,31 +237,6 @@ def _read_database(db: str, read: Callable[[Any], T]) -> T:
             return read(conn)
     finally:
         database.dispose()
-
-
-@app.command()
-def deals(
-    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
-    limit: Annotated[Optional[int], typer.Option(help="Show at most this many, newest first.")] = None,
-) -> None:
-    """List the deals a store has recorded."""
-    from haggler.storage.chats import list_deals
-
-    rows = _read_database(db, lambda conn: list_deals(conn, limit=limit))
-    if as_json:
-        json.dump([{"id": d.id, "product_id": d.product_id, "price": to_decimal_number(d.price_cents),
-                    "currency": d.currency, "extras": list(d.extras), "created_at": d.created_at.isoformat(),
-                    "session_id": d.chat_id} for d in rows], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return
-    table = Table(title=f"{len(rows)} deal{'s' if len(rows) != 1 else ''}")
-    for column in ("product", "price", "extras", "when (UTC)", "session"):
-        table.add_column(column)
-    for d in rows:
-        table.add_row(d.product_id, format_money(d.price_cents, d.currency), ", ".join(d.extras) or "—",
-                      d.created_at.strftime("%Y-%m-%d %H:%M:%S"), d.chat_id)
-    _wide_console().print(table)
 
 
 @app.command()
@@ -788,6 +763,13 @@ def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()
     return console if console.is_terminal else Console(width=200)
+
+
+# The dashboard's commands (deals, chats, chat, stats, exchange, match opportunities, market books
+# and deals) live beside the dashboard, which reads the same reports.
+from haggler.web.admin.commands import register as _register_dashboard_commands  # noqa: E402
+
+_register_dashboard_commands(app, match_app=match_app, market_app=market_app)
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -50,6 +50,7 @@ from haggler.server.openapi import Operation, install_openapi
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
+from haggler.web.admin.routes import admin_router
 from haggler.web.checkout_routes import build_router as deal_checkout_router
 from haggler.web.checkout_routes import openapi_operations as checkout_views
 from haggler.web.deal_checkout import DealCheckout
@@ -149,6 +150,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(exchange.router())
     app.include_router(matching.router())
     app.include_router(market.router())
+    app.include_router(admin_router(config, db, client_of))
     # Spec 002 "MCP Tools": a plain route (not a Mount), so /mcp has no redirect and other paths
     # keep the app's own 404; it still passes the request edge and CORS like every route.
     app.router.routes.extend(mcp_tools.mount(matching_mcp))

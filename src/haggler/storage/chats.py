@@ -206,8 +206,9 @@ def deal_for_chat(conn: Connection, chat_id: str) -> DealRow | None:
     return _deal(row) if row else None
 
 
-def list_deals(conn: Connection, *, limit: int | None = None) -> list[DealRow]:
-    query = select(deals).order_by(deals.c.created_at.desc(), deals.c.id)
+def list_deals(conn: Connection, *, limit: int | None = None, offset: int = 0) -> list[DealRow]:
+    """Deals newest first (ties by id, so pages never overlap): ``offset`` skipped, at most ``limit``."""
+    query = select(deals).order_by(deals.c.created_at.desc(), deals.c.id).offset(offset or None)
     if limit is not None:
         query = query.limit(limit)
     return [_deal(r) for r in conn.execute(query)]
