@@ -99,7 +99,8 @@ def test_deals_on_an_empty_database(tmp_path):
     assert result.returncode == 0 and json.loads(result.stdout) == []
 
 
-@pytest.mark.parametrize("command", [("deals",), ("orders",), ("match", "insights")])
+@pytest.mark.parametrize("command", [("deals",), ("orders",), ("chats",), ("stats",), ("exchange",), ("match", "insights"),
+                                     ("match", "opportunities"), ("market", "books"), ("market", "deals")])
 def test_commands_that_read_the_store_refuse_a_database_that_is_not_there(tmp_path, command):
     missing = tmp_path / "typo" / "stroe.db"
     result = haggler(*command, "--db", f"sqlite:///{missing}", cwd=tmp_path)
@@ -128,7 +129,9 @@ def test_orders_lists_what_people_bought_as_table_and_json(tmp_path, make_store)
         bought.append((product, deal))
     result = haggler("orders", "--db", db, "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    listed = json.loads(result.stdout)
+    found = json.loads(result.stdout)
+    assert (found["total"], found["offset"], found["limit"]) == (2, 0, None)
+    listed = found["items"]
     assert {o["deal_id"] for o in listed} == {deal["id"] for _, deal in bought}
     for order in listed:
         product, deal = next((p, d) for p, d in bought if d["id"] == order["deal_id"])
@@ -138,9 +141,9 @@ def test_orders_lists_what_people_bought_as_table_and_json(tmp_path, make_store)
         assert order["buyer"] == {"name": f"Buyer of {product.id}", "email": "buyer@example.com", "address": "1 Main St"}
         assert order["placed_at"].endswith("Z") and order["order_id"].startswith("ord_")
     page = haggler("orders", "--db", db, "--json", "--limit", "1", "--offset", "1", cwd=tmp_path)
-    assert [o["order_id"] for o in json.loads(page.stdout)] == [listed[1]["order_id"]]
+    assert [o["order_id"] for o in json.loads(page.stdout)["items"]] == [listed[1]["order_id"]]
     table = haggler("orders", "--db", db, cwd=tmp_path)
-    assert table.returncode == 0 and "2 orders (1–2 of 2)" in table.stdout
+    assert table.returncode == 0 and "2 orders" in table.stdout
     assert "chat" in table.stdout and bought[0][0].name in table.stdout and "Buyer of" in table.stdout
 
 

@@ -240,33 +240,6 @@ def _read_database(db: str, read: Callable[[Any], T]) -> T:
 
 
 @app.command()
-def orders(
-    db: Annotated[str, typer.Option(help="Database URL.")] = DEFAULT_DB_URL,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")] = False,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="Show at most this many, newest first.")] = None,
-    offset: Annotated[int, typer.Option(min=0, help="Skip this many of the newest first.")] = 0,
-) -> None:
-    """List the orders people placed: deals bought at their checkout page, and agents' carts."""
-    from haggler.orders import count_orders, list_orders
-
-    total, rows = _read_database(db, lambda conn: (count_orders(conn), list_orders(conn, limit=limit, offset=offset)))
-    if as_json:
-        json.dump([order.to_json() for order in rows], sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return
-    shown = f"{offset + 1}–{offset + len(rows)} of {total}" if rows else f"none of {total}"
-    table = Table(title=f"{total} order{'s' if total != 1 else ''} ({shown})")
-    for column in ("order", "from", "items", "total", "buyer", "when (UTC)"):
-        table.add_column(column)
-    for order in rows:
-        items = ", ".join(f"{line.quantity} × {line.name}" for line in order.lines)
-        buyer = f"{order.buyer.name} <{order.buyer.email}>" if order.buyer else "—"
-        table.add_row(order.id, order.source, items, format_money(order.total_cents, order.currency), buyer,
-                      order.placed_at.strftime("%Y-%m-%d %H:%M:%S"))
-    _wide_console().print(table)
-
-
-@app.command()
 def check(
     url: Annotated[str, typer.Argument(help="The store: a domain or base URL, e.g. shop.example.com.")],
     probe_rate_limit: Annotated[bool, typer.Option(help="Also check that chat-start limits cannot be dodged with "
@@ -765,8 +738,8 @@ def _wide_console() -> Console:
     return console if console.is_terminal else Console(width=200)
 
 
-# The dashboard's commands (deals, chats, chat, stats, exchange, match opportunities, market books
-# and deals) live beside the dashboard, which reads the same reports.
+# The dashboard's commands (deals, orders, chats, chat, stats, exchange, match opportunities, market
+# books and deals) live beside the dashboard, which reads the same reports.
 from haggler.web.admin.commands import register as _register_dashboard_commands  # noqa: E402
 
 _register_dashboard_commands(app, match_app=match_app, market_app=market_app)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from haggler.storage.database import open_database
 from haggler.catalog import load_catalog
 from haggler.web.admin import (
     exchange_report,
@@ -129,6 +130,7 @@ def test_the_tables_print(seeded, tmp_path):
 def test_db_picks_the_database_and_a_missing_chat_is_an_error(seeded, tmp_path):
     store, db, chats = seeded
     other = f"sqlite:///{tmp_path}/other.db"
+    open_database(other).dispose()  # another store's database, before any chat
     assert run_json(tmp_path, "deals", "--db", other) == []
     assert run_json(tmp_path, "chats", "--db", other)["total"] == 0
     assert len(run_json(tmp_path, "deals", "--db", db)) == 2

@@ -90,3 +90,18 @@ def test_exchange_matching_and_market_pages_show_their_rows(store):
     assert deal["dealId"] in market and "id=table-market-deals" in market
     matching = http.get("/admin/matching").text
     assert "id=numbers-opportunities" in matching and "None yet." in matching
+
+
+def test_the_orders_page_lists_what_people_bought_from_chat_and_cart(store):
+    from tests.web.test_checkout import close_a_deal
+
+    deal = close_a_deal(store)
+    form = {"name": "Mary <b>Jackson</b>", "email": "mary@example.com", "address": "7 Wind Tunnel Rd\nHampton"}
+    assert store.http.post(deal["checkout_url"], data=form).status_code == 303
+    http = signed_in_client(store)
+    page = http.get("/admin/orders").text
+    [row] = rows_of(page, "table-orders")
+    assert deal["id"] in row and "chat" in row and "mary@example.com" in row
+    assert "Mary &lt;b&gt;Jackson&lt;/b&gt;" in row and "7 Wind Tunnel Rd<br>Hampton" in row
+    assert "Page 1 of 1 · 1 orders" in page and "<a href='/admin/orders' aria-current=page>" in page
+    assert "mary@example.com" not in store.http.get("/admin/orders").text  # not without signing in

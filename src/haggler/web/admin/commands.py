@@ -1,4 +1,4 @@
-"""The dashboard on the command line: ``haggler deals``, ``chats``, ``chat``, ``stats``,
+"""The dashboard on the command line: ``haggler deals``, ``orders``, ``chats``, ``chat``, ``stats``,
 ``exchange``, ``match opportunities``, ``market books`` and ``market deals``.
 
 Each reads the database given with ``--db`` (as ``serve`` takes it) through the same report
@@ -127,6 +127,25 @@ def deals(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, as_json: AsJSON 
                   [(_when(d.created_at), d.product_id, _money(d.list_price_cents, d.currency),
                     _money(d.price_cents, d.currency), _percent(d.discount), ", ".join(d.extras) or "—",
                     _money(d.margin_cents, d.currency), d.chat_id) for d in found.items], numeric=(2, 3, 4, 6)))
+
+
+def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None, offset: Offset = 0) -> None:
+    """List the orders people placed, newest first: deals bought at their checkout page (from
+    chat) and agents' carts (from cart), with the buyer's details."""
+    from haggler.web.admin.store_reports import orders_page
+
+    found = _read(db, lambda conn: orders_page(conn, _window(offset, limit)))
+    if as_json:
+        _print_json(found.to_json(lambda order: order.to_json()))
+        return
+    _print(_table(_counted("order" if found.total == 1 else "orders", found),
+                  ("when (UTC)", "order", "from", "items", "total", "buyer", "ship to"),
+                  [(_when(o.placed_at), o.id, o.source,
+                    ", ".join(f"{line.quantity} × {line.name}" for line in o.lines),
+                    format_money(o.total_cents, o.currency),
+                    f"{o.buyer.name} <{o.buyer.email}>" if o.buyer else "—",
+                    " / ".join(o.buyer.address.splitlines()) if o.buyer else "—") for o in found.items],
+                  numeric=(4,)))
 
 
 def chats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, live: Annotated[bool, typer.Option(
@@ -296,7 +315,7 @@ def market_deals(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit 
 
 def register(app: typer.Typer, *, match_app: typer.Typer, market_app: typer.Typer) -> None:
     """Add the commands to ``haggler`` and its ``match`` and ``market`` groups."""
-    for command in (deals, chats, chat, stats, exchange):
+    for command in (deals, orders, chats, chat, stats, exchange):
         app.command()(command)
     match_app.command("opportunities")(opportunities)
     market_app.command("books")(books)

@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from haggler.catalog import Catalog
 from haggler.money import format_money
+from haggler.orders import Order
 from haggler.web.admin import charts
 from haggler.web.admin.exchange_report import LedgerTotals, TransactionRow
 from haggler.web.admin.market_report import Book, MarketDeal
@@ -28,7 +29,7 @@ from haggler.web.admin.store_reports import (
 from haggler.web.layout import page
 
 #: The sections, in the nav's order: (path, label).
-SECTIONS = (("/admin", "Overview"), ("/admin/chats", "Chats"), ("/admin/deals", "Deals"),
+SECTIONS = (("/admin", "Overview"), ("/admin/chats", "Chats"), ("/admin/deals", "Deals"), ("/admin/orders", "Orders"),
             ("/admin/products", "Products"), ("/admin/exchange", "Exchange"), ("/admin/matching", "Matching"),
             ("/admin/market", "Market"))
 
@@ -164,6 +165,18 @@ def overview(catalog: Catalog, summary: Summary, recent: Page[DealReport]) -> st
 def deals(found: Page[DealReport]) -> str:
     return (table("table-deals", "Deals, newest first", DEAL_HEADERS, deal_rows(found.items), numeric=DEAL_NUMERIC)
             + pager(found, "/admin/deals", "deals"))
+
+
+def orders(found: Page[Order]) -> str:
+    rows = [[_when(o.placed_at), escape(o.id), escape(o.source),
+             escape(", ".join(f"{line.quantity} × {line.name}" for line in o.lines)),
+             _money(o.total_cents, o.currency), escape(o.buyer.name) if o.buyer else "—",
+             escape(o.buyer.email) if o.buyer else "—",
+             "<br>".join(escape(part) for part in o.buyer.address.splitlines()) if o.buyer else "—",
+             escape(o.deal_id or o.checkout_id or "")] for o in found.items]
+    return (table("table-orders", "Orders, newest first", ("When", "Order", "From", "Items", "Total", "Buyer",
+                                                            "Email", "Ship to", "Deal or checkout"),
+                  rows, numeric=(4,)) + pager(found, "/admin/orders", "orders"))
 
 
 def chats(found: Page[ChatSummary], *, live_only: bool) -> str:

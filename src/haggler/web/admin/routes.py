@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import quote, urlsplit
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -20,8 +20,10 @@ from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
 from haggler.catalog import Catalog
+from haggler.errors import InvalidInput
 from haggler.server.config import StoreConfig
 from haggler.server.edge import base_url
+from haggler.server.form_body import read_form_body
 from haggler.storage.database import Database
 from haggler.storage.secrets import store_secret
 from haggler.web.admin import (
@@ -58,7 +60,6 @@ SECURITY_HEADERS = {
 #: Recent deals on the overview.
 RECENT_DEALS = 10
 _MAX_PAGE = 10**6
-_MAX_FORM_FIELDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +151,11 @@ class AdminDashboard:
         return origin != f"{own.scheme}://{own.netloc}"
 
     async def _form(self, request: Request) -> dict[str, str]:
-        """An ``application/x-www-form-urlencoded`` body (the edge caps its size); {} for anything else."""
-        if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/x-www-form-urlencoded":
-            return {}
+        """The posted form's fields (the edge caps the body's size); {} for anything that is not a
+        browser's form, which then fails the CSRF check like a missing token."""
         try:
-            return dict(parse_qsl((await request.body()).decode("utf-8"), max_num_fields=_MAX_FORM_FIELDS))
-        except (UnicodeDecodeError, ValueError):
+            return await read_form_body(request)
+        except InvalidInput:
             return {}
 
     # -- pages ------------------------------------------------------------------------------------
@@ -218,6 +218,12 @@ class AdminDashboard:
             window = Window.page(_page_number(request))
             return await self._show(request, "Deals", f"{PREFIX}/deals",
                                     lambda conn: pages.deals(store_reports.deals_page(conn, catalog, window)))
+
+        @router.get("/orders")
+        async def orders(request: Request) -> Response:
+            window = Window.page(_page_number(request))
+            return await self._show(request, "Orders", f"{PREFIX}/orders",
+                                    lambda conn: pages.orders(store_reports.orders_page(conn, window)))
 
         @router.get("/products")
         async def products(request: Request) -> Response:

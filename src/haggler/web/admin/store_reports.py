@@ -29,6 +29,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, func, select
 
+from haggler.orders import Order, count_orders, list_orders
 from haggler.catalog import Catalog
 from haggler.engine import OutcomeKind
 from haggler.money import to_decimal_number
@@ -388,3 +389,8 @@ def product_stats(conn: Connection, catalog: Catalog) -> list[ProductStats]:
             tally["agreed"], len(sold), sum(d.price_cents for d in sold), _average_discount(sold),
             sum(d.margin_cents for d in sold if d.margin_cents is not None) if product else None))
     return out
+
+
+def orders_page(conn: Connection, window: Window = EVERYTHING) -> Page[Order]:
+    """The orders people placed (a deal bought at its checkout page, or an agent's cart), newest first."""
+    return Page(tuple(list_orders(conn, limit=window.limit, offset=window.offset)), count_orders(conn), window)
