@@ -103,16 +103,7 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
     @router.get("/api/store/chat/{session_id}")
     def history(request: Request, session_id: str) -> JSON:
         _check_session_id(session_id)
-        found = service.history(session_id)
-        view: dict[str, Any] = {
-            "session_id": found.session_id,
-            "history": [{"speaker": speaker, "message": text} for speaker, text in found.messages],
-            "closed": found.closed,
-            "product_id": found.product_id,
-        }
-        if found.deal is not None:
-            view["deal"] = views.deal_view(found.deal, base_of(request))
-        return JSON(view)
+        return JSON(views.history_view(service.history(session_id), base_of(request)))
 
     @router.get("/", response_class=HTMLResponse)
     def store_front() -> HTMLResponse:
