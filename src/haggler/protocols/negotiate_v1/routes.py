@@ -1,5 +1,5 @@
 """negotiate.v1 over HTTP: discovery, catalog, chat (GET, plus the optional POSTs of §5),
-and the store's pages."""
+and the checkout page of a deal (the storefront's pages are ``haggler.web``'s)."""
 
 from __future__ import annotations
 
@@ -104,15 +104,6 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
     def history(request: Request, session_id: str) -> JSON:
         _check_session_id(session_id)
         return JSON(views.history_view(service.history(session_id), base_of(request)))
-
-    @router.get("/", response_class=HTMLResponse)
-    def store_front() -> HTMLResponse:
-        return HTMLResponse(pages.store_front(catalog))
-
-    @router.get("/store/p/{product_id}", response_class=HTMLResponse)
-    def product_page(request: Request, product_id: str) -> HTMLResponse:
-        product = service.product(product_id)
-        return HTMLResponse(pages.product_page(catalog, product.facts, views.start_chat_url(base_of(request), product.id)))
 
     @router.get("/checkout/{deal_id}", response_class=HTMLResponse)
     def checkout(deal_id: str) -> HTMLResponse:

@@ -317,8 +317,6 @@ def openapi_operations() -> dict[tuple[str, str], Operation]:
         ("post", f"{chat}/message"): Operation("Send one shopper turn (a widget's POST)", {200: ReplyModel,
                                                400: ErrorBody, 404: ErrorBody}, body=MessageBody, tags=tag),
         ("get", chat): Operation("The conversation so far", {200: HistoryModel, 404: ErrorBody}, tags=tag),
-        ("get", "/"): Operation("The store front", {200: HTML}, tags=("pages",)),
-        ("get", "/store/p/{product_id}"): Operation("A product's page", {200: HTML, 404: ErrorBody}, tags=("pages",)),
         ("get", "/checkout/{deal_id}"): Operation("A negotiated deal's checkout page", {200: HTML, 404: ErrorBody},
                                                   tags=("pages",)),
     }
