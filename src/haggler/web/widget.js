@@ -38,7 +38,7 @@
   const WALK_AWAY_TEXT = "No thanks, I'll pass.";
   const QUICK_REPLIES = [["Best price?", "What's your best price?"], ["Shipping?", "Is shipping included?"]];
   const CLOSED_ERROR = "this chat is closed";
-  /** An amount on its own ("450", "$1,299.99"): sent as an offer the merchant cannot misread. */
+  /** An amount on its own ("450", "$1,299.99"): sent as "How about $450?", which the merchant reads as an offer. */
   const AMOUNT = /^\s*[$€£]?\s*(\d{1,3}(?:,\d{3})+|\d+)(\.\d{1,2})?\s*$/;
 
   const STYLE = `
