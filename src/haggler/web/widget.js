@@ -28,6 +28,9 @@
   const base = new URL(".", script.src);
   const api = (path) => new URL(path, base).href;
   const REQUEST_TIMEOUT_MS = 20000;
+  /** A turn may wait on the merchant's language model (its retries included): longer than that,
+   * so that a slow answer is never taken for a lost one and the turn resent while in progress. */
+  const TURN_TIMEOUT_MS = 120000;
   /** When a 429 carries no readable Retry-After. */
   const DEFAULT_WAIT_SECONDS = 60;
   const MAX_RECONNECT_DELAY_SECONDS = 30;
@@ -160,9 +163,9 @@
   class LostConnection extends Error {}
 
   /** One request: {status, data, retryAfter}; throws LostConnection when no answer came. */
-  async function request(method, url, body) {
+  async function request(method, url, body, timeoutMs = REQUEST_TIMEOUT_MS) {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), REQUEST_TIMEOUT_MS);
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
     try {
       const response = await fetch(url, {
         method, signal: controller.signal, cache: "no-store", credentials: "omit",
@@ -335,7 +338,7 @@
     for (let failures = 0; ;) {
       let result = null;
       try {
-        result = await request("POST", `${chatUrl()}/message`, {message});
+        result = await request("POST", `${chatUrl()}/message`, {message}, TURN_TIMEOUT_MS);
       } catch (error) {
         if (!(error instanceof LostConnection)) throw error;
       }
