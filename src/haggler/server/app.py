@@ -50,6 +50,7 @@ from haggler.server.openapi import Operation, install_openapi
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
+from haggler.web import routes as storefront
 from haggler.web.admin.routes import admin_router
 from haggler.web.checkout_routes import build_router as deal_checkout_router
 from haggler.web.checkout_routes import openapi_operations as checkout_views
@@ -144,6 +145,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
     app.include_router(negotiate_v1_router(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
+    app.include_router(storefront.build_router(config.catalog, base_url))
     app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(deal_checkout_router(DealCheckout(config.catalog, db, config.clock,
                                                          deal_ttl=timedelta(seconds=config.agents.deal_ttl_seconds))))
@@ -161,6 +163,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     install_openapi(app, [
         negotiate_v1_views.openapi_operations(),
+        storefront.openapi_operations(),
         agents_json_views.openapi_operations(agents.capabilities, checkout_page=agents.cart is not None),
         checkout_views(),
         transactions_views.openapi_operations(EXCHANGE_PREFIX),

@@ -3,7 +3,9 @@
 negotiate.v1 wants ``Access-Control-Allow-Origin: *`` on its responses whether or not the
 request carried an ``Origin`` header, and POST equivalents that browsers can preflight.
 Starlette's CORSMiddleware only answers requests that carry ``Origin``, so this small ASGI
-middleware does it for every response.
+middleware does it for every response. It also exposes ``Retry-After``, which is not a
+CORS-safelisted header: without it, a widget embedded on another site could not read how long
+a 429 asks it to wait.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ALLOW_ORIGIN = (b"access-control-allow-origin", b"*")
+EXPOSE_HEADERS = (b"access-control-expose-headers", b"Retry-After")
 
 
 class OpenCORSMiddleware:
@@ -28,7 +31,7 @@ class OpenCORSMiddleware:
 
         async def send_with_cors(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), ALLOW_ORIGIN]
+                message["headers"] = [*message.get("headers", []), ALLOW_ORIGIN, EXPOSE_HEADERS]
             await send(message)
 
         await self.app(scope, receive, send_with_cors)

@@ -54,8 +54,9 @@ class Media:
 @dataclass(frozen=True)
 class Operation:
     """What one operation takes and answers. ``responses`` maps a status code to the model of
-    its JSON body, to a :class:`Media` for JSON under another media type, or to :data:`HTML`
-    for a page."""
+    its JSON body, to a :class:`Media` for JSON under another media type, to the media type of
+    a text body (:data:`HTML` for a page, ``text/javascript`` for a script), or to
+    :data:`NO_BODY`."""
 
     summary: str
     responses: Mapping[int, type[BaseModel] | Media | str]
@@ -70,8 +71,9 @@ class Operation:
 #: (method, path) → its documentation; method in lower case, path as routed.
 Operations = Mapping[tuple[str, str], Operation]
 
-_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 303: "See other: the page to show next (Location)", 400: "Bad request: the message names what is wrong",
-            204: "No content", 401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
+_REASONS = {200: "OK", 201: "Created", 202: "Accepted", 303: "See other: the page to show next (Location)",
+            400: "Bad request: the message names what is wrong", 204: "No content", 304: "Not modified",
+            401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
             405: "Method not allowed", 409: "Conflict", 410: "Gone", 422: "Unprocessable",
             425: "Too early", 429: "Too many requests: see Retry-After"}
 
@@ -143,8 +145,9 @@ def _response(status: int, model: type[BaseModel] | Media | str) -> dict[str, An
     described: dict[str, Any] = {"description": _REASONS.get(status, str(status))}
     if isinstance(model, Media):
         described["content"] = {model.media_type: {"schema": _ref(model.model)}}
-    elif model == HTML:
-        described["content"] = {HTML: {"schema": {"type": "string"}}}
-    elif model != NO_BODY:
-        described["content"] = {"application/json": {"schema": _ref(model)}}  # type: ignore[arg-type]
+    elif isinstance(model, str):
+        if model != NO_BODY:  # a text body: a page, a script
+            described["content"] = {model: {"schema": {"type": "string"}}}
+    else:
+        described["content"] = {"application/json": {"schema": _ref(model)}}
     return described

@@ -77,6 +77,31 @@ def test_s3_3_history_lists_every_turn_in_order(store):
     assert history["history"] == expected
 
 
+
+def test_s3_3_history_carries_the_offer_on_the_table_then_the_deal(store):
+    """A widget resuming a chat shows the standing offer from the history alone: the offer the
+    last reply carried (not the opening one), none once the chat is closed, then the deal."""
+    product = next(p for p in store.catalog.products if p.id == "breeze-hc3-clearance")
+    body = store.start(product.id).json()
+    opening = body["offer"]
+    url = f"/api/store/chat/{body['session_id']}"
+    assert store.http.get(url).json()["offer"] == opening
+    for text in ("how about $300?", "how about $350?"):
+        body = store.say(body["next"], text).json()
+        assert store.http.get(url).json()["offer"] == body["offer"]
+    assert body["offer"] != opening  # the merchant moved: the history has the latest terms
+    body = store.say(body["next"], "deal").json()
+    history = store.http.get(url).json()
+    assert history["closed"] is True and "offer" not in history
+    assert history["deal"] == body["deal"]
+
+
+def test_s3_3_a_walked_away_chat_has_no_offer_in_history(store):
+    body = store.start().json()
+    store.say(body["next"], "no thanks, bye")
+    history = store.http.get(f"/api/store/chat/{body['session_id']}").json()
+    assert history["closed"] is True and "offer" not in history and "deal" not in history
+
 def test_s3_message_is_url_decoded_once_including_unicode_and_reserved_characters(store):
     body = store.start().json()
     text = "Ça coûte combien? 100% sûr & <ok> #1 + plus"

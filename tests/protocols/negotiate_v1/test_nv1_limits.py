@@ -20,6 +20,8 @@ def test_s6_chat_starts_per_hour_per_ip_then_429_with_retry_after(make_store):
     assert response.json()["error"]
     retry = int(response.headers["retry-after"])
     assert 40 * 60 <= retry <= 40 * 60 + 1  # the oldest start leaves the window in 40 minutes
+    # a widget on another site may read it: Retry-After is not a CORS-safelisted header
+    assert response.headers["access-control-expose-headers"] == "Retry-After"
     store.clock.advance(seconds=retry)
     assert store.start().status_code == 201
 

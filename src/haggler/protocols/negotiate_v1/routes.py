@@ -1,5 +1,5 @@
-"""negotiate.v1 over HTTP: discovery, catalog, chat (GET, plus the optional POSTs of §5),
-and the store's pages."""
+"""negotiate.v1 over HTTP: discovery, catalog, chat (GET, plus the optional POSTs of §5). The
+pages for people — the storefront, its widget, a deal's checkout — are ``haggler.web``'s."""
 
 from __future__ import annotations
 
@@ -8,11 +8,10 @@ from typing import Any, Callable
 
 import anyio.to_thread
 from fastapi import APIRouter, Request
-from starlette.responses import HTMLResponse
 
 from haggler.catalog import PRODUCT_ID_PATTERN
 from haggler.errors import InvalidInput, NotFound
-from haggler.protocols.negotiate_v1 import pages, views
+from haggler.protocols.negotiate_v1 import views
 from haggler.protocols.negotiate_v1.service import ChatReply, ChatService, Plan
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON, dump_json
@@ -103,25 +102,7 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
     @router.get("/api/store/chat/{session_id}")
     def history(request: Request, session_id: str) -> JSON:
         _check_session_id(session_id)
-        found = service.history(session_id)
-        view: dict[str, Any] = {
-            "session_id": found.session_id,
-            "history": [{"speaker": speaker, "message": text} for speaker, text in found.messages],
-            "closed": found.closed,
-            "product_id": found.product_id,
-        }
-        if found.deal is not None:
-            view["deal"] = views.deal_view(found.deal, base_of(request))
-        return JSON(view)
-
-    @router.get("/", response_class=HTMLResponse)
-    def store_front() -> HTMLResponse:
-        return HTMLResponse(pages.store_front(catalog))
-
-    @router.get("/store/p/{product_id}", response_class=HTMLResponse)
-    def product_page(request: Request, product_id: str) -> HTMLResponse:
-        product = service.product(product_id)
-        return HTMLResponse(pages.product_page(catalog, product.facts, views.start_chat_url(base_of(request), product.id)))
+        return JSON(views.history_view(service.history(session_id), base_of(request)))
 
     return router
 

@@ -58,6 +58,9 @@ class ChatHistory:
     closed: bool
     messages: list[tuple[str, str]]
     deal: repo.DealRow | None
+    #: The merchant's terms on the table while the chat is open (already sent in a reply), so
+    #: that a widget resuming the chat can show them again.
+    offer: Terms | None
 
 
 Clock = Callable[[], datetime]
@@ -137,7 +140,7 @@ class ChatService:
                 raise Closed(CLOSED_MESSAGE)
             now = max(self.clock(), chat.last_activity_at)
             rows = repo.list_messages(conn, session_id)
-            negotiation = Negotiation.replay(self.rules, filter(None, (r.to_turn() for r in rows)))
+            negotiation = self._replay(rows)
             if negotiation.expire_if_idle(now) is not None:
                 repo.close_chat(conn, session_id, outcome="expired", now=now)
                 expired = True
@@ -226,7 +229,7 @@ class ChatService:
             rows = repo.list_messages(conn, session_id)
             spent = repo.model_usage(conn, session_id)
         now = max(self.clock(), chat.last_activity_at)
-        negotiation = Negotiation.replay(self.rules, filter(None, (r.to_turn() for r in rows)))
+        negotiation = self._replay(rows)
         if negotiation.expire_if_idle(now) is not None:
             return None
         try:
@@ -254,7 +257,12 @@ class ChatService:
             rows = repo.list_messages(conn, session_id)
             deal = repo.deal_for_chat(conn, session_id) if chat.outcome == "agreed" else None
         closed = chat.closed or chat.last_activity_at + timedelta(seconds=self.limits.session_idle_ttl_seconds) <= self.clock()
-        return ChatHistory(session_id, chat.product_id, closed, [(r.speaker, r.text) for r in rows], deal)
+        offer = None if closed else self._replay(rows).standing.get(MERCHANT)
+        return ChatHistory(session_id, chat.product_id, closed, [(r.speaker, r.text) for r in rows], deal, offer)
+
+    def _replay(self, rows: list[repo.MessageRow]) -> Negotiation:
+        """The negotiation as the stored turns left it (closing remarks carry no turn)."""
+        return Negotiation.replay(self.rules, filter(None, (r.to_turn() for r in rows)))
 
     def sweep(self) -> int:
         """Close idle chats and forget chat starts older than the rate-limit window."""

@@ -15,8 +15,9 @@ from haggler import __version__
 from haggler.catalog import Catalog, ProductFacts, Store
 from haggler.engine import Terms
 from haggler.money import to_decimal_number
+from haggler.protocols.negotiate_v1.service import ChatHistory
 from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
-from haggler.server.openapi import HTML, Operation, Param, WireModel
+from haggler.server.openapi import Operation, Param, WireModel
 from haggler.server.responses import ErrorBody
 from haggler.storage.chats import DealRow
 
@@ -126,7 +127,8 @@ def descriptor(catalog: Catalog, limits: StoreLimits, base: str,
             "read_history": {
                 "method": "GET",
                 "url_template": f"{base}/api/store/chat/{{session_id}}",
-                "description": "The conversation so far: session_id and history of {speaker, message}.",
+                "description": "The conversation so far: session_id and history of {speaker, message}; "
+                               "closed, and the offer on the table or the deal.",
             },
             "catalog": {
                 "method": "GET",
@@ -138,8 +140,8 @@ def descriptor(catalog: Catalog, limits: StoreLimits, base: str,
         "limits": limits_view(limits, catalog.store.currency),
         "extensions": {
             "structured_offers": {
-                "description": "Additive. While the merchant has terms on the table, say/start responses "
-                               "carry offer {price, currency, extras}; a chat closed with agreement carries "
+                "description": "Additive. While the merchant has terms on the table, start, say and history "
+                               "responses carry offer {price, currency, extras}; a chat closed with agreement carries "
                                "deal {id, price, currency, extras, checkout_url}. A shopper may send a JSON "
                                "object as its message instead of text.",
                 "shopper_messages": [
@@ -176,6 +178,22 @@ def deal_view(deal: DealRow, base: str) -> dict[str, Any]:
         "extras": list(deal.extras),
         "checkout_url": checkout_url(base, deal.id),
     }
+
+
+def history_view(found: ChatHistory, base: str) -> dict[str, Any]:
+    """§3.3's history, plus what a widget resuming the chat needs to show it as it stood: the
+    offer on the table (while open) and the deal (once agreed), both already sent in replies."""
+    view: dict[str, Any] = {
+        "session_id": found.session_id,
+        "history": [{"speaker": speaker, "message": text} for speaker, text in found.messages],
+        "closed": found.closed,
+        "product_id": found.product_id,
+    }
+    if found.offer is not None:
+        view["offer"] = offer_view(found.offer)
+    if found.deal is not None:
+        view["deal"] = deal_view(found.deal, base)
+    return view
 
 
 # -- the wire shapes, for the OpenAPI document (the dicts above are what is sent) -----------------
@@ -268,6 +286,7 @@ class HistoryModel(WireModel):
     history: list[LineModel]
     closed: bool
     product_id: str
+    offer: OfferModel | None = None
     deal: DealModel | None = None
 
 
@@ -298,6 +317,4 @@ def openapi_operations() -> dict[tuple[str, str], Operation]:
         ("post", f"{chat}/message"): Operation("Send one shopper turn (a widget's POST)", {200: ReplyModel,
                                                400: ErrorBody, 404: ErrorBody}, body=MessageBody, tags=tag),
         ("get", chat): Operation("The conversation so far", {200: HistoryModel, 404: ErrorBody}, tags=tag),
-        ("get", "/"): Operation("The store front", {200: HTML}, tags=("pages",)),
-        ("get", "/store/p/{product_id}"): Operation("A product's page", {200: HTML, 404: ErrorBody}, tags=("pages",)),
     }
