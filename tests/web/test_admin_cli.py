@@ -68,7 +68,10 @@ def report(store, read, *args, **kwargs):
 
 
 def run_json(tmp_path: Path, *args: str) -> object:
-    result = haggler(*args, "--json", cwd=tmp_path)
+    # A session id may start with "-" (URL-safe base64): a chat's goes after "--".
+    *words, last = args
+    result = haggler(*words, "--json", "--", last, cwd=tmp_path) if words and words[0] == "chat" else \
+        haggler(*args, "--json", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -85,7 +88,7 @@ def test_each_commands_json_is_the_dashboards_report(seeded, tmp_path):
         store, store_reports.chats_page, catalog, now=now, idle_ttl=TTL).to_json(lambda c: c.to_json()))
     live = run_json(tmp_path, "chats", "--db", db, "--live")
     assert [c["id"] for c in live["items"]] == [chats[3].chat_id] and live["total"] == 1
-    assert run_json(tmp_path, "chat", chats[0].chat_id, "--db", db) == as_json(
+    assert run_json(tmp_path, "chat", "--db", db, chats[0].chat_id) == as_json(
         report(store, store_reports.transcript, catalog, chats[0].chat_id, now=now, idle_ttl=TTL).to_json())
     stats = run_json(tmp_path, "stats", "--db", db, "--days", "7")
     assert stats == as_json({
@@ -120,7 +123,9 @@ def test_the_tables_print(seeded, tmp_path):
         ("market", "deals"): ["Market deals by status", "instant_match", "€180"],
     }
     for args, words in expected.items():
-        result = haggler(*args, "--db", db, cwd=tmp_path)
+        # A session id may start with "-" (URL-safe base64): it goes after "--".
+        result = haggler("chat", "--db", db, "--", args[1], cwd=tmp_path) if args[0] == "chat" else \
+            haggler(*args, "--db", db, cwd=tmp_path)
         assert result.returncode == 0, (args, result.stderr)
         missing = [w for w in words if w not in result.stdout]
         assert not missing, (args, missing, result.stdout)

@@ -167,7 +167,7 @@ def chats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, live: Annotated[
                     str(c.messages)) for c in found.items], numeric=(6,)))
 
 
-def chat(chat_id: Annotated[str, typer.Argument(help="The chat's id (its negotiate.v1 session id).")],
+def chat(chat_id: Annotated[str, typer.Argument(help="The chat's id (its negotiate.v1 session id); after -- when it starts with -: haggler chat -- -bUv…")],
          db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, idle_ttl: IdleTTL = 3600, as_json: AsJSON = False) -> None:
     """Print one chat's transcript and its deal."""
     from haggler.cli import _fail
