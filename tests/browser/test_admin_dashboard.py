@@ -14,7 +14,7 @@ from haggler.protocols.negotiate_v1.settings import StoreLimits
 from tests.browser.conftest import screenshot_dir
 from tests.support.admin import ACCEPT, TOKEN, WALK_AWAY, offer, play
 
-PAGES = ["/admin", "/admin/chats", "/admin/deals", "/admin/products", "/admin/exchange", "/admin/matching",
+PAGES = ["/admin", "/admin/chats", "/admin/deals", "/admin/orders", "/admin/products", "/admin/exchange", "/admin/matching",
          "/admin/market"]
 
 
