@@ -126,8 +126,8 @@ def serve(
                                                 "(a sandbox feature: switch it off in production).")] = True,
     operator_token: Annotated[Optional[str], typer.Option(
         envvar="HAGGLER_OPERATOR_TOKEN", show_envvar=True,
-        help="Bearer token of the match-negotiation operator API under /api (at least 16 characters; "
-             "without it the operator routes answer 403).")] = None,
+        help="The operator's token: it opens the /admin dashboard and is the Bearer token of the operator "
+             "routes under /api and /market (at least 16 characters; without it they all answer 403).")] = None,
     claim_timeout: Annotated[int, typer.Option(
         help="Seconds a personal agent may hold a picked-up turn before it returns to the queue.")]
         = _MATCHING_DEFAULTS.claim_timeout_seconds,
@@ -202,8 +202,11 @@ def serve(
         raise _fail(str(exc)) from None
     err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
               f"negotiate.v1 at http://{host}:{port}/negotiate.json")
+    err.print(f"storefront at http://{host}:{port}/ (each product page haggles through /widget.js)")
     err.print(f"match negotiation at http://{host}:{port}/api" + (
         "" if matching.operator_token else " (no --operator-token: its operator routes answer 403)"))
+    err.print(f"operator dashboard at http://{host}:{port}/admin" + (
+        "" if matching.operator_token else " (no --operator-token: it answers 403)"))
     err.print(f"agent-native market at http://{host}:{port}/market (schemas at /market/schemas)")
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
