@@ -14,6 +14,7 @@ import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, func, insert, select
@@ -154,7 +155,7 @@ class Order:
     lines: tuple[OrderLine, ...]
     total_cents: int
     currency: str
-    placed_at: Any  # datetime, UTC
+    placed_at: datetime  # UTC
     buyer: Buyer | None  # None only on orders placed before the checkout form existed
     checkout_id: str | None = None
     deal_id: str | None = None

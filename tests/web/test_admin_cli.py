@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from haggler.storage.database import open_database
 from haggler.catalog import load_catalog
+from haggler.storage.database import open_database
 from haggler.web.admin import (
     exchange_report,
     market_report,
