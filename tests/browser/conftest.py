@@ -2,7 +2,7 @@
 
 ``chromium``
     One headless Chromium (``/usr/bin/chromium``, installed by ``scripts/install-test-deps``)
-    for the whole session. Tests are skipped when it is missing, unless
+    for the browser tests (closed when they are done). Tests are skipped when it is missing, unless
     ``HAGGLER_REQUIRE_BROWSER=1`` (as ``.ci/run`` sets), when they fail instead.
 ``new_page``
     A factory: each call opens a fresh browser context (no cookies or storage carried over: another
@@ -117,8 +117,10 @@ class LiveStore:
         return self.server.base
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def chromium() -> Iterator[Any]:
+    """Package-scoped, not session-scoped: Playwright's sync API runs an event loop in this thread
+    while it is open, and every later test that calls ``asyncio.run`` would fail under it."""
     if not CHROMIUM.exists():
         message = f"{CHROMIUM} not installed (run scripts/install-test-deps)"
         if os.environ.get(REQUIRE_BROWSER_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
