@@ -1,0 +1,70 @@
+-- wrk script: every thread drives ONE keep-alive connection through negotiate.v1 chats back to
+-- back (start, offers rising from 60% of list by 5% a turn, "deal" after the 8th), following the
+-- hypermedia `next` URL of each reply. One connection per thread (wrk -t N -c N) keeps each
+-- chat's state in its thread's Lua state. Counters are read back in done() by wrk_store.py.
+
+local threads = {}
+
+function setup(thread)
+  local products = { "aerion-v12-cordless", "stillair-p400", "crema-mini-openbox", "grindwell-conical-pro",
+                     "halcyon-anc-900", "meridian-studio-ref", "tidemark-r5-robot", "breeze-hc3-clearance" }
+  thread:set("product", products[(#threads % #products) + 1])
+  table.insert(threads, thread)
+end
+
+starts, turns, deals, closed, errors = 0, 0, 0, 0, 0
+local next_path, list_price, offers = nil, 500, 0
+
+local function encode(text)
+  return (text:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", string.byte(c)) end))
+end
+
+function request()
+  if next_path == nil then
+    return wrk.format("GET", "/api/store/chat/start?product_id=" .. product)
+  end
+  local message
+  if offers >= 8 then
+    message = "deal"
+  else
+    message = "would you take $" .. math.floor(list_price * (0.60 + 0.05 * offers)) .. "?"
+  end
+  offers = offers + 1
+  local encoded = encode(message)  -- a function replacement: the %-escapes are not capture references
+  return wrk.format("GET", (next_path:gsub("{url_encoded_message}", function() return encoded end)))
+end
+
+function response(status, headers, body)
+  if status == 201 then
+    starts = starts + 1
+    list_price = tonumber(body:match('"price":%s*([%d%.]+)')) or 500
+    offers = 0
+  elseif status == 200 then
+    turns = turns + 1
+  else
+    errors = errors + 1
+    next_path = nil
+    return
+  end
+  if body:find('"closed":%s*true') then
+    closed = closed + 1
+    if body:find('"deal":%s*{') then deals = deals + 1 end
+    next_path = nil
+  else
+    local found = body:match('"next":%s*"([^"]+)"')
+    next_path = found and (found:gsub("^https?://[^/]+", "")) or nil
+  end
+end
+
+function done(summary, latency, requests)
+  local s, t, d, c, e = 0, 0, 0, 0, 0
+  for _, thread in ipairs(threads) do
+    s = s + thread:get("starts"); t = t + thread:get("turns"); d = d + thread:get("deals")
+    c = c + thread:get("closed"); e = e + thread:get("errors")
+  end
+  io.write(string.format("COUNTS starts=%d turns=%d deals=%d closed=%d errors=%d\n", s, t, d, c, e))
+  local err = summary.errors
+  io.write(string.format("LATENCY p50_us=%d p99_us=%d requests=%d errors=%d seconds=%.3f\n",
+    latency:percentile(50), latency:percentile(99), summary.requests,
+    err.status + err.connect + err.read + err.write + err.timeout, summary.duration / 1e6))
+end
