@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import datetime
 from typing import Any, Sequence
 
-from sqlalchemy import Connection, Row, and_, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Row, and_, bindparam, insert, select, update
 
 from haggler.engine import Action, Terms, Turn
 from haggler.storage.database import lock_key
@@ -91,9 +91,12 @@ _SELECT_MESSAGES = (
            messages.c.currency, messages.c.extras, messages.c.final, messages.c.created_at)
     .where(messages.c.chat_id == bindparam("chat_id")).order_by(messages.c.seq)
 )
-_COUNT_RECENT_STARTS = (
-    select(func.count(), func.min(chat_starts.c.at))
+# The index (client_ip, at) read backwards from the newest start: at most ``limit`` rows, however
+# many starts the address made in the window.
+_NTH_RECENT_START = (
+    select(chat_starts.c.at)
     .where(and_(chat_starts.c.client_ip == bindparam("client_ip"), chat_starts.c.at > bindparam("since")))
+    .order_by(chat_starts.c.at.desc()).limit(1).offset(bindparam("skip"))
 )
 _TOUCH_CHAT = (update(chats).where(chats.c.id == bindparam("chat_id"))
                .values(last_activity_at=bindparam("now"), shopper_messages=bindparam("shopper_messages")))
@@ -105,11 +108,11 @@ def lock_client(conn: Connection, client_ip: str) -> None:
     lock_key(conn, f"chat-start:{client_ip}")
 
 
-def recent_starts(conn: Connection, client_ip: str, since: datetime) -> tuple[int, datetime | None]:
-    """How many chats ``client_ip`` started after ``since``, and when the oldest of them was."""
-    # MIN() keeps the column's UTCDateTime type, so ``oldest`` comes back aware on every database.
-    count, oldest = conn.execute(_COUNT_RECENT_STARTS, {"client_ip": client_ip, "since": since}).one()
-    return count, oldest
+def start_limited_by(conn: Connection, client_ip: str, since: datetime, limit: int) -> datetime | None:
+    """The start that keeps ``client_ip`` at its ``limit`` of starts after ``since`` — its
+    ``limit``-th most recent — or None while it is under the limit. Once that start leaves the
+    window the address may start again. Reads at most ``limit`` index entries, not the window."""
+    return conn.execute(_NTH_RECENT_START, {"client_ip": client_ip, "since": since, "skip": limit - 1}).scalar()
 
 
 def record_start(conn: Connection, client_ip: str, at: datetime) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from datetime import timedelta
 
 import pytest
 
@@ -143,3 +144,27 @@ def test_message_length_limit_is_configurable(make_store):
     body = store.start().json()
     assert store.say(body["next"], "0123456789").status_code == 200
     assert store.say(body["next"], "0123456789x").status_code == 400
+
+
+def test_s6_retry_after_is_when_the_limiting_start_leaves_the_window_not_the_oldest(make_store):
+    """An address over its limit (many starts recorded, as under a burst or a lowered limit) may
+    start again once its limit-th most recent start is an hour old: an earlier one leaving the
+    window changes nothing. The check reads that one start, however many are in the window."""
+    from sqlalchemy import create_engine, insert
+
+    from haggler.storage.schema import chat_starts
+
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=3))
+    now = store.clock()
+    engine = create_engine(store.app.state.service.db.url)
+    with engine.begin() as conn:  # 500 starts 50 minutes ago, then 3 starts 10 minutes ago
+        conn.execute(insert(chat_starts), [{"client_ip": "127.0.0.1", "at": now - timedelta(minutes=50)}] * 500
+                     + [{"client_ip": "127.0.0.1", "at": now - timedelta(minutes=10)}] * 3)
+    engine.dispose()
+    response = store.start()
+    assert response.status_code == 429
+    assert 50 * 60 <= int(response.headers["retry-after"]) <= 50 * 60 + 1  # not the 10 minutes of the oldest
+    store.clock.advance(minutes=11)  # the 500 have left the window; the 3 have not
+    assert store.start().status_code == 429
+    store.clock.advance(minutes=39, seconds=1)
+    assert store.start().status_code == 201

@@ -109,10 +109,9 @@ class ChatService:
         window_start = now - timedelta(hours=1)
         with self.db.write() as conn:
             repo.lock_client(conn, client_ip)
-            count, oldest = repo.recent_starts(conn, client_ip, window_start)
-            if count >= self.limits.max_chat_starts_per_hour_per_ip:
-                assert oldest is not None
-                retry = int((oldest + timedelta(hours=1) - now).total_seconds()) + 1
+            limited_by = repo.start_limited_by(conn, client_ip, window_start, self.limits.max_chat_starts_per_hour_per_ip)
+            if limited_by is not None:
+                retry = int((limited_by + timedelta(hours=1) - now).total_seconds()) + 1
                 raise RateLimited(
                     f"too many chats started from your address: at most "
                     f"{self.limits.max_chat_starts_per_hour_per_ip} per hour", retry)
