@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import AsyncIterator, Callable, cast
 
 from fastapi import FastAPI, Request
+from fastapi.responses import Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
@@ -46,6 +47,7 @@ from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.edge import RequestEdge, base_url
 from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
 from haggler.server.hosts import AllowedHosts
+from haggler.server.metrics import METRICS_PATH, Metrics, MetricsMiddleware
 from haggler.server.openapi import Operation, install_openapi
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
@@ -91,16 +93,21 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     matching_mcp = mcp_tools.build_server(matching)
     market = Market(db, config.clock, config.market, operator_token=config.matching.operator_token)
 
+    metrics = Metrics(db, config.matching.operator_token)
+
     def sweep() -> None:
         # Each job on its own: one failing must not starve the others.
-        for job, done in ((service.sweep, "closed %d idle chats"), (agents.sweep, "ended %d expired agent sessions"),
-                          (exchange.sweep, "cancelled %d transactions whose offer expired"),
-                          (matching.sweep, "applied deadlines to %d match negotiations")):
+        for name, job, done in (("chats", service.sweep, "closed %d idle chats"),
+                                ("agent_sessions", agents.sweep, "ended %d expired agent sessions"),
+                                ("exchange", exchange.sweep, "cancelled %d transactions whose offer expired"),
+                                ("matching", matching.sweep, "applied deadlines to %d match negotiations")):
             try:
                 count = job()
             except Exception:
+                metrics.sweeps.labels(name, "failed").inc()
                 log.exception("sweep job failed: %s", done.split(" %d ")[0])
                 continue
+            metrics.sweeps.labels(name, "ok").inc()
             if count:
                 log.info(done, count)
 
@@ -161,6 +168,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     def healthz() -> JSON:
         return JSON({"ok": True})
 
+    @app.get(METRICS_PATH, include_in_schema=False)
+    def metrics_text(request: Request) -> Response:
+        return metrics.endpoint(request)
+
     install_openapi(app, [
         negotiate_v1_views.openapi_operations(),
         storefront.openapi_operations(),
@@ -173,6 +184,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     ])
 
     app.add_middleware(OpenCORSMiddleware)
+    # Outermost: every answer is counted, the edge's refusals and CORS preflights included.
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.state.metrics = metrics
     return app
 
 
