@@ -81,3 +81,30 @@ def test_every_background_sweep_is_counted_by_job(make_store):
         time.sleep(0.05)
     assert all(value(samples, "haggler_sweeps_total", job=job, result="ok") >= 2 for job in jobs), samples
     assert not any(name == "haggler_sweeps_total" and ("result", "failed") in labels for name, labels in samples)
+
+
+def test_the_model_figures_are_the_sums_of_every_chats_usage(tmp_path):
+    from datetime import datetime, timezone
+
+    from prometheus_client import generate_latest
+
+    from haggler.server.metrics import Metrics
+    from haggler.storage import chats as repo
+    from haggler.storage.database import open_database
+
+    db = open_database(f"sqlite:///{tmp_path}/m.db")
+    now = datetime(2026, 11, 25, tzinfo=timezone.utc)
+    spent = {"a": repo.ModelUsageRow(3, 100, 50, 7, fallbacks=1, clamps=2, rewrites=0),
+             "b": repo.ModelUsageRow(4, 80, 20, 3, fallbacks=0, clamps=1, rewrites=5)}
+    with db.write() as conn:
+        for chat_id, usage in spent.items():
+            repo.create_chat(conn, chat_id=chat_id, product_id="p", seed=1, client_ip="127.0.0.1", now=now)
+            repo.add_model_usage(conn, chat_id, usage)
+            repo.add_model_usage(conn, chat_id, usage)  # added, not replaced
+    text = generate_latest(Metrics(db, TOKEN).registry).decode()
+    db.dispose()
+    samples = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
+    assert samples["haggler_model_calls_total"] == 2 * (3 + 4)
+    assert samples["haggler_model_fallbacks_total"] == 2 * 1
+    assert samples["haggler_model_clamps_total"] == 2 * (2 + 1)
+    assert samples["haggler_model_rewrites_total"] == 2 * 5
