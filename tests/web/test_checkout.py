@@ -143,8 +143,9 @@ def test_a_body_that_is_not_a_browser_form_gets_a_page_saying_so(store, body, he
     assert order_rows(store) == []
 
 
-def test_an_unknown_deal_is_a_404_page(store):
-    for answer in (store.http.get("/checkout/deal_nope"), store.http.post("/checkout/deal_nope", data=FORM)):
+def test_an_unknown_deal_or_cart_checkout_is_a_404_page(store):
+    for answer in (store.http.get("/checkout/deal_nope"), store.http.post("/checkout/deal_nope", data=FORM),
+                   store.http.get("/checkout/cart/nope"), store.http.post("/checkout/cart/nope", data=FORM)):
         assert answer.status_code == 404 and answer.headers["content-type"].startswith("text/html")
         assert "No such checkout" in answer.text
     assert order_rows(store) == []

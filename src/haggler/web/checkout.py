@@ -126,6 +126,19 @@ def notice_page(catalog: Catalog, heading: str, text: str, *, link: tuple[str, s
                 f"{header(catalog)}<main><h2>{escape(heading)}</h2><p>{escape(text)}</p>{more}</main>")
 
 
+def deal_in_cart_page(catalog: Catalog) -> str:
+    """A deal an agent's cart holds: it is bought at that cart's checkout, not here."""
+    return notice_page(catalog, "This deal is in a shopping agent's cart",
+                       "A shopping agent has put this deal in its cart: complete the purchase at that cart's checkout.")
+
+
+def expired_deal_page(catalog: Catalog, state: DealCheckoutState) -> str:
+    """A deal past its lifetime, with the way to haggle again."""
+    return notice_page(catalog, "This deal has expired",
+                       f"The price agreed in this chat held until {_when(state.expires_at)}.",
+                       link=(f"/store/p/{state.deal.product_id}", "Start a new chat about this product"))
+
+
 def unknown_link_page(catalog: Catalog) -> str:
     """A checkout link that names nothing of this store (mistyped, or from another store)."""
     return notice_page(catalog, "No such checkout", "This checkout link does not name a deal or a cart of this "

@@ -1,4 +1,5 @@
-"""HTTP for the deal checkout page: ``GET`` shows the deal (or its order), ``POST`` buys it.
+"""HTTP for the checkout pages: the deal's router (``GET`` shows the deal or its order, ``POST``
+buys it), and the form submission and OpenAPI operations the agents.json cart's page shares.
 
 Every answer is a page for a person, errors included: an unknown link is a 404 page, an expired
 deal 410, a deal held by an agent's cart 409, a form with problems 400 with the form again.
@@ -6,74 +7,81 @@ deal 410, a deal held by an agent's cart 409, a form with problems 400 with the 
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Callable, Optional
+
 from fastapi import APIRouter, Request
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from pydantic import Field
-
 from haggler.catalog import Catalog
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
-from haggler.orders import BUYER_FIELDS, BuyerInvalid, read_buyer
-from haggler.server.openapi import HTML, NO_BODY, Operation, WireModel
+from haggler.orders import BUYER_FIELDS, Buyer, BuyerInvalid, Order, read_buyer
 from haggler.server.form_body import read_form_body
-from haggler.web.checkout import deal_page, notice_page, unknown_link_page
+from haggler.server.openapi import HTML, NO_BODY, Operation, WireModel
+from haggler.web.checkout import deal_in_cart_page, deal_page, expired_deal_page, notice_page, unknown_link_page
 from haggler.web.deal_checkout import DealCheckout
 
 DEAL_CHECKOUT_PATH = "/checkout/{deal_id}"
+
+
+#: A checkout's page as it stands, given the submitted values and their problems (both None: as is).
+ShowPage = Callable[[Optional[dict[str, str]], Optional[dict[str, str]]], HTMLResponse]
+
+
+def form_page(html: str, problems: dict[str, str] | None, order: Order | None) -> HTMLResponse:
+    """A checkout page: 400 when it shows the form again with problems, else 200."""
+    return HTMLResponse(html, status_code=400 if problems and order is None else 200)
+
+
+async def submit(request: Request, catalog: Catalog, place: Callable[[Buyer], object], show: ShowPage,
+                 done: str) -> Response:
+    """A checkout form's submission, for a deal's page and a cart's alike: ``place`` the order,
+    then 303 to ``done`` (post/redirect/get); with problems in the form, the page again (400);
+    when the order cannot be placed (unknown, expired, held elsewhere), the page saying why. A body
+    that is not a browser's form gets a page too: a person never sees a JSON error."""
+    try:
+        form = await read_form_body(request)
+    except InvalidInput as exc:
+        return HTMLResponse(notice_page(catalog, "That form could not be read", f"{exc} Please go back and "
+                                        "submit the form again."), status_code=400)
+    try:
+        await run_in_threadpool(place, read_buyer(form))
+    except BuyerInvalid as exc:
+        return await run_in_threadpool(show, form, exc.problems)
+    except (NotFound, Conflict, Gone):  # the page says which
+        return await run_in_threadpool(show, None, None)
+    return RedirectResponse(done, status_code=303)
 
 
 def build_router(checkout: DealCheckout) -> APIRouter:
     router = APIRouter()
     catalog = checkout.catalog
 
-    def answer(deal_id: str, values: dict[str, str] | None = None,
-               problems: dict[str, str] | None = None) -> HTMLResponse:
-        """The deal's page as it stands: its order, a refusal, or the form (with ``problems``: 400)."""
+    def show(deal_id: str, values: dict[str, str] | None = None,
+             problems: dict[str, str] | None = None) -> HTMLResponse:
+        """The deal's page as it stands: its order, a refusal, or the form."""
         try:
             state = checkout.state(deal_id)
         except NotFound:
             return HTMLResponse(unknown_link_page(catalog), status_code=404)
         if state.order is None and state.in_cart:
-            return HTMLResponse(notice_page(
-                catalog, "This deal is in a shopping agent's cart",
-                "A shopping agent has put this deal in its cart: complete the purchase at that cart's checkout."),
-                status_code=409)
+            return HTMLResponse(deal_in_cart_page(catalog), status_code=409)
         if state.order is None and state.expires_at <= checkout.clock():
-            return HTMLResponse(notice_page(
-                catalog, "This deal has expired",
-                f"The price agreed in this chat held until {state.expires_at.strftime('%Y-%m-%d %H:%M UTC')}.",
-                link=(f"/store/p/{state.deal.product_id}", "Start a new chat about this product")), status_code=410)
-        return HTMLResponse(deal_page(catalog, state, values, problems), status_code=400 if problems and state.order is None else 200)
+            return HTMLResponse(expired_deal_page(catalog, state), status_code=410)
+        return form_page(deal_page(catalog, state, values, problems), problems, state.order)
 
     @router.get(DEAL_CHECKOUT_PATH, response_class=HTMLResponse)
-    def show(deal_id: str) -> HTMLResponse:
-        return answer(deal_id)
+    def deal_checkout(deal_id: str) -> HTMLResponse:
+        return show(deal_id)
 
     @router.post(DEAL_CHECKOUT_PATH, response_class=HTMLResponse)
     async def buy(request: Request, deal_id: str) -> Response:
-        form = await read_checkout_form(request, catalog)
-        if isinstance(form, HTMLResponse):
-            return form
-        try:
-            await run_in_threadpool(checkout.place, deal_id, read_buyer(form))
-        except BuyerInvalid as exc:
-            return await run_in_threadpool(answer, deal_id, form, exc.problems)
-        except (NotFound, Conflict, Gone):  # the page says which
-            return await run_in_threadpool(answer, deal_id)
-        return RedirectResponse(f"/checkout/{deal_id}", status_code=303)
+        return await submit(request, catalog, partial(checkout.place, deal_id), partial(show, deal_id),
+                            f"/checkout/{deal_id}")
 
     return router
-
-
-async def read_checkout_form(request: Request, catalog: Catalog) -> dict[str, str] | HTMLResponse:
-    """The checkout form's fields, or the page that says the body was not a form (400): a person
-    gets a page, never a JSON error."""
-    try:
-        return await read_form_body(request)
-    except InvalidInput as exc:
-        return HTMLResponse(notice_page(catalog, "That form could not be read", f"{exc} Please go back and "
-                                        "submit the form again."), status_code=400)
 
 
 class BuyerForm(WireModel):

@@ -7,20 +7,20 @@ requests and writes responses.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from haggler.errors import NotFound
-from haggler.orders import BuyerInvalid, read_buyer
 from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH, Capability
 from haggler.protocols.agents_json.service import AgentsService
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON
 from haggler.web.checkout import cart_page, unknown_link_page
-from haggler.web.checkout_routes import read_checkout_form
+from haggler.web.checkout_routes import form_page, submit
 
 __all__ = ["BODY_WORDING", "SESSION_HEADER", "build_router"]
 
@@ -67,8 +67,7 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
                 state = cart.checkout_state(checkout_id)
             except NotFound:
                 return HTMLResponse(unknown_link_page(cart.catalog), status_code=404)
-            return HTMLResponse(cart_page(cart.catalog, state, values, problems),
-                                status_code=400 if problems and state.order is None else 200)
+            return form_page(cart_page(cart.catalog, state, values, problems), problems, state.order)
 
         @router.get(CHECKOUT_PAGE_PATH, response_class=HTMLResponse)
         def checkout_page(checkout_id: str) -> HTMLResponse:
@@ -76,15 +75,8 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
 
         @router.post(CHECKOUT_PAGE_PATH, response_class=HTMLResponse)
         async def place_order(request: Request, checkout_id: str) -> Response:
-            form = await read_checkout_form(request, cart.catalog)
-            if isinstance(form, HTMLResponse):
-                return form
-            try:
-                buyer = read_buyer(form)
-            except BuyerInvalid as exc:
-                return await run_in_threadpool(page, checkout_id, form, exc.problems)
-            await run_in_threadpool(service.place_order, checkout_id, buyer)
-            return RedirectResponse(f"/checkout/cart/{checkout_id}", status_code=303)
+            return await submit(request, cart.catalog, partial(service.place_order, checkout_id),
+                                partial(page, checkout_id), f"/checkout/cart/{checkout_id}")
 
     for capability in service.capabilities:
         router.add_api_route(capability.endpoint, _route(service, capability, base_of, client_of),
