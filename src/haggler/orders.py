@@ -23,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 from haggler.errors import InvalidInput
 from haggler.money import decimal_string
 from haggler.storage.database import Database
-from haggler.storage.schema import orders
+from haggler.storage.schema import deal_redemptions, orders
 from haggler.timestamps import utc_z
 
 T = TypeVar("T")
@@ -204,6 +204,18 @@ def insert_order(conn: Connection, order: Order) -> None:
         ship_to=buyer.address if buyer else None))
 
 
+def redemption_of(conn: Connection, deal_id: str) -> Any:
+    """The deal's redemption row (``session_id``: the agent session whose cart holds it, None when
+    it was bought at its own checkout page), or None while nobody has it."""
+    return conn.execute(select(deal_redemptions.c.session_id).where(deal_redemptions.c.deal_id == deal_id)).first()
+
+
+def redeem(conn: Connection, deal_id: str, session_id: str | None, at: datetime) -> None:
+    """Take the deal, for an agent session's cart or (None) for its own checkout page: the primary
+    key lets one taker win on any worker, the other getting an IntegrityError."""
+    conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=at))
+
+
 def new_order_id() -> str:
     return "ord_" + secrets.token_urlsafe(12)
 
@@ -223,4 +235,4 @@ def place_once(db: Database, place: Callable[[Connection], T]) -> T:
 
 __all__ = ["BUYER_FIELDS", "Buyer", "BuyerInvalid", "Order", "OrderLine", "count_orders", "insert_order",
            "lines_from_json", "lines_json", "list_orders", "new_order_id", "order_for", "place_once",
-           "read_buyer", "snapshot_json", "total_cents"]
+           "read_buyer", "redeem", "redemption_of", "snapshot_json", "total_cents"]

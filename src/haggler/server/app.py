@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import gc
 import logging
-from datetime import timedelta
 from typing import AsyncIterator, Callable, cast
 
 from fastapi import FastAPI, Request
@@ -155,7 +154,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(storefront.build_router(config.catalog, base_url))
     app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(deal_checkout_router(DealCheckout(config.catalog, db, config.clock,
-                                                         deal_ttl=timedelta(seconds=config.agents.deal_ttl_seconds))))
+                                                         deal_ttl=config.agents.deal_ttl)))
     app.include_router(exchange.router())
     app.include_router(matching.router())
     app.include_router(market.router())
@@ -203,7 +202,7 @@ def _agents_service(config: StoreConfig, db: Database) -> AgentsService:
         site = {"name": config.catalog.store.name, "url": config.public_url} if config.public_url else \
             config.catalog.store.name
         trail = AuditTrail(db, keys, site, config.clock)
-    cart = CartService(config.catalog, db, config.clock, deal_ttl=timedelta(seconds=settings.deal_ttl_seconds))
+    cart = CartService(config.catalog, db, config.clock, deal_ttl=settings.deal_ttl)
     return AgentsService(config.catalog, sessions, limiter, settings,
                          public_key=trail.keys.public_key_b64 if trail else None, trail=trail, cart=cart)
 

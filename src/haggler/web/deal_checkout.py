@@ -13,22 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection
 
 from haggler.catalog import Catalog
 from haggler.errors import Conflict, Gone, NotFound
-from haggler.orders import (
-    Buyer,
-    Order,
-    OrderLine,
-    insert_order,
-    new_order_id,
-    order_for,
-    place_once,
-)
+from haggler.orders import (Buyer, Order, OrderLine, insert_order, new_order_id, order_for, place_once, redeem,
+                            redemption_of)
 from haggler.storage.chats import DealRow, get_deal
 from haggler.storage.database import Database
-from haggler.storage.schema import deal_redemptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +52,7 @@ class DealCheckout:
         if deal is None:
             raise NotFound(f"unknown deal: {deal_id}")
         order = order_for(conn, deal_id=deal_id)
-        redemption = conn.execute(select(deal_redemptions.c.session_id)
-                                  .where(deal_redemptions.c.deal_id == deal_id)).first()
+        redemption = redemption_of(conn, deal_id)
         in_cart = redemption is not None and redemption.session_id is not None
         return DealCheckoutState(deal, self._line(deal), deal.created_at + self.deal_ttl, order, in_cart)
 
@@ -82,7 +73,7 @@ class DealCheckout:
             now = self.clock()
             if state.expires_at <= now:
                 raise Gone(f"deal {deal_id} expired at {state.expires_at.strftime('%Y-%m-%d %H:%M UTC')}")
-            conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=None, redeemed_at=now))
+            redeem(conn, deal_id, None, now)
             order = Order(new_order_id(), (state.line,), state.line.line_total_cents, state.deal.currency, now,
                           buyer, deal_id=deal_id)
             insert_order(conn, order)

@@ -25,7 +25,7 @@ from haggler.catalog import Catalog, Product
 from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.money import decimal_string
 from haggler.orders import (Buyer, Order, OrderLine, insert_order, lines_from_json, lines_json, new_order_id,
-                            order_for, place_once, snapshot_json, total_cents)
+                            order_for, place_once, redeem, redemption_of, snapshot_json, total_cents)
 from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
@@ -33,7 +33,6 @@ from haggler.storage.schema import (
     agent_sessions,
     cart_items,
     checkouts,
-    deal_redemptions,
     orders,
 )
 
@@ -212,8 +211,7 @@ class CartService:
             expires_at = deal.created_at + self.deal_ttl
             if expires_at <= now:
                 raise Gone(f"deal {deal_id} expired at {expires_at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
-            redemption = conn.execute(select(deal_redemptions.c.session_id)
-                                      .where(deal_redemptions.c.deal_id == deal_id)).first()
+            redemption = redemption_of(conn, deal_id)
             if redemption is not None and redemption.session_id is None:
                 raise Conflict(f"deal {deal_id} has already been bought at its checkout page")
             if redemption is not None and redemption.session_id != session_id:
@@ -224,7 +222,7 @@ class CartService:
                 raise Conflict(f"{product.id} is already in the cart {held}; remove it first to redeem deal {deal_id}")
             self._check_currency(conn, session_id, deal.currency)
             if redemption is None:  # re-adding a deal this session redeemed earlier reuses its redemption
-                conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=now))
+                redeem(conn, deal_id, session_id, now)
             conn.execute(insert(cart_items).values(
                 session_id=session_id, product_id=product.id, quantity=1, unit_price_cents=deal.price_cents,
                 currency=deal.currency, extras=json.dumps(list(deal.extras), ensure_ascii=False),

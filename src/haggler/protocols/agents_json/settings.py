@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 
 @dataclass(frozen=True)
@@ -15,6 +16,11 @@ class AgentsSettings:
     audit_enabled: bool = True
     #: How long a negotiated deal can be redeemed with cart.add.
     deal_ttl_seconds: int = 24 * 3600
+
+    @property
+    def deal_ttl(self) -> timedelta:
+        """How long a deal can be bought, in an agent's cart or at its own checkout page."""
+        return timedelta(seconds=self.deal_ttl_seconds)
 
     def __post_init__(self) -> None:
         if self.session_ttl_seconds < 60:
