@@ -17,7 +17,6 @@ business is doing. It is not in the OpenAPI document.
 
 from __future__ import annotations
 
-import hmac
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -32,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from haggler.storage.database import Database
 from haggler.storage.schema import chat_model_usage, chats, deals
+from haggler.trust.hashing import is_secret
 
 #: Latency buckets, seconds: fine below 50 ms, where a turn should be.
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -105,8 +105,7 @@ class Metrics:
         scheme, _, credential = header.partition(" ")
         if self.operator_token is None:
             return Response("metrics need the operator token (--operator-token)\n", 403, media_type="text/plain")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(),
-                                                                 self.operator_token.encode()):
+        if scheme.lower() != "bearer" or not is_secret(credential.strip(), self.operator_token):
             return Response("send the operator token: Authorization: Bearer <token>\n", 401,
                             headers={"WWW-Authenticate": "Bearer"}, media_type="text/plain")
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

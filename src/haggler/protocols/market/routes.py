@@ -10,7 +10,6 @@ when the request is refused: in its own transaction, after the refused one rolle
 
 from __future__ import annotations
 
-import hmac
 import logging
 from datetime import datetime
 from typing import Any, Callable
@@ -30,6 +29,7 @@ from haggler.protocols.market.settings import MarketSettings
 from haggler.server.json_body import BodyWording, parse_json_body
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
+from haggler.trust.hashing import is_secret
 
 log = logging.getLogger("haggler")
 
@@ -83,7 +83,7 @@ class Market:
         if self.operator_token is None or not header:
             return False
         credential = bearer_credential(header, "your agent token or the operator token")
-        return hmac.compare_digest(credential.encode(), self.operator_token.encode())
+        return is_secret(credential, self.operator_token)
 
     # -- routes ---------------------------------------------------------------------------------------
 

@@ -8,7 +8,6 @@ rather than falling open.
 
 from __future__ import annotations
 
-import hmac
 import json
 import secrets
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from haggler.errors import Forbidden, InvalidInput, Unauthorized
 from haggler.protocols.fields import bearer_credential, json_object, one_of, only, text
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import match_agents, match_users
-from haggler.trust.hashing import secret_hash
+from haggler.trust.hashing import is_secret, secret_hash
 
 USER_KEY_PREFIX, AGENT_KEY_PREFIX = "hmu_", "hma_"
 ENABLED, DISABLED = "enabled", "disabled"
@@ -57,7 +56,7 @@ OPERATOR = Principal("operator")
 def authenticate(conn: Connection, authorization: str | None, operator_token: str | None) -> Principal:
     """The principal an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
     credential = bearer_credential(authorization, "your key")
-    if operator_token is not None and hmac.compare_digest(credential.encode(), operator_token.encode()):
+    if is_secret(credential, operator_token):
         return OPERATOR
     if credential.startswith(AGENT_KEY_PREFIX):
         row = conn.execute(select(match_agents.c.id, match_agents.c.user_id)
