@@ -66,8 +66,7 @@ def books_page(conn: Connection, window: Window = EVERYTHING) -> Page[Book]:
         sides.setdefault((item, currency), {})[side] = Side(n, int(quantity), high if side == "buy" else low)
     books = [Book(item, currency, found.get("buy", _EMPTY), found.get("sell", _EMPTY))
              for (item, currency), found in sorted(sides.items())]
-    end = None if window.limit is None else window.offset + window.limit
-    return Page(books[window.offset:end], len(books), window)
+    return Page.of(books, window)
 
 
 @dataclass(frozen=True, slots=True)
