@@ -29,6 +29,7 @@ from haggler.server.config import DEFAULT_DB_URL
 if TYPE_CHECKING:
     from haggler.catalog import Catalog
     from haggler.web.admin.paging import Page, Window
+    from haggler.web.admin.store_reports import ProductStats, Summary
 
 T = TypeVar("T")
 
@@ -202,12 +203,16 @@ def stats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, idle_ttl: IdleTT
           as_json: AsJSON = False) -> None:
     """The dashboard's numbers: chats, agreement rate (agreed / closed chats), average discount,
     the discount distribution, deals per day, and each product's figures."""
-    from haggler.web.admin.store_reports import product_stats, summary
+    from haggler.web.admin.store_reports import all_deals, product_stats, summary
 
     store = _catalog(catalog)
-    overall, products = _read(db, lambda conn: (
-        summary(conn, store, now=datetime.now(timezone.utc), idle_ttl=timedelta(seconds=idle_ttl), days=days),
-        product_stats(conn, store)))
+
+    def read(conn: Any) -> tuple[Summary, list[ProductStats]]:
+        every = all_deals(conn, store)  # once, for both
+        return (summary(conn, store, now=datetime.now(timezone.utc), idle_ttl=timedelta(seconds=idle_ttl), days=days,
+                        reports=every), product_stats(conn, store, every))
+
+    overall, products = _read(db, read)
     if as_json:
         _print_json({"summary": overall.to_json(), "products": [p.to_json() for p in products]})
         return

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, Sequence
 
 from sqlalchemy import Connection, and_, func, select
 
@@ -267,11 +267,13 @@ class Summary:
                 "deals_per_day": [day.to_json() for day in self.per_day]}
 
 
-def _all_deals(conn: Connection, catalog: Catalog) -> list[DealReport]:
+def all_deals(conn: Connection, catalog: Catalog) -> list[DealReport]:
+    """Every deal, newest first: what ``summary`` and ``product_stats`` read, so a caller that
+    wants both (or the latest deals beside them) reads the deals once and hands them to each."""
     return [deal_report(row, catalog) for row in repo.list_deals(conn)]
 
 
-def discount_buckets(reports: list[DealReport]) -> tuple[Bucket, ...]:
+def discount_buckets(reports: Sequence[DealReport]) -> tuple[Bucket, ...]:
     """The histogram of discounts over ``DISCOUNT_EDGES``; an "above list" bucket first only when
     a deal was made above its list price. Integer arithmetic, so a deal of exactly 5% off is in
     5–10%, never in 0–5% by a rounding error."""
@@ -287,7 +289,7 @@ def discount_buckets(reports: list[DealReport]) -> tuple[Bucket, ...]:
     return ((Bucket(None, 0, counts[None]),) if counts[None] else ()) + buckets
 
 
-def deals_per_day(reports: list[DealReport], today: date, days: int) -> tuple[Day, ...]:
+def deals_per_day(reports: Sequence[DealReport], today: date, days: int) -> tuple[Day, ...]:
     """The ``days`` UTC dates up to ``today``, oldest first, each with its deals (0 on a day without)."""
     first = today - timedelta(days=days - 1)
     counts: Counter[date] = Counter()
@@ -301,14 +303,14 @@ def deals_per_day(reports: list[DealReport], today: date, days: int) -> tuple[Da
                  for n in range(days))
 
 
-def _average_discount(reports: list[DealReport]) -> float | None:
+def _average_discount(reports: Sequence[DealReport]) -> float | None:
     discounts = [d.discount for d in reports if d.discount is not None]
     return sum(discounts) / len(discounts) if discounts else None
 
 
 def summary(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: timedelta,
-            days: int = DEFAULT_DAYS) -> Summary:
-    """The overview's numbers and chart series."""
+            days: int = DEFAULT_DAYS, reports: Sequence[DealReport] | None = None) -> Summary:
+    """The overview's numbers and chart series; ``reports``: ``all_deals``, when already read."""
     by_status = conn.execute(select(chats.c.status, chats.c.outcome, func.count())
                              .group_by(chats.c.status, chats.c.outcome)).all()
     live = conn.execute(select(func.count()).select_from(chats).where(
@@ -318,7 +320,8 @@ def summary(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: time
         if status == "closed" and outcome is not None:
             outcomes[outcome] = outcomes.get(outcome, 0) + n
     closed = sum(n for status, _, n in by_status if status == "closed")
-    reports = _all_deals(conn, catalog)
+    if reports is None:
+        reports = all_deals(conn, catalog)
     return Summary(
         chats=sum(n for _, _, n in by_status), live_chats=live, closed_chats=closed, outcomes=outcomes,
         deals=len(reports), revenue_cents=sum(d.price_cents for d in reports),
@@ -361,9 +364,10 @@ class ProductStats:
                 "margin_over_floor": _money(self.margin_cents)}
 
 
-def product_stats(conn: Connection, catalog: Catalog) -> list[ProductStats]:
+def product_stats(conn: Connection, catalog: Catalog,
+                  reports: Sequence[DealReport] | None = None) -> list[ProductStats]:
     """Every catalog product in catalog order, then any product that has chats but has left the
-    catalog (by id)."""
+    catalog (by id); ``reports``: ``all_deals``, when already read."""
     counts: dict[str, Counter[str]] = {}
     for product_id, status, outcome, n in conn.execute(
             select(chats.c.product_id, chats.c.status, chats.c.outcome, func.count())
@@ -374,7 +378,7 @@ def product_stats(conn: Connection, catalog: Catalog) -> list[ProductStats]:
             tally["closed"] += n
             tally["agreed"] += n if outcome == AGREED else 0
     by_product: dict[str, list[DealReport]] = {}
-    for deal in _all_deals(conn, catalog):
+    for deal in all_deals(conn, catalog) if reports is None else reports:
         by_product.setdefault(deal.product_id, []).append(deal)
     ids = [p.id for p in catalog.products]
     ids += sorted((set(counts) | set(by_product)) - set(ids))
