@@ -88,25 +88,24 @@ def _chat_state(status: str, last_activity_at: datetime, live_since: datetime) -
     return "live" if last_activity_at > live_since else "idle"
 
 
-_MESSAGE_COUNTS = (select(messages.c.chat_id, func.count().label("n")).group_by(messages.c.chat_id)
-                   .subquery("message_counts"))
-
-
 def chats_page(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: timedelta, live_only: bool = False,
                window: Window = EVERYTHING) -> Page[ChatSummary]:
     """Chats, the most recently active first; ``live_only``: only the live ones."""
     live_since = now - idle_ttl
     where = and_(chats.c.status == "open", chats.c.last_activity_at > live_since) if live_only else None
     count = select(func.count()).select_from(chats)
-    query = (select(chats.c.id, chats.c.product_id, chats.c.status, chats.c.outcome, chats.c.created_at,
-                    chats.c.last_activity_at, func.coalesce(_MESSAGE_COUNTS.c.n, 0).label("n"),
-                    deals.c.id.label("deal_id"))
-             .outerjoin(_MESSAGE_COUNTS, _MESSAGE_COUNTS.c.chat_id == chats.c.id)
-             .outerjoin(deals, deals.c.chat_id == chats.c.id)
-             .order_by(chats.c.last_activity_at.desc(), chats.c.id)
-             .offset(window.offset or None).limit(window.limit))
+    page = (select(chats.c.id, chats.c.product_id, chats.c.status, chats.c.outcome, chats.c.created_at,
+                   chats.c.last_activity_at, deals.c.id.label("deal_id"))
+            .outerjoin(deals, deals.c.chat_id == chats.c.id)
+            .order_by(chats.c.last_activity_at.desc(), chats.c.id)
+            .offset(window.offset or None).limit(window.limit))
     if where is not None:
-        count, query = count.where(where), query.where(where)
+        count, page = count.where(where), page.where(where)
+    # The window's chats first, then their messages counted: the messages table is the largest,
+    # and only these few chats' entries of its primary key are read.
+    shown = page.subquery("shown")
+    query = (select(shown, select(func.count()).where(messages.c.chat_id == shown.c.id).scalar_subquery().label("n"))
+             .order_by(shown.c.last_activity_at.desc(), shown.c.id))
     rows = [ChatSummary(r.id, r.product_id, _product_name(catalog, r.product_id),
                         _chat_state(r.status, r.last_activity_at, live_since), r.outcome, r.created_at,
                         r.last_activity_at, r.n, r.deal_id) for r in conn.execute(query)]
