@@ -82,10 +82,14 @@ class ChatSummary:
                 "deal_id": self.deal_id}
 
 
-def _chat_state(status: str, last_activity_at: datetime, live_since: datetime) -> str:
-    if status != "open":
-        return "closed"
-    return "live" if last_activity_at > live_since else "idle"
+def _chat_summary(catalog: Catalog, chat: Any, live_since: datetime, messages: int,
+                  deal_id: str | None) -> ChatSummary:
+    """A stored chat (``ChatRow``, or a row of the chats page) with its product's name and its
+    state: closed; or open, and live while its last activity is after ``live_since``, else idle."""
+    product = catalog.product(chat.product_id)
+    state = "closed" if chat.status != "open" else "live" if chat.last_activity_at > live_since else "idle"
+    return ChatSummary(chat.id, chat.product_id, product.name if product else None, state, chat.outcome,
+                       chat.created_at, chat.last_activity_at, messages, deal_id)
 
 
 def chats_page(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: timedelta, live_only: bool = False,
@@ -106,15 +110,8 @@ def chats_page(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: t
     shown = page.subquery("shown")
     query = (select(shown, select(func.count()).where(messages.c.chat_id == shown.c.id).scalar_subquery().label("n"))
              .order_by(shown.c.last_activity_at.desc(), shown.c.id))
-    rows = [ChatSummary(r.id, r.product_id, _product_name(catalog, r.product_id),
-                        _chat_state(r.status, r.last_activity_at, live_since), r.outcome, r.created_at,
-                        r.last_activity_at, r.n, r.deal_id) for r in conn.execute(query)]
+    rows = [_chat_summary(catalog, r, live_since, r.n, r.deal_id) for r in conn.execute(query)]
     return Page(rows, conn.execute(count).scalar_one(), window)
-
-
-def _product_name(catalog: Catalog, product_id: str) -> str | None:
-    product = catalog.product(product_id)
-    return product.name if product else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,10 +139,8 @@ def transcript(conn: Connection, catalog: Catalog, chat_id: str, *, now: datetim
         return None
     found = repo.list_messages(conn, chat_id)
     deal = repo.deal_for_chat(conn, chat_id)
-    summary = ChatSummary(chat.id, chat.product_id, _product_name(catalog, chat.product_id),
-                          _chat_state(chat.status, chat.last_activity_at, now - idle_ttl), chat.outcome,
-                          chat.created_at, chat.last_activity_at, len(found), deal.id if deal else None)
-    return Transcript(summary, tuple(found), deal_report(deal, catalog) if deal else None)
+    return Transcript(_chat_summary(catalog, chat, now - idle_ttl, len(found), deal.id if deal else None),
+                      tuple(found), deal_report(deal, catalog) if deal else None)
 
 
 # -- deals ---------------------------------------------------------------------------------------
