@@ -25,10 +25,10 @@ from rich.table import Table
 
 from haggler.server.config import DEFAULT_DB_URL
 from haggler.web.admin.formatting import money, percent
+from haggler.web.admin.paging import Page, Window
 
 if TYPE_CHECKING:
     from haggler.catalog import Catalog
-    from haggler.web.admin.paging import Page, Window
     from haggler.web.admin.store_reports import ProductStats, Summary
 
 T = TypeVar("T")
@@ -57,12 +57,6 @@ def _catalog(path: Path | None) -> Catalog:
         return load_catalog(path)
     except CatalogError as exc:
         raise _fail(str(exc)) from None
-
-
-def _window(offset: int, limit: int | None) -> Window:
-    from haggler.web.admin.paging import Window
-
-    return Window(offset, limit)
 
 
 def _print_json(data: object) -> None:
@@ -110,7 +104,7 @@ def deals(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, as_json: AsJSON 
     from haggler.web.admin.store_reports import deals_page
 
     store = _catalog(catalog)
-    found = _read(db, lambda conn: deals_page(conn, store, _window(offset, limit)))
+    found = _read(db, lambda conn: deals_page(conn, store, Window(offset, limit)))
     if as_json:
         _print_json([deal.to_json() for deal in found.items])
         return
@@ -127,7 +121,7 @@ def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None
     chat) and agents' carts (from cart), with the buyer's details."""
     from haggler.web.admin.store_reports import orders_page
 
-    found = _read(db, lambda conn: orders_page(conn, _window(offset, limit)))
+    found = _read(db, lambda conn: orders_page(conn, Window(offset, limit)))
     if as_json:
         _print_json(found.to_json(lambda order: order.to_json()))
         return
@@ -150,7 +144,7 @@ def chats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, live: Annotated[
     store = _catalog(catalog)
     found = _read(db, lambda conn: chats_page(conn, store, now=datetime.now(timezone.utc),
                                               idle_ttl=timedelta(seconds=idle_ttl), live_only=live,
-                                              window=_window(offset, limit)))
+                                              window=Window(offset, limit)))
     if as_json:
         _print_json(found.to_json(lambda chat: chat.to_json()))
         return
@@ -241,7 +235,7 @@ def exchange(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = No
     """The /v1 exchange: ledger totals (deposited, available, held, paid) and its transactions."""
     from haggler.web.admin.exchange_report import ledger_totals, transactions_page
 
-    totals, found = _read(db, lambda conn: (ledger_totals(conn), transactions_page(conn, _window(offset, limit))))
+    totals, found = _read(db, lambda conn: (ledger_totals(conn), transactions_page(conn, Window(offset, limit))))
     if as_json:
         _print_json({"ledger": totals.to_json(), "transactions": found.to_json(lambda row: row.to_json())})
         return
@@ -269,7 +263,7 @@ def opportunities(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit
     )
 
     counts, found = _read(db, lambda conn: (opportunities_by_status(conn),
-                                            opportunities_page(conn, _window(offset, limit))))
+                                            opportunities_page(conn, Window(offset, limit))))
     if as_json:
         _print_json({"by_status": counts, "opportunities": found.to_json(lambda row: row.to_json())})
         return
@@ -284,7 +278,7 @@ def books(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None,
     """Every market order book with open orders: orders, quantity and best price on each side."""
     from haggler.web.admin.market_report import books_page
 
-    found = _read(db, lambda conn: books_page(conn, _window(offset, limit)))
+    found = _read(db, lambda conn: books_page(conn, Window(offset, limit)))
     if as_json:
         _print_json(found.to_json(lambda book: book.to_json()))
         return
@@ -299,7 +293,7 @@ def market_deals(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit 
     """The market's deals, newest first, and how many are in each status."""
     from haggler.web.admin.market_report import deals_by_status, deals_page
 
-    counts, found = _read(db, lambda conn: (deals_by_status(conn), deals_page(conn, _window(offset, limit))))
+    counts, found = _read(db, lambda conn: (deals_by_status(conn), deals_page(conn, Window(offset, limit))))
     if as_json:
         _print_json({"by_status": counts, "deals": found.to_json(lambda row: row.to_json())})
         return
