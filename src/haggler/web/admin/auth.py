@@ -38,6 +38,8 @@ MAX_FAILURES = 5
 FAILURE_WINDOW = timedelta(minutes=15)
 #: Seconds every failed login waits before it is answered.
 FAILURE_DELAY = 0.25
+#: Client addresses the throttle remembers before it forgets those with no recent failure.
+MAX_CLIENTS = 10_000
 
 
 class AdminAuth:
@@ -95,30 +97,26 @@ class LoginThrottle:
     counts its own, so N workers allow N times as many guesses — still nothing against a token of
     16 or more characters, which is what the store requires."""
 
-    def __init__(self, clock: Callable[[], datetime], *, max_failures: int = MAX_FAILURES,
-                 window: timedelta = FAILURE_WINDOW, max_clients: int = 10_000) -> None:
+    def __init__(self, clock: Callable[[], datetime]) -> None:
         self.clock = clock
-        self.max_failures = max_failures
-        self.window = window
-        self.max_clients = max_clients
         self._failures: dict[str, deque[datetime]] = {}
 
     def _recent(self, client: str) -> deque[datetime]:
         now = self.clock()
         found = self._failures.get(client, deque())
-        while found and found[0] <= now - self.window:
+        while found and found[0] <= now - FAILURE_WINDOW:
             found.popleft()
         return found
 
     def retry_after(self, client: str) -> int | None:
         """Seconds ``client`` must wait before trying again, or None when it may try now."""
         recent = self._recent(client)
-        if len(recent) < self.max_failures:
+        if len(recent) < MAX_FAILURES:
             return None
-        return max(1, int((recent[0] + self.window - self.clock()).total_seconds()) + 1)
+        return max(1, int((recent[0] + FAILURE_WINDOW - self.clock()).total_seconds()) + 1)
 
     def failed(self, client: str) -> None:
-        if len(self._failures) >= self.max_clients:  # forget the idle ones rather than grow without end
+        if len(self._failures) >= MAX_CLIENTS:  # forget the idle ones rather than grow without end
             self._failures = {c: q for c, q in self._failures.items() if self._recent(c)}
         recent = self._recent(client)
         recent.append(self.clock())

@@ -23,12 +23,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from haggler.money import format_money
 from haggler.server.config import DEFAULT_DB_URL
+from haggler.web.admin.formatting import money, percent
+from haggler.web.admin.paging import Page, Window
 
 if TYPE_CHECKING:
     from haggler.catalog import Catalog
-    from haggler.web.admin.paging import Page, Window
+    from haggler.web.admin.store_reports import ProductStats, Summary
 
 T = TypeVar("T")
 
@@ -56,12 +57,6 @@ def _catalog(path: Path | None) -> Catalog:
         return load_catalog(path)
     except CatalogError as exc:
         raise _fail(str(exc)) from None
-
-
-def _window(offset: int, limit: int | None) -> Window:
-    from haggler.web.admin.paging import Window
-
-    return Window(offset, limit)
 
 
 def _print_json(data: object) -> None:
@@ -95,14 +90,6 @@ def _counted(noun: str, found: Page[Any]) -> str:
     return title
 
 
-def _money(cents: int | None, currency: str) -> str:
-    return "—" if cents is None else format_money(cents, currency)
-
-
-def _percent(fraction: float | None) -> str:
-    return "—" if fraction is None else f"{fraction:.1%}"
-
-
 def _when(at: datetime) -> str:
     return at.strftime("%Y-%m-%d %H:%M:%S")
 
@@ -117,16 +104,16 @@ def deals(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, as_json: AsJSON 
     from haggler.web.admin.store_reports import deals_page
 
     store = _catalog(catalog)
-    found = _read(db, lambda conn: deals_page(conn, store, _window(offset, limit)))
+    found = _read(db, lambda conn: deals_page(conn, store, Window(offset, limit)))
     if as_json:
         _print_json([deal.to_json() for deal in found.items])
         return
     _print(_table(_counted("deal" if found.total == 1 else "deals", found),
                   ("when (UTC)", "product", "list price", "price", "discount", "extras", "margin over floor",
                    "session"),
-                  [(_when(d.created_at), d.product_id, _money(d.list_price_cents, d.currency),
-                    _money(d.price_cents, d.currency), _percent(d.discount), ", ".join(d.extras) or "—",
-                    _money(d.margin_cents, d.currency), d.chat_id) for d in found.items], numeric=(2, 3, 4, 6)))
+                  [(_when(d.created_at), d.product_id, money(d.list_price_cents, d.currency),
+                    money(d.price_cents, d.currency), percent(d.discount), ", ".join(d.extras) or "—",
+                    money(d.margin_cents, d.currency), d.chat_id) for d in found.items], numeric=(2, 3, 4, 6)))
 
 
 def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None, offset: Offset = 0) -> None:
@@ -134,7 +121,7 @@ def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None
     chat) and agents' carts (from cart), with the buyer's details."""
     from haggler.web.admin.store_reports import orders_page
 
-    found = _read(db, lambda conn: orders_page(conn, _window(offset, limit)))
+    found = _read(db, lambda conn: orders_page(conn, Window(offset, limit)))
     if as_json:
         _print_json(found.to_json(lambda order: order.to_json()))
         return
@@ -142,7 +129,7 @@ def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None
                   ("when (UTC)", "order", "from", "items", "total", "buyer", "ship to"),
                   [(_when(o.placed_at), o.id, o.source,
                     ", ".join(f"{line.quantity} × {line.name}" for line in o.lines),
-                    format_money(o.total_cents, o.currency),
+                    money(o.total_cents, o.currency),
                     f"{o.buyer.name} <{o.buyer.email}>" if o.buyer else "—",
                     " / ".join(o.buyer.address.splitlines()) if o.buyer else "—") for o in found.items],
                   numeric=(4,)))
@@ -157,7 +144,7 @@ def chats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, live: Annotated[
     store = _catalog(catalog)
     found = _read(db, lambda conn: chats_page(conn, store, now=datetime.now(timezone.utc),
                                               idle_ttl=timedelta(seconds=idle_ttl), live_only=live,
-                                              window=_window(offset, limit)))
+                                              window=Window(offset, limit)))
     if as_json:
         _print_json(found.to_json(lambda chat: chat.to_json()))
         return
@@ -183,17 +170,17 @@ def chat(chat_id: Annotated[str, typer.Argument(help="The chat's id (its negotia
         return
     c = found.chat
     lines = [(str(m.seq), _when(m.created_at), m.speaker, m.action or "—",
-              "—" if m.price_cents is None else _money(m.price_cents, m.currency or "USD"), m.text)
+              money(m.price_cents, m.currency or "USD"), m.text)
              for m in found.messages]
     title = f"chat {c.id}: {c.product_id}, {c.state}" + (f", {c.outcome}" if c.outcome else "")
     renderables: list[object] = [_table(title, ("#", "at (UTC)", "speaker", "action", "price", "text"), lines,
                                         numeric=(0, 4))]
     if found.deal is not None:
         d = found.deal
-        renderables.append(escape(f"deal {d.id}: {_money(d.price_cents, d.currency)} (list "
-                                  f"{_money(d.list_price_cents, d.currency)}, {_percent(d.discount)} off), extras: "
+        renderables.append(escape(f"deal {d.id}: {money(d.price_cents, d.currency)} (list "
+                                  f"{money(d.list_price_cents, d.currency)}, {percent(d.discount)} off), extras: "
                                   f"{', '.join(d.extras) or 'none'}, margin over floor "
-                                  f"{_money(d.margin_cents, d.currency)}"))
+                                  f"{money(d.margin_cents, d.currency)}"))
     _print(*renderables)
 
 
@@ -202,12 +189,16 @@ def stats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, idle_ttl: IdleTT
           as_json: AsJSON = False) -> None:
     """The dashboard's numbers: chats, agreement rate (agreed / closed chats), average discount,
     the discount distribution, deals per day, and each product's figures."""
-    from haggler.web.admin.store_reports import product_stats, summary
+    from haggler.web.admin.store_reports import all_deals, product_stats, summary
 
     store = _catalog(catalog)
-    overall, products = _read(db, lambda conn: (
-        summary(conn, store, now=datetime.now(timezone.utc), idle_ttl=timedelta(seconds=idle_ttl), days=days),
-        product_stats(conn, store)))
+
+    def read(conn: Any) -> tuple[Summary, list[ProductStats]]:
+        every = all_deals(conn, store)  # once, for both
+        return (summary(conn, store, now=datetime.now(timezone.utc), idle_ttl=timedelta(seconds=idle_ttl), days=days,
+                        reports=every), product_stats(conn, store, every))
+
+    overall, products = _read(db, read)
     if as_json:
         _print_json({"summary": overall.to_json(), "products": [p.to_json() for p in products]})
         return
@@ -215,22 +206,22 @@ def stats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, idle_ttl: IdleTT
     numbers = [("chats", str(overall.chats)), ("live chats", str(overall.live_chats)),
                ("closed chats", str(overall.closed_chats)),
                *((f"  {kind.replace('_', ' ')}", str(n)) for kind, n in overall.outcomes.items()),
-               ("deals", str(overall.deals)), ("agreement rate", _percent(overall.agreement_rate)),
-               ("average discount", _percent(overall.average_discount)),
-               ("revenue", _money(overall.revenue_cents, currency)),
-               ("margin over floor", _money(overall.margin_cents, currency))]
+               ("deals", str(overall.deals)), ("agreement rate", percent(overall.agreement_rate)),
+               ("average discount", percent(overall.average_discount)),
+               ("revenue", money(overall.revenue_cents, currency)),
+               ("margin over floor", money(overall.margin_cents, currency))]
     _print(_table("Summary", ("figure", "value"), numbers, numeric=(1,)),
            _table("Discounts", ("off list price", "deals"),
                   [(b.label, str(b.deals)) for b in overall.discounts], numeric=(1,)),
            _table("Deals per day (UTC)", ("day", "deals", "revenue"),
-                  [(d.day.isoformat(), str(d.deals), _money(d.revenue_cents, currency)) for d in overall.per_day],
+                  [(d.day.isoformat(), str(d.deals), money(d.revenue_cents, currency)) for d in overall.per_day],
                   numeric=(1, 2)),
            _table("Products", ("product", "list price", "chats", "deals", "agreement rate", "average price",
                                "average discount", "revenue", "margin over floor"),
-                  [(p.product_id, _money(p.list_price_cents, p.currency), str(p.chats), str(p.deals),
-                    _percent(p.agreement_rate), _money(p.average_price_cents, p.currency),
-                    _percent(p.average_discount), _money(p.revenue_cents, p.currency),
-                    _money(p.margin_cents, p.currency)) for p in products], numeric=tuple(range(1, 9))))
+                  [(p.product_id, money(p.list_price_cents, p.currency), str(p.chats), str(p.deals),
+                    percent(p.agreement_rate), money(p.average_price_cents, p.currency),
+                    percent(p.average_discount), money(p.revenue_cents, p.currency),
+                    money(p.margin_cents, p.currency)) for p in products], numeric=tuple(range(1, 9))))
 
 
 # -- the other surfaces ---------------------------------------------------------------------------
@@ -244,7 +235,7 @@ def exchange(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = No
     """The /v1 exchange: ledger totals (deposited, available, held, paid) and its transactions."""
     from haggler.web.admin.exchange_report import ledger_totals, transactions_page
 
-    totals, found = _read(db, lambda conn: (ledger_totals(conn), transactions_page(conn, _window(offset, limit))))
+    totals, found = _read(db, lambda conn: (ledger_totals(conn), transactions_page(conn, Window(offset, limit))))
     if as_json:
         _print_json({"ledger": totals.to_json(), "transactions": found.to_json(lambda row: row.to_json())})
         return
@@ -272,7 +263,7 @@ def opportunities(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit
     )
 
     counts, found = _read(db, lambda conn: (opportunities_by_status(conn),
-                                            opportunities_page(conn, _window(offset, limit))))
+                                            opportunities_page(conn, Window(offset, limit))))
     if as_json:
         _print_json({"by_status": counts, "opportunities": found.to_json(lambda row: row.to_json())})
         return
@@ -287,29 +278,29 @@ def books(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None,
     """Every market order book with open orders: orders, quantity and best price on each side."""
     from haggler.web.admin.market_report import books_page
 
-    found = _read(db, lambda conn: books_page(conn, _window(offset, limit)))
+    found = _read(db, lambda conn: books_page(conn, Window(offset, limit)))
     if as_json:
         _print_json(found.to_json(lambda book: book.to_json()))
         return
     _print(_table(_counted("books", found), ("item", "currency", "bid orders", "bid quantity", "best bid",
                                              "best ask", "ask quantity", "ask orders", "spread"),
-                  [(b.item, b.currency, str(b.bids.orders), str(b.bids.quantity), _money(b.bids.best_cents, b.currency),
-                    _money(b.asks.best_cents, b.currency), str(b.asks.quantity), str(b.asks.orders),
-                    _money(b.spread_cents, b.currency)) for b in found.items], numeric=tuple(range(2, 9))))
+                  [(b.item, b.currency, str(b.bids.orders), str(b.bids.quantity), money(b.bids.best_cents, b.currency),
+                    money(b.asks.best_cents, b.currency), str(b.asks.quantity), str(b.asks.orders),
+                    money(b.spread_cents, b.currency)) for b in found.items], numeric=tuple(range(2, 9))))
 
 
 def market_deals(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None, offset: Offset = 0) -> None:
     """The market's deals, newest first, and how many are in each status."""
     from haggler.web.admin.market_report import deals_by_status, deals_page
 
-    counts, found = _read(db, lambda conn: (deals_by_status(conn), deals_page(conn, _window(offset, limit))))
+    counts, found = _read(db, lambda conn: (deals_by_status(conn), deals_page(conn, Window(offset, limit))))
     if as_json:
         _print_json({"by_status": counts, "deals": found.to_json(lambda row: row.to_json())})
         return
     _print(_by_status("Market deals by status", counts),
            _table(_counted("deals", found), ("deal", "listing", "buyer", "seller", "protocol", "price", "status",
                                              "made (UTC)"),
-                  [(d.id, d.listing_id, d.buyer_id, d.seller_id, d.protocol, _money(d.price_cents, d.currency),
+                  [(d.id, d.listing_id, d.buyer_id, d.seller_id, d.protocol, money(d.price_cents, d.currency),
                     d.status, _when(d.created_at)) for d in found.items], numeric=(5,)))
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, func, select
 from sqlalchemy.orm import aliased
 
 from haggler.protocols.transactions.ledger import CAPTURE, DEPOSIT, FUND_HOLD, RELEASE
+from haggler.protocols.transactions.service import CANCELLED, COMPLETED, MATCHED, NEGOTIATING
 from haggler.storage.schema import (
     exchange_agents,
     exchange_transactions,
@@ -26,7 +27,7 @@ from haggler.storage.schema import (
 from haggler.web.admin.paging import EVERYTHING, Page, Window
 
 #: A transaction's life, in the order the dashboard counts them.
-STATUSES = ("negotiating", "matched", "completed", "cancelled")
+STATUSES = (NEGOTIATING, MATCHED, COMPLETED, CANCELLED)
 KINDS = (DEPOSIT, FUND_HOLD, RELEASE, CAPTURE)
 
 

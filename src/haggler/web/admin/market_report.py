@@ -15,11 +15,12 @@ from sqlalchemy import Connection, func, select
 
 from haggler.money import to_decimal_number
 from haggler.protocols.market.books import OPEN
+from haggler.protocols.market.deals import AWAITING_APPROVAL, AWAITING_SIGNATURES, CONFIRMED
 from haggler.storage.schema import market_deals, market_orders
 from haggler.web.admin.paging import EVERYTHING, Page, Window
 
 #: A deal's statuses (spec 003), in the order of its life.
-DEAL_STATUSES = ("awaiting_signatures", "awaiting_owner_approval", "confirmed")
+DEAL_STATUSES = (AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +67,7 @@ def books_page(conn: Connection, window: Window = EVERYTHING) -> Page[Book]:
         sides.setdefault((item, currency), {})[side] = Side(n, int(quantity), high if side == "buy" else low)
     books = [Book(item, currency, found.get("buy", _EMPTY), found.get("sell", _EMPTY))
              for (item, currency), found in sorted(sides.items())]
-    end = None if window.limit is None else window.offset + window.limit
-    return Page(books[window.offset:end], len(books), window)
+    return Page.of(books, window)
 
 
 @dataclass(frozen=True, slots=True)

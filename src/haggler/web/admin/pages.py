@@ -12,10 +12,10 @@ from typing import Any, Sequence
 from urllib.parse import urlencode
 
 from haggler.catalog import Catalog
-from haggler.money import format_money
 from haggler.orders import Order
 from haggler.web.admin import charts
 from haggler.web.admin.exchange_report import LedgerTotals, TransactionRow
+from haggler.web.admin.formatting import money, percent
 from haggler.web.admin.market_report import Book, MarketDeal
 from haggler.web.admin.matching_report import OpportunityRow
 from haggler.web.admin.paging import Page
@@ -55,12 +55,9 @@ def _when(at: datetime) -> str:
     return f"<time datetime='{at.isoformat()}'>{at:%Y-%m-%d %H:%M} UTC</time>"
 
 
-def _percent(fraction: float | None) -> str:
-    return "—" if fraction is None else f"{fraction:.1%}"
-
-
 def _money(cents: int | None, currency: str) -> str:
-    return "—" if cents is None else escape(format_money(cents, currency))
+    """``formatting.money``, as HTML."""
+    return escape(money(cents, currency))
 
 
 def _cents(cents: int | None) -> str:
@@ -119,7 +116,7 @@ def _numbers(items: Sequence[tuple[str, str]], list_id: str) -> str:
 
 def deal_rows(deals: Sequence[DealReport]) -> list[list[Cell]]:
     return [[_when(d.created_at), escape(d.product_name or d.product_id), _money(d.list_price_cents, d.currency),
-             _money(d.price_cents, d.currency), _percent(d.discount), escape(", ".join(d.extras)) or "—",
+             _money(d.price_cents, d.currency), percent(d.discount), escape(", ".join(d.extras)) or "—",
              _money(d.margin_cents, d.currency),
              f"<a href='/admin/chats/{escape(d.chat_id)}'>transcript</a>"] for d in deals]
 
@@ -133,7 +130,7 @@ def overview(catalog: Catalog, summary: Summary, recent: Page[DealReport]) -> st
     currency = summary.currency
     numbers = _numbers([
         ("Chats", str(summary.chats)), ("Live now", str(summary.live_chats)), ("Deals", str(summary.deals)),
-        ("Agreement rate", _percent(summary.agreement_rate)), ("Average discount", _percent(summary.average_discount)),
+        ("Agreement rate", percent(summary.agreement_rate)), ("Average discount", percent(summary.average_discount)),
         ("Revenue", _money(summary.revenue_cents, currency)),
         ("Margin over floor", _money(summary.margin_cents, currency)),
     ], "numbers-overview")
@@ -146,11 +143,11 @@ def overview(catalog: Catalog, summary: Summary, recent: Page[DealReport]) -> st
         heading="Day (UTC)", unit="deals")
     discounts = charts.bar_chart(
         "chart-discounts", "Discount off list price",
-        f"Deals by discount off list price; average {_percent(summary.average_discount)}.",
+        f"Deals by discount off list price; average {percent(summary.average_discount)}.",
         [charts.Mark(b.label, b.deals) for b in summary.discounts], heading="Discount", unit="deals")
     outcomes = charts.stacked_bar(
         "chart-outcomes", "How closed chats ended",
-        f"{summary.closed_chats} closed chats; agreement rate {_percent(summary.agreement_rate)} "
+        f"{summary.closed_chats} closed chats; agreement rate {percent(summary.agreement_rate)} "
         "(agreed / closed).",
         [charts.Mark(kind.replace("_", " "), n) for kind, n in summary.outcomes.items()],
         heading="Outcome", unit="chats")
@@ -213,7 +210,7 @@ def transcript_page(found: Transcript) -> str:
 
 def products(stats: Sequence[ProductStats]) -> str:
     rows = [[escape(p.name or p.product_id), _money(p.list_price_cents, p.currency), str(p.chats), str(p.deals),
-             _percent(p.agreement_rate), _money(p.average_price_cents, p.currency), _percent(p.average_discount),
+             percent(p.agreement_rate), _money(p.average_price_cents, p.currency), percent(p.average_discount),
              _money(p.revenue_cents, p.currency), _money(p.margin_cents, p.currency)] for p in stats]
     return table("table-products", "Each product's chats and deals",
                  ("Product", "List price", "Chats", "Deals", "Agreement rate", "Average price", "Average discount",

@@ -40,6 +40,12 @@ class Page(Generic[T]):
     total: int
     window: Window
 
+    @classmethod
+    def of(cls, rows: Sequence[T], window: Window) -> Page[T]:
+        """The ``window`` of ``rows``, a list read whole."""
+        end = None if window.limit is None else window.offset + window.limit
+        return cls(rows[window.offset:end], len(rows), window)
+
     @property
     def number(self) -> int:
         """1-based page number (1 when the window is not a page of a fixed size)."""

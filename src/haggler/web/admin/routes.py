@@ -43,7 +43,7 @@ from haggler.web.admin.auth import (
     LoginThrottle,
     new_login_nonce,
 )
-from haggler.web.admin.paging import Window
+from haggler.web.admin.paging import Page, Window
 
 PREFIX = "/admin"
 #: What every dashboard response says to browsers and caches.
@@ -189,9 +189,9 @@ class AdminDashboard:
         @router.get("")
         async def overview(request: Request) -> Response:
             def build(conn: Connection) -> str:
-                summary = store_reports.summary(conn, catalog, now=now(), idle_ttl=self.idle_ttl)
-                recent = store_reports.deals_page(conn, catalog, Window(0, RECENT_DEALS))
-                return pages.overview(catalog, summary, recent)
+                every = store_reports.all_deals(conn, catalog)  # newest first: the recent ones lead
+                summary = store_reports.summary(conn, catalog, now=now(), idle_ttl=self.idle_ttl, reports=every)
+                return pages.overview(catalog, summary, Page.of(every, Window(0, RECENT_DEALS)))
             return await self._show(request, "Overview", PREFIX, build)
 
         @router.get("/chats")

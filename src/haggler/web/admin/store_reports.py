@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, Sequence
 
 from sqlalchemy import Connection, and_, func, select
 
@@ -82,14 +82,14 @@ class ChatSummary:
                 "deal_id": self.deal_id}
 
 
-def _chat_state(status: str, last_activity_at: datetime, live_since: datetime) -> str:
-    if status != "open":
-        return "closed"
-    return "live" if last_activity_at > live_since else "idle"
-
-
-_MESSAGE_COUNTS = (select(messages.c.chat_id, func.count().label("n")).group_by(messages.c.chat_id)
-                   .subquery("message_counts"))
+def _chat_summary(catalog: Catalog, chat: Any, live_since: datetime, messages: int,
+                  deal_id: str | None) -> ChatSummary:
+    """A stored chat (``ChatRow``, or a row of the chats page) with its product's name and its
+    state: closed; or open, and live while its last activity is after ``live_since``, else idle."""
+    product = catalog.product(chat.product_id)
+    state = "closed" if chat.status != "open" else "live" if chat.last_activity_at > live_since else "idle"
+    return ChatSummary(chat.id, chat.product_id, product.name if product else None, state, chat.outcome,
+                       chat.created_at, chat.last_activity_at, messages, deal_id)
 
 
 def chats_page(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: timedelta, live_only: bool = False,
@@ -98,24 +98,20 @@ def chats_page(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: t
     live_since = now - idle_ttl
     where = and_(chats.c.status == "open", chats.c.last_activity_at > live_since) if live_only else None
     count = select(func.count()).select_from(chats)
-    query = (select(chats.c.id, chats.c.product_id, chats.c.status, chats.c.outcome, chats.c.created_at,
-                    chats.c.last_activity_at, func.coalesce(_MESSAGE_COUNTS.c.n, 0).label("n"),
-                    deals.c.id.label("deal_id"))
-             .outerjoin(_MESSAGE_COUNTS, _MESSAGE_COUNTS.c.chat_id == chats.c.id)
-             .outerjoin(deals, deals.c.chat_id == chats.c.id)
-             .order_by(chats.c.last_activity_at.desc(), chats.c.id)
-             .offset(window.offset or None).limit(window.limit))
+    page = (select(chats.c.id, chats.c.product_id, chats.c.status, chats.c.outcome, chats.c.created_at,
+                   chats.c.last_activity_at, deals.c.id.label("deal_id"))
+            .outerjoin(deals, deals.c.chat_id == chats.c.id)
+            .order_by(chats.c.last_activity_at.desc(), chats.c.id)
+            .offset(window.offset or None).limit(window.limit))
     if where is not None:
-        count, query = count.where(where), query.where(where)
-    rows = [ChatSummary(r.id, r.product_id, _product_name(catalog, r.product_id),
-                        _chat_state(r.status, r.last_activity_at, live_since), r.outcome, r.created_at,
-                        r.last_activity_at, r.n, r.deal_id) for r in conn.execute(query)]
+        count, page = count.where(where), page.where(where)
+    # The window's chats first, then their messages counted: the messages table is the largest,
+    # and only these few chats' entries of its primary key are read.
+    shown = page.subquery("shown")
+    query = (select(shown, select(func.count()).where(messages.c.chat_id == shown.c.id).scalar_subquery().label("n"))
+             .order_by(shown.c.last_activity_at.desc(), shown.c.id))
+    rows = [_chat_summary(catalog, r, live_since, r.n, r.deal_id) for r in conn.execute(query)]
     return Page(rows, conn.execute(count).scalar_one(), window)
-
-
-def _product_name(catalog: Catalog, product_id: str) -> str | None:
-    product = catalog.product(product_id)
-    return product.name if product else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +139,8 @@ def transcript(conn: Connection, catalog: Catalog, chat_id: str, *, now: datetim
         return None
     found = repo.list_messages(conn, chat_id)
     deal = repo.deal_for_chat(conn, chat_id)
-    summary = ChatSummary(chat.id, chat.product_id, _product_name(catalog, chat.product_id),
-                          _chat_state(chat.status, chat.last_activity_at, now - idle_ttl), chat.outcome,
-                          chat.created_at, chat.last_activity_at, len(found), deal.id if deal else None)
-    return Transcript(summary, tuple(found), deal_report(deal, catalog) if deal else None)
+    return Transcript(_chat_summary(catalog, chat, now - idle_ttl, len(found), deal.id if deal else None),
+                      tuple(found), deal_report(deal, catalog) if deal else None)
 
 
 # -- deals ---------------------------------------------------------------------------------------
@@ -267,11 +261,13 @@ class Summary:
                 "deals_per_day": [day.to_json() for day in self.per_day]}
 
 
-def _all_deals(conn: Connection, catalog: Catalog) -> list[DealReport]:
+def all_deals(conn: Connection, catalog: Catalog) -> list[DealReport]:
+    """Every deal, newest first: what ``summary`` and ``product_stats`` read, so a caller that
+    wants both (or the latest deals beside them) reads the deals once and hands them to each."""
     return [deal_report(row, catalog) for row in repo.list_deals(conn)]
 
 
-def discount_buckets(reports: list[DealReport]) -> tuple[Bucket, ...]:
+def discount_buckets(reports: Sequence[DealReport]) -> tuple[Bucket, ...]:
     """The histogram of discounts over ``DISCOUNT_EDGES``; an "above list" bucket first only when
     a deal was made above its list price. Integer arithmetic, so a deal of exactly 5% off is in
     5–10%, never in 0–5% by a rounding error."""
@@ -287,7 +283,7 @@ def discount_buckets(reports: list[DealReport]) -> tuple[Bucket, ...]:
     return ((Bucket(None, 0, counts[None]),) if counts[None] else ()) + buckets
 
 
-def deals_per_day(reports: list[DealReport], today: date, days: int) -> tuple[Day, ...]:
+def deals_per_day(reports: Sequence[DealReport], today: date, days: int) -> tuple[Day, ...]:
     """The ``days`` UTC dates up to ``today``, oldest first, each with its deals (0 on a day without)."""
     first = today - timedelta(days=days - 1)
     counts: Counter[date] = Counter()
@@ -301,14 +297,14 @@ def deals_per_day(reports: list[DealReport], today: date, days: int) -> tuple[Da
                  for n in range(days))
 
 
-def _average_discount(reports: list[DealReport]) -> float | None:
+def _average_discount(reports: Sequence[DealReport]) -> float | None:
     discounts = [d.discount for d in reports if d.discount is not None]
     return sum(discounts) / len(discounts) if discounts else None
 
 
 def summary(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: timedelta,
-            days: int = DEFAULT_DAYS) -> Summary:
-    """The overview's numbers and chart series."""
+            days: int = DEFAULT_DAYS, reports: Sequence[DealReport] | None = None) -> Summary:
+    """The overview's numbers and chart series; ``reports``: ``all_deals``, when already read."""
     by_status = conn.execute(select(chats.c.status, chats.c.outcome, func.count())
                              .group_by(chats.c.status, chats.c.outcome)).all()
     live = conn.execute(select(func.count()).select_from(chats).where(
@@ -318,7 +314,8 @@ def summary(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: time
         if status == "closed" and outcome is not None:
             outcomes[outcome] = outcomes.get(outcome, 0) + n
     closed = sum(n for status, _, n in by_status if status == "closed")
-    reports = _all_deals(conn, catalog)
+    if reports is None:
+        reports = all_deals(conn, catalog)
     return Summary(
         chats=sum(n for _, _, n in by_status), live_chats=live, closed_chats=closed, outcomes=outcomes,
         deals=len(reports), revenue_cents=sum(d.price_cents for d in reports),
@@ -361,9 +358,10 @@ class ProductStats:
                 "margin_over_floor": _money(self.margin_cents)}
 
 
-def product_stats(conn: Connection, catalog: Catalog) -> list[ProductStats]:
+def product_stats(conn: Connection, catalog: Catalog,
+                  reports: Sequence[DealReport] | None = None) -> list[ProductStats]:
     """Every catalog product in catalog order, then any product that has chats but has left the
-    catalog (by id)."""
+    catalog (by id); ``reports``: ``all_deals``, when already read."""
     counts: dict[str, Counter[str]] = {}
     for product_id, status, outcome, n in conn.execute(
             select(chats.c.product_id, chats.c.status, chats.c.outcome, func.count())
@@ -374,7 +372,7 @@ def product_stats(conn: Connection, catalog: Catalog) -> list[ProductStats]:
             tally["closed"] += n
             tally["agreed"] += n if outcome == AGREED else 0
     by_product: dict[str, list[DealReport]] = {}
-    for deal in _all_deals(conn, catalog):
+    for deal in all_deals(conn, catalog) if reports is None else reports:
         by_product.setdefault(deal.product_id, []).append(deal)
     ids = [p.id for p in catalog.products]
     ids += sorted((set(counts) | set(by_product)) - set(ids))
