@@ -30,8 +30,9 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from haggler.storage.database import Database
-from haggler.storage.schema import chat_model_usage, chats, deals
+from haggler.storage.schema import chat_model_usage, deals
 from haggler.trust.hashing import is_secret
+from haggler.web.admin.store_reports import chat_counts
 
 #: Latency buckets, seconds: fine below 50 ms, where a turn should be.
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.035, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -50,22 +51,18 @@ class StoreCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         with self.db.read() as conn:
-            by_state = conn.execute(select(chats.c.status, chats.c.outcome, func.count(),
-                                           func.coalesce(func.sum(chats.c.shopper_messages), 0))
-                                    .group_by(chats.c.status, chats.c.outcome)).all()
+            counts = chat_counts(conn)
             deal_count = conn.execute(select(func.count()).select_from(deals)).scalar_one()
             usage = conn.execute(select(*(func.coalesce(func.sum(chat_model_usage.c[name]), 0) for name in
                                           ("calls", "fallbacks", "clamps", "rewrites")))).one()
         chats_family = GaugeMetricFamily("haggler_chats", "Chats by status and outcome", labels=["status", "outcome"])
-        for status, outcome, count, _ in by_state:
-            chats_family.add_metric([status, outcome or ""], count)
+        for (status, outcome), (n, _) in counts.by_state.items():
+            chats_family.add_metric([status, outcome or ""], n)
         yield chats_family
-        yield CounterMetricFamily("haggler_turns", "Shopper turns answered", value=sum(row[3] for row in by_state))
+        yield CounterMetricFamily("haggler_turns", "Shopper turns answered", value=counts.turns)
         yield CounterMetricFamily("haggler_deals", "Deals agreed in chat", value=deal_count)
-        closed = sum(count for status, _, count, _ in by_state if status == "closed")
-        agreed = sum(count for status, outcome, count, _ in by_state if status == "closed" and outcome == "agreed")
         yield GaugeMetricFamily("haggler_agreement_rate", "Agreed chats / closed chats (0 before any closes)",
-                                value=agreed / closed if closed else 0.0)
+                                value=counts.agreement_rate or 0.0)
         for name, value, text in zip(("calls", "fallbacks", "clamps", "rewrites"), usage, (
                 "Calls to the merchant's language model", "Turns the deterministic merchant took over from the model",
                 "Model prices the guards raised to the owner's limit", "Model replies the guards rewrote"), strict=True):

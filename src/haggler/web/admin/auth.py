@@ -29,6 +29,8 @@ from collections import deque
 from datetime import datetime, timedelta
 from typing import Callable
 
+from haggler.trust.hashing import is_secret
+
 SESSION_COOKIE = "haggler_admin"
 LOGIN_COOKIE = "haggler_admin_login"
 COOKIE_PATH = "/admin"
@@ -56,7 +58,7 @@ class AdminAuth:
         return self._token is not None
 
     def token_matches(self, credential: str) -> bool:
-        return self._token is not None and hmac.compare_digest(credential.encode(), self._token.encode())
+        return is_secret(credential, self._token)
 
     def _mac(self, purpose: str, payload: str) -> str:
         if self._key is None:

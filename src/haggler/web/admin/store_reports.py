@@ -302,25 +302,61 @@ def _average_discount(reports: Sequence[DealReport]) -> float | None:
     return sum(discounts) / len(discounts) if discounts else None
 
 
+@dataclass(frozen=True, slots=True)
+class ChatCounts:
+    """Chats counted by status and outcome, with their shopper turns: what the overview and
+    ``/metrics`` both report, and the one definition of the agreement rate."""
+
+    #: (status, outcome or None) → (chats, shopper turns)
+    by_state: dict[tuple[str, str | None], tuple[int, int]]
+
+    @property
+    def chats(self) -> int:
+        return sum(n for n, _ in self.by_state.values())
+
+    @property
+    def turns(self) -> int:
+        return sum(turns for _, turns in self.by_state.values())
+
+    @property
+    def closed(self) -> int:
+        return sum(n for (status, _), (n, _) in self.by_state.items() if status == "closed")
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        """Closed chats by outcome, every known outcome present."""
+        outcomes = dict.fromkeys(OUTCOMES, 0)
+        for (status, outcome), (n, _) in self.by_state.items():
+            if status == "closed" and outcome is not None:
+                outcomes[outcome] = outcomes.get(outcome, 0) + n
+        return outcomes
+
+    @property
+    def agreement_rate(self) -> float | None:
+        """Agreed chats / closed chats; open chats are left out (they may still agree)."""
+        return _rate(self.outcomes[AGREED], self.closed)
+
+
+def chat_counts(conn: Connection) -> ChatCounts:
+    rows = conn.execute(select(chats.c.status, chats.c.outcome, func.count(),
+                               func.coalesce(func.sum(chats.c.shopper_messages), 0))
+                        .group_by(chats.c.status, chats.c.outcome)).all()
+    return ChatCounts({(status, outcome): (n, turns) for status, outcome, n, turns in rows})
+
+
 def summary(conn: Connection, catalog: Catalog, *, now: datetime, idle_ttl: timedelta,
             days: int = DEFAULT_DAYS, reports: Sequence[DealReport] | None = None) -> Summary:
     """The overview's numbers and chart series; ``reports``: ``all_deals``, when already read."""
-    by_status = conn.execute(select(chats.c.status, chats.c.outcome, func.count())
-                             .group_by(chats.c.status, chats.c.outcome)).all()
+    counts = chat_counts(conn)
     live = conn.execute(select(func.count()).select_from(chats).where(
         chats.c.status == "open", chats.c.last_activity_at > now - idle_ttl)).scalar_one()
-    outcomes = dict.fromkeys(OUTCOMES, 0)
-    for status, outcome, n in by_status:
-        if status == "closed" and outcome is not None:
-            outcomes[outcome] = outcomes.get(outcome, 0) + n
-    closed = sum(n for status, _, n in by_status if status == "closed")
     if reports is None:
         reports = all_deals(conn, catalog)
     return Summary(
-        chats=sum(n for _, _, n in by_status), live_chats=live, closed_chats=closed, outcomes=outcomes,
+        chats=counts.chats, live_chats=live, closed_chats=counts.closed, outcomes=counts.outcomes,
         deals=len(reports), revenue_cents=sum(d.price_cents for d in reports),
         margin_cents=sum(d.margin_cents for d in reports if d.margin_cents is not None),
-        currency=catalog.store.currency, agreement_rate=_rate(outcomes[AGREED], closed),
+        currency=catalog.store.currency, agreement_rate=counts.agreement_rate,
         average_discount=_average_discount(reports), discounts=discount_buckets(reports),
         per_day=deals_per_day(reports, now.date(), days))
 
