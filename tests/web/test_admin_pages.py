@@ -93,9 +93,9 @@ def test_exchange_matching_and_market_pages_show_their_rows(store):
 
 
 def test_the_orders_page_lists_what_people_bought_from_chat_and_cart(store):
-    from tests.web.test_checkout import close_a_deal
+    from tests.support.checkout import close_a_deal
 
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     form = {"name": "Mary <b>Jackson</b>", "email": "mary@example.com", "address": "7 Wind Tunnel Rd\nHampton"}
     assert store.http.post(deal["checkout_url"], data=form).status_code == 303
     http = signed_in_client(store)

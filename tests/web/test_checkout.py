@@ -12,22 +12,14 @@ from haggler.money import decimal_string, format_money
 from haggler.protocols.agents_json.capabilities import API, SESSION_PATH
 from haggler.storage.schema import deal_redemptions, orders
 
+from tests.support.checkout import close_a_deal
+
 try:
     from tests.conftest import SECRET_MARKERS
 except ImportError:  # pragma: no cover
     from conftest import SECRET_MARKERS  # type: ignore[no-redef]
 
 FORM = {"name": "Grace Hopper", "email": "grace@example.com", "address": "1 Compiler Court\nArlington, VA"}
-
-
-def close_a_deal(store, product=None) -> dict:
-    """Haggle one product to a deal over the chat API; the reply's ``deal``."""
-    product = product or store.catalog.products[0]
-    body = store.start(product.id).json()
-    body = store.say(body["next"], f"would you take ${product.list_price_cents * 7 // 1000}?").json()
-    deal = body.get("deal") or store.say(body["next"], "deal").json()["deal"]
-    assert deal["checkout_url"].startswith(store.base + "/checkout/")
-    return deal
 
 
 def path_of(store, deal: dict) -> str:
@@ -45,7 +37,7 @@ def order_rows(store) -> list:
 
 def test_the_page_shows_the_deal_and_a_labelled_form_and_nothing_hidden(store):
     product = store.catalog.products[0]
-    deal = close_a_deal(store, product)
+    deal = close_a_deal(store.http, product)
     page = store.http.get(path_of(store, deal))
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     text = page.text
@@ -64,7 +56,7 @@ def test_the_page_shows_the_deal_and_a_labelled_form_and_nothing_hidden(store):
 
 def test_submitting_places_one_order_and_shows_its_confirmation(db_url, make_store):
     store = make_store(db_url=db_url)
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     url = path_of(store, deal)
     placed = store.http.post(url, data=FORM)
     assert placed.status_code == 303 and placed.headers["location"] == url
@@ -85,7 +77,7 @@ def test_submitting_places_one_order_and_shows_its_confirmation(db_url, make_sto
 
 def test_concurrent_submissions_make_one_order(db_url, make_store):
     store = make_store(db_url=db_url)
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     url = path_of(store, deal)
     barrier = threading.Barrier(8)
     statuses: list[int] = []
@@ -115,7 +107,7 @@ def test_concurrent_submissions_make_one_order(db_url, make_store):
     ("address", "1 Court\x00", "cannot be stored"),
 ])
 def test_a_form_with_a_problem_is_shown_again_with_it_and_orders_nothing(store, field, value, why):
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     answer = store.http.post(path_of(store, deal), data={**FORM, field: value})
     assert answer.status_code == 400 and why in answer.text
     assert f"aria-invalid=true aria-describedby=problem-{field}" in answer.text and "role=alert" in answer.text
@@ -125,7 +117,7 @@ def test_a_form_with_a_problem_is_shown_again_with_it_and_orders_nothing(store, 
 
 
 def test_values_are_escaped_when_the_form_is_shown_again(store):
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     answer = store.http.post(path_of(store, deal), data={**FORM, "name": '"><script>alert(1)</script>', "email": ""})
     assert answer.status_code == 400
     assert "<script>alert(1)" not in answer.text and "&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in answer.text
@@ -137,7 +129,7 @@ def test_values_are_escaped_when_the_form_is_shown_again(store):
     (b"name=%FF&email=x%40y.z&address=c", {"content-type": "application/x-www-form-urlencoded"}, "not valid UTF-8"),
 ])
 def test_a_body_that_is_not_a_browser_form_gets_a_page_saying_so(store, body, headers, why):
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     answer = store.http.post(path_of(store, deal), content=body, headers=headers)
     assert answer.status_code == 400 and answer.headers["content-type"].startswith("text/html") and why in answer.text
     assert order_rows(store) == []
@@ -152,7 +144,7 @@ def test_an_unknown_deal_or_cart_checkout_is_a_404_page(store):
 
 
 def test_an_expired_deal_cannot_be_bought_but_a_bought_one_stays_confirmed(store):
-    expired, bought = close_a_deal(store), close_a_deal(store, store.catalog.products[1])
+    expired, bought = close_a_deal(store.http, store.catalog.products[0]), close_a_deal(store.http, store.catalog.products[1])
     assert store.http.post(path_of(store, bought), data=FORM).status_code == 303
     store.clock.advance(hours=24, seconds=1)
     for answer in (store.http.get(path_of(store, expired)), store.http.post(path_of(store, expired), data=FORM)):
@@ -165,7 +157,7 @@ def test_an_expired_deal_cannot_be_bought_but_a_bought_one_stays_confirmed(store
 def test_a_deal_is_bought_once_either_in_an_agents_cart_or_at_its_page(store):
     token = store.http.post(SESSION_PATH, json={"agent_name": "cart"}).json()["data"]["session_token"]
     headers = {"X-Agent-Session": token}
-    in_cart, at_page = close_a_deal(store), close_a_deal(store, store.catalog.products[1])
+    in_cart, at_page = close_a_deal(store.http, store.catalog.products[0]), close_a_deal(store.http, store.catalog.products[1])
     added = store.http.post(f"{API}/cart", json={"item_id": store.catalog.products[0].id, "quantity": 1,
                                                  "deal_id": in_cart["id"]}, headers=headers)
     assert added.status_code == 200
@@ -180,7 +172,7 @@ def test_a_deal_is_bought_once_either_in_an_agents_cart_or_at_its_page(store):
 
 def test_a_cart_and_a_person_racing_for_one_deal_leave_one_redemption(db_url, make_store):
     store = make_store(db_url=db_url)
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     token = store.http.post(SESSION_PATH, json={"agent_name": "racer"}).json()["data"]["session_token"]
     barrier = threading.Barrier(2)
     out: dict[str, int] = {}
@@ -214,7 +206,7 @@ def test_the_deal_lifetime_is_the_agents_cart_one(make_store):
     from haggler.protocols.agents_json.settings import AgentsSettings
 
     store = make_store(agents=AgentsSettings(deal_ttl_seconds=60))
-    deal = close_a_deal(store)
+    deal = close_a_deal(store.http, store.catalog.products[0])
     store.clock.advance(seconds=59)
     assert store.http.get(path_of(store, deal)).status_code == 200
     store.clock.advance(seconds=1)
