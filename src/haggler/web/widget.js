@@ -160,9 +160,8 @@
 
   // -- talking to the store ------------------------------------------------------------------
 
-  class LostConnection extends Error {}
-
-  /** One request: {status, data, retryAfter}; throws LostConnection when no answer came. */
+  /** One request: {status, data, retryAfter}, or null when no answer came (offline, timed out,
+   * cut off). */
   async function request(method, url, body, timeoutMs = REQUEST_TIMEOUT_MS) {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -177,8 +176,8 @@
       try { data = JSON.parse(text); } catch { /* not JSON (a proxy's error page): the status speaks */ }
       const retryAfter = Number.parseInt(response.headers.get("Retry-After") || "", 10);
       return {status: response.status, data, retryAfter: retryAfter >= 0 ? retryAfter : DEFAULT_WAIT_SECONDS};
-    } catch (error) {
-      throw new LostConnection(String(error));
+    } catch {
+      return null;
     } finally {
       clearTimeout(timer);
     }
@@ -187,16 +186,12 @@
   const chatUrl = () => api(`api/store/chat/${encodeURIComponent(chat.id)}`);
 
   /** The chat's history, asked for until the store answers (null: the store forgot the chat). */
-  async function readHistory(why) {
+  async function readHistory(why = "") {
     if (why) announce(why);
     for (let delay = 1; ; delay = Math.min(delay * 2, MAX_RECONNECT_DELAY_SECONDS)) {
-      try {
-        const result = await request("GET", chatUrl());
-        if (result.status === 200) return result.data;
-        if (result.status === 404) return null;
-      } catch (error) {
-        if (!(error instanceof LostConnection)) throw error;
-      }
+      const result = await request("GET", chatUrl());
+      if (result && result.status === 200) return result.data;
+      if (result && result.status === 404) return null;
       announce(navigator.onLine === false
         ? "You're offline. The chat carries on by itself once you're back online."
         : `Still can't reach the store. Trying again in ${inWords(delay)}.`);
@@ -245,15 +240,15 @@
     render();
     announce("Starting a chat…");
     let result = null;
-    try {
-      for (;;) {
-        result = await request("POST", api("api/store/chat/start"), {product_id: productId});
-        if (result.status !== 429) break;
-        await waitOut(result.retryAfter, "Too many chats have been started from your address in the last hour.");
+    for (;;) {
+      const answer = await request("POST", api("api/store/chat/start"), {product_id: productId});
+      if (!answer) {
+        announce("Couldn't reach the store. Check your connection, then start again.");
+        break;
       }
-    } catch (error) {
-      if (!(error instanceof LostConnection)) throw error;
-      announce("Couldn't reach the store. Check your connection, then start again.");
+      result = answer;
+      if (result.status !== 429) break;
+      await waitOut(result.retryAfter, "Too many chats have been started from your address in the last hour.");
     }
     setBusy(false);
     if (result && result.status === 201) {
@@ -275,7 +270,7 @@
     chat.id = id;
     setBusy(true);
     render();
-    const history = await readHistory("");
+    const history = await readHistory();
     setBusy(false);
     if (history === null) {
       saved.clear();
@@ -311,7 +306,7 @@
       announce("");
     } else if (result.status === 400 && result.data.error === CLOSED_ERROR) {
       const closedWhy = "This chat is closed: it ended, or sat idle too long.";
-      const history = await readHistory("");
+      const history = await readHistory();
       if (history) applyHistory(history, closedWhy);
       Object.assign(chat, {closed: true, offer: null, why: closedWhy});
     } else if (result.status === 404) {
@@ -336,12 +331,7 @@
    */
   async function deliver(message, before) {
     for (let failures = 0; ;) {
-      let result = null;
-      try {
-        result = await request("POST", `${chatUrl()}/message`, {message}, TURN_TIMEOUT_MS);
-      } catch (error) {
-        if (!(error instanceof LostConnection)) throw error;
-      }
+      const result = await request("POST", `${chatUrl()}/message`, {message}, TURN_TIMEOUT_MS);
       if (result && result.status === 429) {
         await waitOut(result.retryAfter, "The store asked to slow down.");
         continue;
