@@ -288,7 +288,8 @@
     if (busy || !chat.id || chat.closed) return false;
     setBusy(true);
     const before = chat.lines.length;
-    const pending = h("p", {class: "line shopper pending"}, h("span", {class: "who", text: "You:"}), message);
+    const pending = lineNode("shopper", message);
+    pending.classList.add("pending");
     ui.log.append(pending);
     scrollLog();
     announce("Waiting for the seller…");
@@ -375,12 +376,17 @@
 
   // -- showing it ----------------------------------------------------------------------------
 
+  /** One line of the log: who said it, and what. */
+  function lineNode(speaker, message) {
+    const shopper = speaker === "shopper";
+    return h("p", {class: shopper ? "line shopper" : "line merchant"},
+      h("span", {class: "who", text: shopper ? "You:" : "Seller:"}), message);
+  }
+
   /** Add lines to the log, as the store recorded them. */
   function appendLines(lines) {
     for (const line of lines) {
-      const shopper = line.speaker === "shopper";
-      ui.log.append(h("p", {class: shopper ? "line shopper" : "line merchant"},
-        h("span", {class: "who", text: shopper ? "You:" : "Seller:"}), line.message));
+      ui.log.append(lineNode(line.speaker, line.message));
       chat.lines.push({speaker: line.speaker, message: line.message});
     }
     scrollLog();
