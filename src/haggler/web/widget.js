@@ -111,7 +111,8 @@
   ui.quick = QUICK_REPLIES.map(([label, message]) =>
     h("button", {type: "button", text: label, onclick: () => sendTurn(message)}));
   ui.accept = h("button", {type: "button", class: "primary", text: "Accept", onclick: () => sendTurn(ACCEPT_TEXT)});
-  ui.walk = h("button", {type: "button", text: "Walk away", onclick: () => sendTurn(WALK_AWAY_TEXT, "walked")});
+  ui.walk = h("button", {type: "button", text: "Walk away",
+    onclick: () => sendTurn(WALK_AWAY_TEXT, "You walked away from this chat.")});
   ui.actions = h("div", {hidden: ""},
     h("div", {class: "row", role: "group", "aria-label": "Quick replies"}, ...ui.quick),
     h("div", {class: "row", role: "group", "aria-label": "Decide"}, ui.accept, ui.walk));
@@ -283,8 +284,8 @@
   }
 
   /** Send one shopper turn and show the answer; false when the store refused it (the reason
-   * is announced). ``how`` is "walked" for a walk-away, to say why the chat then closed. */
-  async function sendTurn(message, how = "") {
+   * is announced). ``why`` is what to say if the turn closes the chat. */
+  async function sendTurn(message, why = "The seller has closed this chat.") {
     if (busy || !chat.id || chat.closed) return false;
     setBusy(true);
     const before = chat.lines.length;
@@ -295,7 +296,6 @@
     announce("Waiting for the seller…");
     const result = await deliver(message, before);
     pending.remove();
-    const why = how === "walked" ? "You walked away from this chat." : "The seller has closed this chat.";
     let sent = true;
     if ("history" in result) {
       applyHistory(result.history, why);
