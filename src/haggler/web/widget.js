@@ -116,6 +116,8 @@
   ui.actions = h("div", {hidden: ""},
     h("div", {class: "row", role: "group", "aria-label": "Quick replies"}, ...ui.quick),
     h("div", {class: "row", role: "group", "aria-label": "Decide"}, ui.accept, ui.walk));
+  /** Every button that sends a turn: off while the chat is not open, aria-disabled while busy. */
+  ui.turnButtons = [ui.send, ...ui.quick, ui.accept, ui.walk];
   ui.dealText = h("p");
   ui.checkout = h("a", {text: "Go to checkout"});
   ui.deal = h("div", {class: "deal", hidden: ""}, ui.dealText, h("p", {}, ui.checkout));
@@ -411,7 +413,7 @@
     ui.log.hidden = chat.lines.length === 0;
     ui.form.hidden = !chat.id;
     ui.actions.hidden = !open;
-    for (const control of [ui.input, ui.send, ui.accept, ui.walk, ...ui.quick]) control.disabled = !open;
+    for (const control of [ui.input, ...ui.turnButtons]) control.disabled = !open;
     ui.offer.hidden = !(open && chat.offer);
     if (chat.offer) {
       const price = money(chat.offer.price, chat.offer.currency);
@@ -444,7 +446,7 @@
   function setBusy(value) {
     busy = value;
     ui.section.setAttribute("aria-busy", String(value));
-    for (const button of [ui.start, ui.send, ui.accept, ui.walk, ...ui.quick]) {
+    for (const button of [ui.start, ...ui.turnButtons]) {
       button.setAttribute("aria-disabled", String(value));
     }
   }
