@@ -136,7 +136,8 @@
 
   // -- the chat's state ----------------------------------------------------------------------
 
-  const chat = {
+  /** The state before any chat: on load, and again when a new chat starts. */
+  const noChat = () => ({
     id: null,
     /** What the log shows, as the store recorded it: [{speaker, message}]. */
     lines: [],
@@ -145,7 +146,8 @@
     deal: null,
     /** Why the chat closed, in words (shown when it closed without a deal). */
     why: "",
-  };
+  });
+  const chat = noChat();
   let busy = false;
 
   const saved = {
@@ -238,7 +240,7 @@
   async function startChat() {
     if (busy) return;
     setBusy(true);
-    Object.assign(chat, {id: null, lines: [], offer: null, closed: false, deal: null, why: ""});
+    Object.assign(chat, noChat());
     ui.log.replaceChildren();
     render();
     announce("Starting a chat…");
