@@ -304,11 +304,8 @@
     if ("history" in result) {
       applyHistory(result.history, why);
     } else if (result.status === 200) {
-      const reply = result.data;
-      appendLines([{speaker: "shopper", message}, {speaker: "merchant", message: reply.message}]);
-      Object.assign(chat, {offer: reply.offer || null, deal: reply.deal || null, closed: Boolean(reply.closed),
-        why: reply.closed ? why : ""});
-      announce("");
+      appendLines([{speaker: "shopper", message}, {speaker: "merchant", message: result.data.message}]);
+      takeState(result.data, why);
     } else if (result.status === 400 && result.data.error === CLOSED_ERROR) {
       const closedWhy = "This chat is closed: it ended, or sat idle too long.";
       const history = await readHistory();
@@ -356,8 +353,14 @@
 
   function applyHistory(history, why) {
     showConversation(history.history);
-    Object.assign(chat, {offer: history.offer || null, deal: history.deal || null, closed: Boolean(history.closed),
-      why: history.closed ? why : ""});
+    takeState(history, why);
+  }
+
+  /** Take the offer, deal and closed flag that a reply and the history both carry; ``why`` is
+   * what to say if the chat is closed. */
+  function takeState(answer, why) {
+    Object.assign(chat, {offer: answer.offer || null, deal: answer.deal || null, closed: Boolean(answer.closed),
+      why: answer.closed ? why : ""});
     announce("");
   }
 
