@@ -1,8 +1,8 @@
 """Driving the haggling widget as a shopper does, and reading what it shows.
 
 ``Widget(page)`` finds the widget on any page (the store's product page or another site that
-embeds it) through its open shadow root, which Playwright's locators pierce. ``haggle_to_deal``
-is the whole happy path, for tests that need a deal to go on from (the checkout's, say).
+embeds it) through its open shadow root, which Playwright's locators pierce; ``open_product``
+opens a product's page on the store and finds its widget. ``haggle_to_deal`` is the whole happy path, for tests that need a deal to go on from (the checkout's, say).
 """
 
 from __future__ import annotations
@@ -84,11 +84,16 @@ class Widget:
         return str(found[0][1])
 
 
+def open_product(page: Any, store: Any, product_id: str = DEAL_PRODUCT) -> Widget:
+    """Open ``product_id``'s page on ``store``: the widget on it."""
+    page.goto(f"{store.base}/store/p/{product_id}")
+    return Widget(page)
+
+
 def haggle_to_deal(page: Any, store: Any, product_id: str = DEAL_PRODUCT) -> str:
     """Open ``product_id``'s page on ``store`` and haggle through its widget to a deal; returns
     the deal's checkout URL as the widget links it (the store's ``deal.checkout_url``)."""
-    page.goto(f"{store.base}/store/p/{product_id}")
-    return Widget(page).haggle_to_deal()
+    return open_product(page, store, product_id).haggle_to_deal()
 
 
 def server_history(store: Any, session_id: str) -> dict[str, Any]:

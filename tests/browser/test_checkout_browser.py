@@ -4,17 +4,10 @@ a problem shown and fixed, one order placed, the confirmation — each page scan
 from __future__ import annotations
 
 import httpx
-from axe_playwright_python.sync_playwright import Axe
 from sqlalchemy import create_engine, select
 
 from haggler.storage.schema import orders
-
-
-def serious(page) -> list[str]:
-    """axe-core's serious and critical violations on the page, as readable lines."""
-    results = Axe().run(page)
-    return [f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']]}"
-            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
+from tests.browser.driver import serious_accessibility_problems as serious
 
 
 def close_a_deal(base: str, product_id: str) -> dict:

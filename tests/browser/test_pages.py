@@ -8,9 +8,9 @@ from playwright.sync_api import expect
 
 from tests.browser.conftest import screenshot_dir
 from tests.browser.driver import (
-    DEAL_PRODUCT,
     LOW_OFFER,
-    Widget,
+    haggle_to_deal,
+    open_product,
     serious_accessibility_problems,
 )
 from tests.support.hidden_state import assert_no_hidden_state
@@ -27,8 +27,7 @@ def test_the_front_page_lists_every_product_and_passes_axe(page, live_store) -> 
 
 def test_the_widget_passes_axe_mid_negotiation_and_after_a_deal(page, live_store) -> None:
     store = live_store()
-    page.goto(f"{store.base}/store/p/{DEAL_PRODUCT}")
-    widget = Widget(page)
+    widget = open_product(page, store)
     problems = serious_accessibility_problems(page)  # before the chat: the start button
     widget.start()
     widget.say(LOW_OFFER)
@@ -50,11 +49,9 @@ def test_no_public_page_or_widget_response_carries_hidden_state(page, live_store
     products = store.config.catalog.products
     for product in products:
         traffic.settle(page)
-        page.goto(f"{store.base}/store/p/{product.id}")
-        expect(Widget(page).start_button).to_be_visible()
+        expect(open_product(page, store, product.id).start_button).to_be_visible()
     traffic.settle(page)
-    page.goto(f"{store.base}/store/p/{DEAL_PRODUCT}")
-    Widget(page).haggle_to_deal()
+    haggle_to_deal(page, store)
     traffic.settle(page)
     seen = traffic.from_(store.base)
     paths = {response.url.removeprefix(store.base).split("?")[0] for response in seen}

@@ -15,6 +15,7 @@ from tests.browser.driver import (
     Widget,
     focused,
     haggle_to_deal,
+    open_product,
     server_history,
     tab_to,
 )
@@ -22,11 +23,6 @@ from tests.support.servers import FakeClock
 
 #: Where the browser's clock starts when a test drives it.
 BROWSER_TIME = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
-
-
-def _product_page(page, store, product_id: str = DEAL_PRODUCT) -> Widget:
-    page.goto(f"{store.base}/store/p/{product_id}")
-    return Widget(page)
 
 
 def _requests(page, path_end: str) -> list[str]:
@@ -54,7 +50,7 @@ def test_a_shopper_haggles_to_a_deal_and_the_checkout_link_is_the_deals(page, li
 
 def test_the_offer_shows_as_price_and_extras_chips(page, live_store) -> None:
     store = live_store()
-    widget = _product_page(page, store)
+    widget = open_product(page, store)
     widget.start()
     expect(widget.price).to_have_text("$499")
     expect(widget.chips).to_have_count(0)
@@ -68,7 +64,7 @@ def test_the_offer_shows_as_price_and_extras_chips(page, live_store) -> None:
 
 def test_walking_away_closes_the_chat_and_a_new_chat_starts_fresh(page, live_store) -> None:
     store = live_store()
-    widget = _product_page(page, store)
+    widget = open_product(page, store)
     widget.start()
     first = widget.session_id()
     widget.walk_button.click()
@@ -90,10 +86,10 @@ def test_walking_away_closes_the_chat_and_a_new_chat_starts_fresh(page, live_sto
 def test_a_chat_closed_in_another_tab_answers_400_and_the_widget_says_so(new_page, live_store) -> None:
     store = live_store()
     first = new_page()
-    widget = _product_page(first, store)
+    widget = open_product(first, store)
     widget.start()
     second = first.context.new_page()  # same browser storage: the same chat
-    other = _product_page(second, store)
+    other = open_product(second, store)
     expect(other.lines).to_have_count(1)
     widget.walk_button.click()
     expect(widget.closed_note).to_be_visible()
@@ -110,7 +106,7 @@ def test_a_chat_closed_in_another_tab_answers_400_and_the_widget_says_so(new_pag
 def test_a_reload_mid_chat_restores_transcript_and_offer_without_sending_anything(page, live_store,
                                                                                  traffic) -> None:
     store = live_store()
-    widget = _product_page(page, store)
+    widget = open_product(page, store)
     starts = _requests(page, "/api/store/chat/start")
     widget.start()
     widget.say(LOW_OFFER)
@@ -136,7 +132,7 @@ def test_a_reload_mid_chat_restores_transcript_and_offer_without_sending_anythin
 
 def test_offline_the_message_waits_and_goes_exactly_once_when_back(page, live_store) -> None:
     store = live_store()
-    widget = _product_page(page, store)
+    widget = open_product(page, store)
     widget.start()
     posts = _requests(page, "/message")
     page.context.set_offline(True)
@@ -153,7 +149,7 @@ def test_offline_the_message_waits_and_goes_exactly_once_when_back(page, live_st
 
 def test_a_reply_lost_on_the_way_back_is_read_from_history_not_sent_again(page, live_store) -> None:
     store = live_store()
-    widget = _product_page(page, store)
+    widget = open_product(page, store)
     widget.start()
     posts = _requests(page, "/message")
 
@@ -174,8 +170,7 @@ def test_a_reply_lost_on_the_way_back_is_read_from_history_not_sent_again(page, 
 
 def test_the_keyboard_alone_haggles_to_a_deal_and_reaches_checkout(page, live_store, traffic) -> None:
     store = live_store()
-    page.goto(f"{store.base}/store/p/{DEAL_PRODUCT}")
-    widget = Widget(page)
+    widget = open_product(page, store)
     tab_to(page, "Start haggling")
     page.keyboard.press("Enter")
     expect(widget.lines).to_have_count(1)
@@ -222,7 +217,7 @@ def test_too_many_chats_the_widget_counts_down_and_retries_after_retry_after(new
                                                                               other_site) -> None:
     clock = FakeClock()
     store = live_store(clock=clock, limits=StoreLimits(max_chat_starts_per_hour_per_ip=1))
-    _product_page(new_page(), store).start()  # the one chat this address may start this hour
+    open_product(new_page(), store).start()  # the one chat this address may start this hour
 
     page = new_page()
     page.clock.install(time=BROWSER_TIME)

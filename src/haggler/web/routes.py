@@ -13,12 +13,14 @@ from starlette.responses import HTMLResponse, Response
 
 from haggler.catalog import Catalog
 from haggler.errors import NotFound
+from haggler.protocols.negotiate_v1.views import page_url
 from haggler.server.openapi import HTML, NO_BODY, Operation
 from haggler.server.responses import ErrorBody
 from haggler.web import storefront
 from haggler.web.widget import JAVASCRIPT_TYPE, WIDGET_PATH, WidgetScript
 
-PRODUCT_PATH = "/store/p/{product_id}"
+#: The route of the pages ``views.page_url`` links to (the discovery document, the front page).
+PRODUCT_PATH = page_url("", "{product_id}")
 
 
 def build_router(catalog: Catalog, base_of: Callable[[Request], str]) -> APIRouter:

@@ -11,7 +11,7 @@ from html import escape
 
 from haggler.catalog import Catalog, ProductFacts
 from haggler.money import format_money
-from haggler.protocols.negotiate_v1.views import start_chat_url
+from haggler.protocols.negotiate_v1.views import page_url, start_chat_url
 from haggler.web.layout import header, page
 from haggler.web.widget import embed_tag
 
@@ -46,7 +46,7 @@ def _list_price(facts: ProductFacts) -> str:
 def _card(facts: ProductFacts) -> str:
     condition = f" · {escape(facts.condition)}" if facts.condition else ""
     return (f"<li class=card><p class=kind>{escape(facts.kind or '')}{condition}</p>"
-            f"<h3><a href='/store/p/{escape(facts.id)}'>{escape(facts.name)}</a></h3>"
+            f"<h3><a href='{escape(page_url('', facts.id))}'>{escape(facts.name)}</a></h3>"
             f"<p>{escape(facts.subtitle)}</p>"
             f"<p class=price>{_list_price(facts)} <span class=badge>Negotiable</span></p></li>")
 

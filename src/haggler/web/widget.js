@@ -111,10 +111,13 @@
   ui.quick = QUICK_REPLIES.map(([label, message]) =>
     h("button", {type: "button", text: label, onclick: () => sendTurn(message)}));
   ui.accept = h("button", {type: "button", class: "primary", text: "Accept", onclick: () => sendTurn(ACCEPT_TEXT)});
-  ui.walk = h("button", {type: "button", text: "Walk away", onclick: () => sendTurn(WALK_AWAY_TEXT, "walked")});
+  ui.walk = h("button", {type: "button", text: "Walk away",
+    onclick: () => sendTurn(WALK_AWAY_TEXT, "You walked away from this chat.")});
   ui.actions = h("div", {hidden: ""},
     h("div", {class: "row", role: "group", "aria-label": "Quick replies"}, ...ui.quick),
     h("div", {class: "row", role: "group", "aria-label": "Decide"}, ui.accept, ui.walk));
+  /** Every button that sends a turn: off while the chat is not open, aria-disabled while busy. */
+  ui.turnButtons = [ui.send, ...ui.quick, ui.accept, ui.walk];
   ui.dealText = h("p");
   ui.checkout = h("a", {text: "Go to checkout"});
   ui.deal = h("div", {class: "deal", hidden: ""}, ui.dealText, h("p", {}, ui.checkout));
@@ -133,7 +136,8 @@
 
   // -- the chat's state ----------------------------------------------------------------------
 
-  const chat = {
+  /** The state before any chat: on load, and again when a new chat starts. */
+  const noChat = () => ({
     id: null,
     /** What the log shows, as the store recorded it: [{speaker, message}]. */
     lines: [],
@@ -142,7 +146,8 @@
     deal: null,
     /** Why the chat closed, in words (shown when it closed without a deal). */
     why: "",
-  };
+  });
+  const chat = noChat();
   let busy = false;
 
   const saved = {
@@ -160,9 +165,8 @@
 
   // -- talking to the store ------------------------------------------------------------------
 
-  class LostConnection extends Error {}
-
-  /** One request: {status, data, retryAfter}; throws LostConnection when no answer came. */
+  /** One request: {status, data, retryAfter}, or null when no answer came (offline, timed out,
+   * cut off). */
   async function request(method, url, body, timeoutMs = REQUEST_TIMEOUT_MS) {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), timeoutMs);
@@ -177,8 +181,8 @@
       try { data = JSON.parse(text); } catch { /* not JSON (a proxy's error page): the status speaks */ }
       const retryAfter = Number.parseInt(response.headers.get("Retry-After") || "", 10);
       return {status: response.status, data, retryAfter: retryAfter >= 0 ? retryAfter : DEFAULT_WAIT_SECONDS};
-    } catch (error) {
-      throw new LostConnection(String(error));
+    } catch {
+      return null;
     } finally {
       clearTimeout(timer);
     }
@@ -187,16 +191,12 @@
   const chatUrl = () => api(`api/store/chat/${encodeURIComponent(chat.id)}`);
 
   /** The chat's history, asked for until the store answers (null: the store forgot the chat). */
-  async function readHistory(why) {
+  async function readHistory(why = "") {
     if (why) announce(why);
     for (let delay = 1; ; delay = Math.min(delay * 2, MAX_RECONNECT_DELAY_SECONDS)) {
-      try {
-        const result = await request("GET", chatUrl());
-        if (result.status === 200) return result.data;
-        if (result.status === 404) return null;
-      } catch (error) {
-        if (!(error instanceof LostConnection)) throw error;
-      }
+      const result = await request("GET", chatUrl());
+      if (result && result.status === 200) return result.data;
+      if (result && result.status === 404) return null;
       announce(navigator.onLine === false
         ? "You're offline. The chat carries on by itself once you're back online."
         : `Still can't reach the store. Trying again in ${inWords(delay)}.`);
@@ -240,20 +240,20 @@
   async function startChat() {
     if (busy) return;
     setBusy(true);
-    Object.assign(chat, {id: null, lines: [], offer: null, closed: false, deal: null, why: ""});
+    Object.assign(chat, noChat());
     ui.log.replaceChildren();
     render();
     announce("Starting a chat…");
     let result = null;
-    try {
-      for (;;) {
-        result = await request("POST", api("api/store/chat/start"), {product_id: productId});
-        if (result.status !== 429) break;
-        await waitOut(result.retryAfter, "Too many chats have been started from your address in the last hour.");
+    for (;;) {
+      const answer = await request("POST", api("api/store/chat/start"), {product_id: productId});
+      if (!answer) {
+        announce("Couldn't reach the store. Check your connection, then start again.");
+        break;
       }
-    } catch (error) {
-      if (!(error instanceof LostConnection)) throw error;
-      announce("Couldn't reach the store. Check your connection, then start again.");
+      result = answer;
+      if (result.status !== 429) break;
+      await waitOut(result.retryAfter, "Too many chats have been started from your address in the last hour.");
     }
     setBusy(false);
     if (result && result.status === 201) {
@@ -275,7 +275,7 @@
     chat.id = id;
     setBusy(true);
     render();
-    const history = await readHistory("");
+    const history = await readHistory();
     setBusy(false);
     if (history === null) {
       saved.clear();
@@ -288,30 +288,27 @@
   }
 
   /** Send one shopper turn and show the answer; false when the store refused it (the reason
-   * is announced). ``how`` is "walked" for a walk-away, to say why the chat then closed. */
-  async function sendTurn(message, how = "") {
+   * is announced). ``why`` is what to say if the turn closes the chat. */
+  async function sendTurn(message, why = "The seller has closed this chat.") {
     if (busy || !chat.id || chat.closed) return false;
     setBusy(true);
     const before = chat.lines.length;
-    const pending = h("p", {class: "line shopper pending"}, h("span", {class: "who", text: "You:"}), message);
+    const pending = lineNode("shopper", message);
+    pending.classList.add("pending");
     ui.log.append(pending);
     scrollLog();
     announce("Waiting for the seller…");
     const result = await deliver(message, before);
     pending.remove();
-    const why = how === "walked" ? "You walked away from this chat." : "The seller has closed this chat.";
     let sent = true;
     if ("history" in result) {
       applyHistory(result.history, why);
     } else if (result.status === 200) {
-      const reply = result.data;
-      appendLines([{speaker: "shopper", message}, {speaker: "merchant", message: reply.message}]);
-      Object.assign(chat, {offer: reply.offer || null, deal: reply.deal || null, closed: Boolean(reply.closed),
-        why: reply.closed ? why : ""});
-      announce("");
+      appendLines([{speaker: "shopper", message}, {speaker: "merchant", message: result.data.message}]);
+      takeState(result.data, why);
     } else if (result.status === 400 && result.data.error === CLOSED_ERROR) {
       const closedWhy = "This chat is closed: it ended, or sat idle too long.";
-      const history = await readHistory("");
+      const history = await readHistory();
       if (history) applyHistory(history, closedWhy);
       Object.assign(chat, {closed: true, offer: null, why: closedWhy});
     } else if (result.status === 404) {
@@ -336,12 +333,7 @@
    */
   async function deliver(message, before) {
     for (let failures = 0; ;) {
-      let result = null;
-      try {
-        result = await request("POST", `${chatUrl()}/message`, {message}, TURN_TIMEOUT_MS);
-      } catch (error) {
-        if (!(error instanceof LostConnection)) throw error;
-      }
+      const result = await request("POST", `${chatUrl()}/message`, {message}, TURN_TIMEOUT_MS);
       if (result && result.status === 429) {
         await waitOut(result.retryAfter, "The store asked to slow down.");
         continue;
@@ -361,8 +353,14 @@
 
   function applyHistory(history, why) {
     showConversation(history.history);
-    Object.assign(chat, {offer: history.offer || null, deal: history.deal || null, closed: Boolean(history.closed),
-      why: history.closed ? why : ""});
+    takeState(history, why);
+  }
+
+  /** Take the offer, deal and closed flag that a reply and the history both carry; ``why`` is
+   * what to say if the chat is closed. */
+  function takeState(answer, why) {
+    Object.assign(chat, {offer: answer.offer || null, deal: answer.deal || null, closed: Boolean(answer.closed),
+      why: answer.closed ? why : ""});
     announce("");
   }
 
@@ -385,12 +383,17 @@
 
   // -- showing it ----------------------------------------------------------------------------
 
+  /** One line of the log: who said it, and what. */
+  function lineNode(speaker, message) {
+    const shopper = speaker === "shopper";
+    return h("p", {class: shopper ? "line shopper" : "line merchant"},
+      h("span", {class: "who", text: shopper ? "You:" : "Seller:"}), message);
+  }
+
   /** Add lines to the log, as the store recorded them. */
   function appendLines(lines) {
     for (const line of lines) {
-      const shopper = line.speaker === "shopper";
-      ui.log.append(h("p", {class: shopper ? "line shopper" : "line merchant"},
-        h("span", {class: "who", text: shopper ? "You:" : "Seller:"}), line.message));
+      ui.log.append(lineNode(line.speaker, line.message));
       chat.lines.push({speaker: line.speaker, message: line.message});
     }
     scrollLog();
@@ -415,7 +418,7 @@
     ui.log.hidden = chat.lines.length === 0;
     ui.form.hidden = !chat.id;
     ui.actions.hidden = !open;
-    for (const control of [ui.input, ui.send, ui.accept, ui.walk, ...ui.quick]) control.disabled = !open;
+    for (const control of [ui.input, ...ui.turnButtons]) control.disabled = !open;
     ui.offer.hidden = !(open && chat.offer);
     if (chat.offer) {
       const price = money(chat.offer.price, chat.offer.currency);
@@ -448,7 +451,7 @@
   function setBusy(value) {
     busy = value;
     ui.section.setAttribute("aria-busy", String(value));
-    for (const button of [ui.start, ui.send, ui.accept, ui.walk, ...ui.quick]) {
+    for (const button of [ui.start, ...ui.turnButtons]) {
       button.setAttribute("aria-disabled", String(value));
     }
   }

@@ -14,8 +14,8 @@ from importlib import resources
 from starlette.responses import Response
 
 WIDGET_PATH = "/widget.js"
+#: Starlette adds "; charset=utf-8" to a text/ media type.
 JAVASCRIPT_TYPE = "text/javascript"
-JAVASCRIPT = f"{JAVASCRIPT_TYPE}; charset=utf-8"
 #: Embedding sites point at one fixed URL, so the script is cached briefly and revalidated by
 #: its ETag: a new version reaches every site within ten minutes.
 CACHE_CONTROL = "public, max-age=600"
@@ -39,7 +39,7 @@ class WidgetScript:
                    "Cross-Origin-Resource-Policy": "cross-origin", "X-Content-Type-Options": "nosniff"}
         if if_none_match and self.etag in {tag.strip() for tag in if_none_match.split(",")}:
             return Response(status_code=304, headers=headers)
-        return Response(self.body, media_type=JAVASCRIPT, headers=headers)
+        return Response(self.body, media_type=JAVASCRIPT_TYPE, headers=headers)
 
 
 def embed_tag(base: str, product_id: str) -> str:

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from haggler.catalog import PRODUCT_ID_PATTERN
 from haggler.errors import InvalidInput, NotFound
 from haggler.protocols.negotiate_v1 import views
-from haggler.protocols.negotiate_v1.service import ChatReply, ChatService, Plan
+from haggler.protocols.negotiate_v1.service import ChatService, Plan
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON, dump_json
 
@@ -77,7 +77,7 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
         base = base_of(request)
         reply = service.answer(session_id, message, plan,
                                checkout_url=lambda deal_id: views.checkout_url(base, deal_id))
-        return JSON(_reply_view(reply, base, session_id))
+        return JSON(views.reply_view(reply, base, session_id))
 
     async def _say(request: Request, session_id: str, message: Any) -> JSON:
         if message is None or message == "":
@@ -110,19 +110,6 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
 def _check_session_id(session_id: str) -> None:
     if not _SESSION_ID.match(session_id):
         raise NotFound(f"unknown session_id: {session_id}")
-
-
-def _reply_view(reply: ChatReply, base: str, session_id: str) -> dict[str, Any]:
-    view: dict[str, Any] = {
-        "message": reply.message,
-        "closed": reply.closed,
-        "next": None if reply.closed else views.next_url(base, session_id),
-    }
-    if reply.offer is not None:
-        view["offer"] = views.offer_view(reply.offer)
-    if reply.deal is not None:
-        view["deal"] = views.deal_view(reply.deal, base)
-    return view
 
 
 async def _json_post_body(request: Request) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from haggler import __version__
 from haggler.catalog import Catalog, ProductFacts, Store
 from haggler.engine import Terms
 from haggler.money import to_decimal_number
-from haggler.protocols.negotiate_v1.service import ChatHistory
+from haggler.protocols.negotiate_v1.service import ChatHistory, ChatReply
 from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
 from haggler.server.openapi import Operation, Param, WireModel
 from haggler.server.responses import ErrorBody
@@ -180,6 +180,17 @@ def deal_view(deal: DealRow, base: str) -> dict[str, Any]:
     }
 
 
+def reply_view(reply: ChatReply, base: str, session_id: str) -> dict[str, Any]:
+    """A shopper turn's answer: the merchant's words, whether the chat closed, ``next`` while it
+    is open, and the offer on the table or the deal."""
+    view: dict[str, Any] = {
+        "message": reply.message,
+        "closed": reply.closed,
+        "next": None if reply.closed else next_url(base, session_id),
+    }
+    return _with_terms(view, reply.offer, reply.deal, base)
+
+
 def history_view(found: ChatHistory, base: str) -> dict[str, Any]:
     """§3.3's history, plus what a widget resuming the chat needs to show it as it stood: the
     offer on the table (while open) and the deal (once agreed), both already sent in replies."""
@@ -189,10 +200,15 @@ def history_view(found: ChatHistory, base: str) -> dict[str, Any]:
         "closed": found.closed,
         "product_id": found.product_id,
     }
-    if found.offer is not None:
-        view["offer"] = offer_view(found.offer)
-    if found.deal is not None:
-        view["deal"] = deal_view(found.deal, base)
+    return _with_terms(view, found.offer, found.deal, base)
+
+
+def _with_terms(view: dict[str, Any], offer: Terms | None, deal: DealRow | None, base: str) -> dict[str, Any]:
+    """``view`` with the structured extension's fields: the offer on the table, the deal made."""
+    if offer is not None:
+        view["offer"] = offer_view(offer)
+    if deal is not None:
+        view["deal"] = deal_view(deal, base)
     return view
 
 
