@@ -123,3 +123,8 @@ def serious_accessibility_problems(page: Any) -> list[str]:
     results = Axe().run(page)
     return [f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']]}"
             for v in results.response["violations"] if v["impact"] in {"serious", "critical"}]
+
+
+def todays_deals(page: Any) -> int:
+    """Today's bar (UTC) of the dashboard's deals-per-day chart, on the overview as it stands."""
+    return int(page.locator("#chart-deals-per-day rect.bar").last.get_attribute("data-value"))

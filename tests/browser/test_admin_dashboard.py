@@ -4,14 +4,13 @@ on any page. Writes ``dashboard.png``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
-from axe_playwright_python.sync_playwright import Axe
 
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.negotiate_v1.settings import StoreLimits
 from tests.browser.conftest import screenshot_dir
+from tests.browser.driver import serious_accessibility_problems as serious
+from tests.browser.driver import todays_deals
 from tests.support.admin import ACCEPT, TOKEN, WALK_AWAY, offer, play
 
 PAGES = ["/admin", "/admin/chats", "/admin/deals", "/admin/orders", "/admin/products", "/admin/exchange", "/admin/matching",
@@ -26,16 +25,6 @@ class Shopper:
 
     def start(self, product_id: str) -> httpx.Response:
         return self.http.get("/api/store/chat/start", params={"product_id": product_id})
-
-
-def serious(page: Any) -> list[str]:
-    results = Axe().run(page)
-    return [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']]}"
-            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
-
-
-def today_bar(page: Any) -> int:
-    return int(page.locator("#chart-deals-per-day rect.bar").last.get_attribute("data-value"))
 
 
 def test_the_dashboard_signs_in_draws_its_charts_and_passes_axe(page, live_store) -> None:
@@ -58,7 +47,7 @@ def test_the_dashboard_signs_in_draws_its_charts_and_passes_axe(page, live_store
     assert page.locator("#chart-discounts rect.bar").count() >= 8
     assert page.locator("#chart-outcomes rect.segment[data-label=agreed]").get_attribute("data-value") == "4"
     assert page.locator("#table-recent-deals tbody tr").count() == 4
-    before = today_bar(page)
+    before = todays_deals(page)
     assert before == 4
     page.screenshot(path=str(screenshot_dir() / "dashboard.png"), full_page=True)
 
@@ -69,7 +58,7 @@ def test_the_dashboard_signs_in_draws_its_charts_and_passes_axe(page, live_store
 
     play(shopper, "tidemark-r5-robot", "deal")
     page.goto(store.base + "/admin")
-    assert today_bar(page) == before + 1
+    assert todays_deals(page) == before + 1
     assert page.locator("#table-recent-deals tbody tr").first.inner_text().find("Tidemark") >= 0
 
     page.click("text=Log out")

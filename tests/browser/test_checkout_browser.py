@@ -8,18 +8,13 @@ from sqlalchemy import create_engine, select
 
 from haggler.storage.schema import orders
 from tests.browser.driver import serious_accessibility_problems as serious
-
-
-def close_a_deal(base: str, product_id: str) -> dict:
-    with httpx.Client(base_url=base, timeout=30) as http:
-        body = http.post("/api/store/chat/start", json={"product_id": product_id}).json()
-        reply = http.post(f"/api/store/chat/{body['session_id']}/message", json={"message": "deal"}).json()
-    return reply["deal"]
+from tests.support.checkout import close_a_deal
 
 
 def test_a_person_buys_a_deal_by_keyboard_and_sees_one_order(page, live_store, tmp_path):
     store = live_store(db_url=f"sqlite:///{tmp_path / 'shop.db'}")
-    deal = close_a_deal(store.base, "aerion-v12-cordless")
+    with httpx.Client(base_url=store.base, timeout=30) as http:
+        deal = close_a_deal(http, store.config.catalog.product("aerion-v12-cordless"))
     page.goto(deal["checkout_url"])
     assert page.get_by_role("heading", name="Your negotiated deal").is_visible()
     assert serious(page) == []

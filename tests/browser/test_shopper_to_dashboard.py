@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from haggler.protocols.matching.settings import MatchingSettings
-from tests.browser.driver import DEAL_PRODUCT, haggle_to_deal, serious_accessibility_problems
+from tests.browser.driver import DEAL_PRODUCT, haggle_to_deal, serious_accessibility_problems, todays_deals
 from tests.support.admin import TOKEN
 
 
@@ -16,10 +16,6 @@ def sign_in(page: Any, base: str) -> None:
     page.fill("#token", TOKEN)
     page.click("button[type=submit]")
     page.wait_for_url(base + "/admin")
-
-
-def todays_deals(page: Any) -> int:
-    return int(page.locator("#chart-deals-per-day rect.bar").last.get_attribute("data-value"))
 
 
 def test_a_shopper_haggles_buys_and_the_operator_sees_it(new_page, live_store) -> None:
