@@ -242,3 +242,22 @@ def test_too_many_chats_the_widget_counts_down_and_retries_after_retry_after(new
     assert starts == ["POST", "POST"]
     expect(widget.countdown).to_be_hidden()
     expect(widget.input).to_be_focused()
+
+
+def test_a_lost_connection_after_waiting_out_a_429_says_so(new_page, live_store) -> None:
+    clock = FakeClock()
+    store = live_store(clock=clock, limits=StoreLimits(max_chat_starts_per_hour_per_ip=1))
+    open_product(new_page(), store).start()  # the one chat this address may start this hour
+
+    page = new_page()
+    page.clock.install(time=BROWSER_TIME)
+    widget = open_product(page, store)
+    page.clock.pause_at(BROWSER_TIME + timedelta(minutes=1))
+    widget.start_button.click()
+    expect(widget.countdown).to_have_text("Trying again in 1 hour.")
+    page.route("**/api/store/chat/start", lambda route: route.abort())  # the retry finds no store
+    clock.advance(hours=1)
+    page.clock.fast_forward(3605 * 1000)
+    expect(widget.status).to_have_text("Couldn't reach the store. Check your connection, then start again.")
+    expect(widget.lines).to_have_count(0)
+

@@ -246,12 +246,11 @@
     announce("Starting a chat…");
     let result = null;
     for (;;) {
-      const answer = await request("POST", api("api/store/chat/start"), {product_id: productId});
-      if (!answer) {
+      result = await request("POST", api("api/store/chat/start"), {product_id: productId});
+      if (!result) {  // no answer: a 429 waited out before is no longer the news
         announce("Couldn't reach the store. Check your connection, then start again.");
         break;
       }
-      result = answer;
       if (result.status !== 429) break;
       await waitOut(result.retryAfter, "Too many chats have been started from your address in the last hour.");
     }
