@@ -531,3 +531,54 @@ class TestReplay:
             half.apply(turn)
         assert half == live
         assert half.outcome.terms == terms(92, "case")  # B accepts A's latest offer
+
+
+# -- resume from a snapshot ----------------------------------------------------------------------
+
+
+def _resumed(rules: Rules, turns: list[Turn]) -> Negotiation:
+    """The negotiation as a snapshot of ``turns`` holds it: the count, the last turn, the offers."""
+    played = Negotiation.replay(rules, turns)
+    return Negotiation.resume(rules, len(turns), turns[-1] if turns else None, played.standing)
+
+
+class TestResume:
+    @pytest.mark.parametrize("cap", [None, 5, 7, 8])
+    @pytest.mark.parametrize("prefix", range(0, 8))
+    def test_resumed_negotiation_continues_as_the_replayed_one(self, prefix, cap):
+        """Every later turn meets the same checks and ends the same way, the turn cap included,
+        though only the last turn is held."""
+        rules = Rules(parties=(A, B), max_turns=cap, idle_ttl=timedelta(hours=1))
+        turns = _sample_turns()
+        whole = Negotiation(rules)
+        resumed = None
+        for index, turn in enumerate(turns):
+            if index == prefix:
+                if whole.closed:
+                    return
+                resumed = _resumed(rules, turns[:prefix])
+                assert resumed.turn_count == whole.turn_count == prefix
+                assert resumed.whose_turn() == whole.whose_turn()
+                assert resumed.idle_deadline() == whole.idle_deadline()
+            if whole.closed:
+                break
+            whole.apply(turn)
+            if resumed is not None:
+                resumed.apply(turn)
+                assert (resumed.outcome, resumed.standing, resumed.turn_count) == \
+                    (whole.outcome, whole.standing, whole.turn_count)
+
+    def test_resumed_negotiation_refuses_what_the_replayed_one_refuses(self):
+        rules = Rules(parties=(A, B), max_turns=4)
+        turns = [offer(A, 0, 100), offer(B, 5, 80), message(A, 6)]
+        resumed = _resumed(rules, turns)
+        assert violation_code(resumed, message(A, 7)) == "out_of_turn"
+        assert violation_code(resumed, message(B, 5)) == "time_reversed"
+        assert resumed.apply(message(B, 8)).kind is OutcomeKind.TURN_CAP  # the fourth turn
+
+    def test_resume_refuses_an_inconsistent_snapshot(self):
+        rules = Rules(parties=(A, B))
+        with pytest.raises(ValueError):
+            Negotiation.resume(rules, 3, None, {})
+        with pytest.raises(ValueError):
+            Negotiation.resume(rules, 0, offer(A, 0, 100), {})

@@ -157,6 +157,24 @@ class MerchantHistory:
     #: The shopper's turns so far (offers or not), the current one included.
     shopper_turns: int = 0
 
+    def after(self, turn: Turn) -> MerchantHistory:
+        """The history once ``turn`` has been applied: one step, so that a stored history can
+        be carried forward turn by turn instead of derived from every turn again."""
+        terms = turn.terms
+        if turn.party == SHOPPER:
+            offers = self.shopper_offers
+            if turn.action is Action.OFFER and terms is not None:
+                offers = (*offers, terms.price_cents)
+            return replace(self, shopper_offers=offers, shopper_turns=self.shopper_turns + 1)
+        if turn.action is not Action.OFFER or terms is None:
+            return self
+        price = terms.price_cents
+        previous = self.asks[-1] if self.asks else self.ask.price_cents
+        cut = previous - price
+        return replace(self, ask=terms, ask_is_final=turn.final, asks=(*self.asks, price),
+                       price_concessions=self.price_concessions + (cut > 0),
+                       last_price_step=cut if cut > 0 else self.last_price_step)
+
     @property
     def shopper_stalls(self) -> int:
         """How many of the shopper's latest offers in a row did not beat its earlier best: the
@@ -254,27 +272,17 @@ class MerchantAgent:
     # -- history -----------------------------------------------------------------------------
 
     def history(self, negotiation: Negotiation) -> MerchantHistory:
-        ask = negotiation.standing.get(MERCHANT, self.opening_terms())
-        final = False
-        concessions = 0
-        last_step = None
-        previous_price = self.product.list_price_cents
-        offers: list[int] = []
-        asks: list[int] = []
-        shopper_turns = 0
+        """The history of a negotiation whose turns are all held: a fold of :meth:`MerchantHistory.after`
+        over them from :meth:`opening_history`. A store keeps the folded history with its chat
+        instead, so that a turn costs the same whatever the chat's length."""
+        state = self.opening_history()
         for turn in negotiation.turns:
-            if turn.party == SHOPPER:
-                shopper_turns += 1
-            if turn.party == MERCHANT and turn.action is Action.OFFER and turn.terms is not None:
-                asks.append(turn.terms.price_cents)
-                if turn.terms.price_cents < previous_price:
-                    concessions += 1
-                    last_step = previous_price - turn.terms.price_cents
-                previous_price = turn.terms.price_cents
-                final = turn.final
-            elif turn.party == SHOPPER and turn.action is Action.OFFER and turn.terms is not None:
-                offers.append(turn.terms.price_cents)
-        return MerchantHistory(ask, final, concessions, last_step, tuple(offers), tuple(asks), shopper_turns)
+            state = state.after(turn)
+        return state
+
+    def opening_history(self) -> MerchantHistory:
+        """The history before any turn: the list price asked, nothing offered."""
+        return MerchantHistory(self.opening_terms(), False, 0, None, ())
 
     def shopper_terms(self, negotiation: Negotiation, price_cents: int) -> Terms:
         """The terms a shopper's bare price offers: that price for the package on the table,
@@ -296,13 +304,15 @@ class MerchantAgent:
     # -- deciding ----------------------------------------------------------------------------
 
     def respond(self, negotiation: Negotiation, intent: Intent, *, last_message: bool = False,
-                messages_left: int | None = None) -> MerchantMove:
+                messages_left: int | None = None, history: MerchantHistory | None = None) -> MerchantMove:
         """The merchant's move after the shopper's turn has been applied to ``negotiation``.
 
         ``messages_left`` is how many more messages the shopper may send after this one (None:
         unknown). Knowing it, the merchant holds firm early and concedes towards its lowest
-        quote as the deadline nears; ``messages_left == 0`` is the last message."""
-        state = self.history(negotiation)
+        quote as the deadline nears; ``messages_left == 0`` is the last message. ``history``
+        is the negotiation's history with that turn (the store keeps it folded); without it the
+        history is derived from ``negotiation``'s turns."""
+        state = self.history(negotiation) if history is None else history
         outcome = negotiation.outcome
         if outcome is not None and outcome.by == SHOPPER:
             if outcome.agreed:

@@ -110,6 +110,10 @@ class Negotiation:
     outcome: Outcome | None = None
     #: The latest OFFER terms of each party: what an ACCEPT from the other party agrees to.
     standing: dict[str, Terms] = field(default_factory=dict)
+    #: Turns taken before the first one ``turns`` holds. A negotiation resumed from a snapshot
+    #: (:meth:`resume`) holds only its last turn: the rules need no more, and a long
+    #: negotiation then costs no more to continue than a short one.
+    earlier: int = 0
 
     @classmethod
     def replay(cls, rules: Rules, turns: Iterable[Turn]) -> "Negotiation":
@@ -118,6 +122,21 @@ class Negotiation:
         for turn in turns:
             negotiation.apply(turn)
         return negotiation
+
+    @classmethod
+    def resume(cls, rules: Rules, turn_count: int, last_turn: Turn | None, standing: dict[str, Terms]) -> "Negotiation":
+        """An open negotiation as a snapshot left it: ``turn_count`` turns taken, the last of them
+        ``last_turn``, ``standing`` the offers on the table. It takes the next turn exactly as
+        the negotiation replayed from every turn would (same checks, same outcome)."""
+        if (last_turn is None) != (turn_count == 0) or turn_count < 0:
+            raise ValueError("a snapshot holds its last turn exactly when it has turns")
+        turns = [] if last_turn is None else [last_turn]
+        return cls(rules, turns, None, dict(standing), max(0, turn_count - 1))
+
+    @property
+    def turn_count(self) -> int:
+        """Every turn taken, those before a snapshot included."""
+        return self.earlier + len(self.turns)
 
     @property
     def closed(self) -> bool:
@@ -215,7 +234,7 @@ class Negotiation:
             return self.outcome
         # An offer or a message: the turn cap may end it.
         max_turns = self.rules.max_turns
-        if max_turns is not None and len(turns) >= max_turns:
+        if max_turns is not None and len(turns) + self.earlier >= max_turns:
             self.outcome = Outcome(OutcomeKind.TURN_CAP, at=turn.at)
             return self.outcome
         return None

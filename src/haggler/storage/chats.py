@@ -24,6 +24,8 @@ class ChatRow:
     shopper_messages: int
     created_at: datetime
     last_activity_at: datetime
+    #: The negotiation's snapshot (``negotiate_v1/snapshot.py``), or None for a chat stored before them.
+    state: str | None = None
 
     @property
     def closed(self) -> bool:
@@ -83,7 +85,7 @@ _INSERT_MESSAGE = insert(messages)
 _INSERT_CHAT = insert(chats)
 _INSERT_START = insert(chat_starts)
 _SELECT_CHAT = select(chats.c.id, chats.c.product_id, chats.c.seed, chats.c.status, chats.c.outcome,
-                      chats.c.shopper_messages, chats.c.created_at, chats.c.last_activity_at
+                      chats.c.shopper_messages, chats.c.created_at, chats.c.last_activity_at, chats.c.state
                       ).where(chats.c.id == bindparam("chat_id"))
 _SELECT_CHAT_FOR_UPDATE = _SELECT_CHAT.with_for_update()
 _SELECT_MESSAGES = (
@@ -99,7 +101,8 @@ _NTH_RECENT_START = (
     .order_by(chat_starts.c.at.desc()).limit(1).offset(bindparam("skip"))
 )
 _TOUCH_CHAT = (update(chats).where(chats.c.id == bindparam("chat_id"))
-               .values(last_activity_at=bindparam("now"), shopper_messages=bindparam("shopper_messages")))
+               .values(last_activity_at=bindparam("now"), shopper_messages=bindparam("shopper_messages"),
+                       state=bindparam("state")))
 _TOUCH_AND_CLOSE_CHAT = _TOUCH_CHAT.values(status="closed", outcome=bindparam("outcome"), closed_at=bindparam("now"))
 
 
@@ -123,10 +126,14 @@ def prune_starts(conn: Connection, before: datetime) -> int:
     return conn.execute(chat_starts.delete().where(chat_starts.c.at <= before)).rowcount
 
 
-def create_chat(conn: Connection, *, chat_id: str, product_id: str, seed: int, client_ip: str, now: datetime) -> None:
+def create_chat(conn: Connection, *, chat_id: str, product_id: str, seed: int, client_ip: str, now: datetime,
+                state: str | None = None) -> None:
+    """A new chat; ``state`` its negotiation's snapshot (None: replayed from its messages on its
+    first turn)."""
     conn.execute(_INSERT_CHAT, {
         "id": chat_id, "product_id": product_id, "seed": seed, "client_ip": client_ip, "status": "open",
         "outcome": None, "shopper_messages": 0, "created_at": now, "last_activity_at": now, "closed_at": None,
+        "state": state,
     })
 
 
@@ -138,8 +145,10 @@ def get_chat(conn: Connection, chat_id: str, *, for_update: bool = False) -> Cha
 
 
 def update_chat(conn: Connection, chat_id: str, *, now: datetime, shopper_messages: int,
-                outcome: str | None) -> None:
-    params = {"chat_id": chat_id, "now": now, "shopper_messages": shopper_messages}
+                outcome: str | None, state: str) -> None:
+    """Record a turn on the chat: its activity, its count, its snapshot, and its outcome when the
+    turn ended it."""
+    params = {"chat_id": chat_id, "now": now, "shopper_messages": shopper_messages, "state": state}
     if outcome is None:
         conn.execute(_TOUCH_CHAT, params)
     else:

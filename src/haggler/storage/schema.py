@@ -59,6 +59,10 @@ chats = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("last_activity_at", UTCDateTime, nullable=False),
     Column("closed_at", UTCDateTime, nullable=True),
+    # The negotiation as its messages leave it (negotiate_v1/snapshot.py), JSON, rewritten with
+    # every turn so that a turn reads one row instead of the whole chat; NULL for a chat stored
+    # before snapshots, which is replayed from its messages once.
+    Column("state", Text, nullable=True),
 )
 Index("ix_chats_open_activity", chats.c.status, chats.c.last_activity_at)
 

@@ -1,9 +1,10 @@
 """The negotiate.v1 chat, independent of HTTP: start, say, history, idle sweep.
 
-Each turn is one serialized database transaction: lock the chat, replay its stored turns into
-the engine, apply the shopper's turn, let the merchant decide, render the reply, store both
-messages (and the deal, if one was made), commit. Nothing lives in process memory, so any
-worker can serve any chat and a crash loses nothing that was acknowledged.
+Each turn is one serialized database transaction: lock the chat, resume its negotiation from the
+snapshot stored with it (``snapshot.py``: one row read, whatever the chat's length), apply the
+shopper's turn, let the merchant decide, render the reply, store both messages, the new snapshot
+(and the deal, if one was made), commit. Nothing lives in process memory, so any worker can serve
+any chat and a crash loses nothing that was acknowledged.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Callable
 
 from haggler.agents.llm_merchant import ChatTurn, LLMMerchant, ModelTurn
-from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantMove, hidden_reserve
+from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantHistory, MerchantMove, hidden_reserve
 from haggler.catalog import Catalog, Product
 from haggler.engine import Negotiation, Rules, RuleViolation, Terms, Turn
 from haggler.errors import Closed, InvalidInput, NotFound, RateLimited
@@ -26,6 +27,7 @@ from haggler.language.parse import StructuredMessageError, parse_shopper_turn
 from haggler.language.render import ReplyRenderer, checkout_sentence
 from haggler.llm.base import Conversation, Usage
 from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
+from haggler.protocols.negotiate_v1.snapshot import ChatState
 from haggler.storage import chats as repo
 from haggler.storage.database import Database
 from haggler.storage.secrets import store_secret
@@ -106,6 +108,10 @@ class ChatService:
         seed = self.seed if self.seed is not None else secrets.randbits(62)
         move = agent.greet()
         greeting = self._renderers[product.id].render(move, _rng(seed, 0))
+        opening = move.turn(now)
+        negotiation = Negotiation(self.rules)
+        negotiation.apply(opening)
+        state = ChatState(negotiation, agent.opening_history().after(opening), 0, greeting)
         window_start = now - timedelta(hours=1)
         with self.db.write() as conn:
             repo.lock_client(conn, client_ip)
@@ -116,8 +122,9 @@ class ChatService:
                     f"too many chats started from your address: at most "
                     f"{self.limits.max_chat_starts_per_hour_per_ip} per hour", retry)
             repo.record_start(conn, client_ip, now)
-            repo.create_chat(conn, chat_id=session_id, product_id=product.id, seed=seed, client_ip=client_ip, now=now)
-            repo.append_message(conn, session_id, 0, speaker=MERCHANT, text=greeting, turn=move.turn(now), at=now)
+            repo.create_chat(conn, chat_id=session_id, product_id=product.id, seed=seed, client_ip=client_ip, now=now,
+                             state=state.dump())
+            repo.append_message(conn, session_id, 0, speaker=MERCHANT, text=greeting, turn=opening, at=now)
         return ChatStart(session_id, greeting, move.terms)
 
     # -- say ---------------------------------------------------------------------------------
@@ -138,14 +145,13 @@ class ChatService:
             if chat.closed:
                 raise Closed(CLOSED_MESSAGE)
             now = max(self.clock(), chat.last_activity_at)
-            rows = repo.list_messages(conn, session_id)
-            negotiation = self._replay(rows)
-            if negotiation.expire_if_idle(now) is not None:
+            state = self._state(conn, chat)
+            if state.negotiation.expire_if_idle(now) is not None:
                 repo.close_chat(conn, session_id, outcome="expired", now=now)
                 expired = True
             else:
                 expired = False
-                reply = self._turn(conn, chat, rows, negotiation, text, now, checkout_url, plan)
+                reply = self._turn(conn, chat, state, text, now, checkout_url, plan)
         if expired:  # raised outside the transaction so that the closure is committed
             raise Closed(CLOSED_MESSAGE)
         return reply
@@ -156,9 +162,19 @@ class ChatService:
         if len(text) > self.limits.max_message_length_chars:
             raise InvalidInput(f"message is too long: at most {self.limits.max_message_length_chars} characters")
 
-    def _prepare(self, chat: repo.ChatRow, negotiation: Negotiation, text: str, now: datetime) -> _Prepared:
+    def _state(self, conn, chat: repo.ChatRow) -> ChatState:  # type: ignore[no-untyped-def]
+        """Where the chat's next turn starts: its snapshot, or (for a chat stored without one) its
+        messages replayed."""
+        stored = ChatState.load(self.rules, chat.state) if chat.state else None
+        if stored is not None:
+            return stored
+        return ChatState.replayed(self.rules, self._agents[chat.product_id], repo.list_messages(conn, chat.id))
+
+    def _prepare(self, chat: repo.ChatRow, negotiation: Negotiation, text: str, now: datetime,
+                 history: MerchantHistory | None = None) -> _Prepared:
         """Read the shopper's message, apply its turn to ``negotiation``, and let the
-        deterministic merchant decide."""
+        deterministic merchant decide. ``history`` is the merchant's history before the turn
+        (None: derived from ``negotiation``, which must then hold every turn)."""
         product = self.product(chat.product_id)
         agent = self._agents[product.id]
         ask = negotiation.standing.get(MERCHANT, agent.opening_terms())
@@ -174,14 +190,16 @@ class ChatService:
         shopper_messages = chat.shopper_messages + 1
         cap = self.limits.max_messages_per_chat
         left = cap - shopper_messages
-        decided = agent.respond(negotiation, intent, last_message=left <= 0, messages_left=left)
-        return _Prepared(product, agent, intent, shopper_turn, decided, shopper_messages, left)
+        history = history.after(shopper_turn) if history is not None else agent.history(negotiation)
+        decided = agent.respond(negotiation, intent, last_message=left <= 0, messages_left=left, history=history)
+        return _Prepared(product, agent, intent, shopper_turn, decided, shopper_messages, left, history)
 
-    def _turn(self, conn, chat: repo.ChatRow, rows: list[repo.MessageRow], negotiation: Negotiation,  # type: ignore[no-untyped-def]
-              text: str, now: datetime, checkout_url: Callable[[str], str], plan: Plan | None) -> ChatReply:
-        prepared = self._prepare(chat, negotiation, text, now)
+    def _turn(self, conn, chat: repo.ChatRow, state: ChatState, text: str, now: datetime,  # type: ignore[no-untyped-def]
+              checkout_url: Callable[[str], str], plan: Plan | None) -> ChatReply:
+        negotiation = state.negotiation
+        prepared = self._prepare(chat, negotiation, text, now, state.history)
         product = prepared.product
-        current = plan if plan is not None and plan.after_seq == rows[-1].seq else None
+        current = plan if plan is not None and plan.after_seq == state.seq else None
         move, worded = (current.turn.move, current.turn.text) if current else (prepared.decided, None)
         try:
             merchant_turn = _apply(negotiation, move, now)
@@ -197,17 +215,19 @@ class ChatService:
             assert outcome.terms is not None
             deal = repo.insert_deal(conn, deal_id="deal_" + secrets.token_urlsafe(12), chat_id=chat.id,
                                     product_id=product.id, terms=outcome.terms, at=now)
-        seq = rows[-1].seq + 1
+        seq = state.seq + 1
         rng = _rng(chat.seed, seq + 1)
         url = checkout_url(deal.id) if deal else None
         if worded is not None:
             reply = worded if url is None or url in worded else f"{worded} {checkout_sentence(url, rng)}"
         else:
-            reply = self._renderers[product.id].render_fresh(move, rng, previous=rows[-1].text, checkout_url=url)
+            reply = self._renderers[product.id].render_fresh(move, rng, previous=state.previous, checkout_url=url)
         repo.append_message(conn, chat.id, seq, speaker=SHOPPER, text=text, turn=prepared.shopper_turn, at=now)
         repo.append_message(conn, chat.id, seq + 1, speaker=MERCHANT, text=reply, turn=merchant_turn, at=now)
+        history = prepared.history if merchant_turn is None else prepared.history.after(merchant_turn)
         repo.update_chat(conn, chat.id, now=now, shopper_messages=prepared.shopper_messages,
-                         outcome=outcome.kind.value if outcome else None)
+                         outcome=outcome.kind.value if outcome else None,
+                         state=ChatState(negotiation, history, seq + 1, reply).dump())
         if plan is not None:
             repo.add_model_usage(conn, chat.id, plan.spent(used=current is not None))
         closed = outcome is not None
@@ -228,7 +248,8 @@ class ChatService:
             rows = repo.list_messages(conn, session_id)
             spent = repo.model_usage(conn, session_id)
         now = max(self.clock(), chat.last_activity_at)
-        negotiation = self._replay(rows)
+        # Every turn replayed, not the snapshot: the model's prompt and the guards read the whole chat.
+        negotiation = ChatState.replayed(self.rules, self._agents[chat.product_id], rows).negotiation
         if negotiation.expire_if_idle(now) is not None:
             return None
         try:
@@ -255,13 +276,9 @@ class ChatService:
                 raise NotFound(f"unknown session_id: {session_id}")
             rows = repo.list_messages(conn, session_id)
             deal = repo.deal_for_chat(conn, session_id) if chat.outcome == "agreed" else None
-        closed = chat.closed or chat.last_activity_at + timedelta(seconds=self.limits.session_idle_ttl_seconds) <= self.clock()
-        offer = None if closed else self._replay(rows).standing.get(MERCHANT)
+            closed = chat.closed or chat.last_activity_at + timedelta(seconds=self.limits.session_idle_ttl_seconds) <= self.clock()
+            offer = None if closed else self._state(conn, chat).negotiation.standing.get(MERCHANT)
         return ChatHistory(session_id, chat.product_id, closed, [(r.speaker, r.text) for r in rows], deal, offer)
-
-    def _replay(self, rows: list[repo.MessageRow]) -> Negotiation:
-        """The negotiation as the stored turns left it (closing remarks carry no turn)."""
-        return Negotiation.replay(self.rules, filter(None, (r.to_turn() for r in rows)))
 
     def sweep(self) -> int:
         """Close idle chats and forget chat starts older than the rate-limit window."""
@@ -283,6 +300,8 @@ class _Prepared:
     shopper_messages: int
     #: Messages the shopper may still send after this one.
     messages_left: int
+    #: The merchant's history with the shopper's turn.
+    history: MerchantHistory
 
 
 @dataclass(frozen=True, slots=True)
