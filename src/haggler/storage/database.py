@@ -10,7 +10,7 @@ they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client coun
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
@@ -20,10 +20,19 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 
 class DatabaseError(RuntimeError):
     """The database cannot be opened or migrated; the message says which and why."""
+
+
+class WouldBlock(Exception):
+    """A write inside :meth:`Database.without_waiting` found the database busy: nothing was done."""
+
+
+#: SQLite's result code for a database locked by another connection.
+_SQLITE_BUSY = 5
 
 
 def normalize_url(url: str) -> str:
@@ -35,8 +44,8 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool) -> Engine:
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool, busy_ms: int = 30_000) -> Engine:
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_ms / 1000})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
@@ -48,16 +57,20 @@ def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool) -
         # transaction intact; only an OS crash could lose the last few.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         if background_checkpoints:
             # The checkpoint (and its fsync) would otherwise run inside whichever commit
             # crosses the WAL threshold, stalling that turn; Database.checkpoint runs it aside.
             cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
+    begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+
     @event.listens_for(engine, "begin")
     def _on_begin(conn):  # type: ignore[no-untyped-def]
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # Straight to the driver: this runs for every transaction, and SQLAlchemy's statement
+        # machinery would cost more than the statement itself.
+        conn.connection.driver_connection.execute(begin)
 
     return engine
 
@@ -79,6 +92,9 @@ class Database:
                 Path(parsed.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
             self._write_engine = _sqlite_engine(self.url, immediate=True, background_checkpoints=background_checkpoints)
             self._read_engine = _sqlite_engine(self.url, immediate=False, background_checkpoints=background_checkpoints)
+            # Writes that must not wait (without_waiting): BEGIN IMMEDIATE fails at once when busy.
+            self._nowait_engine = _sqlite_engine(self.url, immediate=True, background_checkpoints=background_checkpoints,
+                                                 busy_ms=0)
         elif self.dialect == "postgresql":
             try:
                 engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
@@ -90,6 +106,7 @@ class Database:
         self._write_lock = threading.Lock() if self.dialect == "sqlite" else None
         #: The write transaction open in the current context, joined by nested ``write()`` calls.
         self._open_write: ContextVar[Connection | None] = ContextVar(f"haggler_write_{id(self)}", default=None)
+        self._no_waiting: ContextVar[bool] = ContextVar(f"haggler_no_waiting_{id(self)}", default=False)
 
     @property
     def is_sqlite(self) -> bool:
@@ -109,12 +126,49 @@ class Database:
         if joined is not None:
             yield joined
             return
-        with (self._write_lock or nullcontext()), self._write_engine.begin() as conn:
+        with self._begin_without_waiting() if self._no_waiting.get() else self._begin() as conn:
             token = self._open_write.set(conn)
             try:
                 yield conn
             finally:
                 self._open_write.reset(token)
+
+    @contextmanager
+    def _begin(self) -> Iterator[Connection]:
+        with (self._write_lock or nullcontext()), self._write_engine.begin() as conn:
+            yield conn
+
+    @contextmanager
+    def without_waiting(self) -> Iterator[None]:
+        """Within it, a :meth:`write` that would wait — for this process's other writers or for
+        another process's lock — raises :class:`WouldBlock` before doing anything. SQLite only:
+        a server runs a short write on its event loop this way, and hands it to a thread (where
+        waiting is harmless) only when the database is busy, so that the common turn does not pay
+        for the hop to a thread and back."""
+        if not self.is_sqlite:
+            raise WouldBlock("only SQLite writes run without waiting")
+        token = self._no_waiting.set(True)
+        try:
+            yield
+        finally:
+            self._no_waiting.reset(token)
+
+    @contextmanager
+    def _begin_without_waiting(self) -> Iterator[Connection]:
+        assert self._write_lock is not None
+        if not self._write_lock.acquire(blocking=False):
+            raise WouldBlock("another write of this process is under way")
+        try:
+            with ExitStack() as stack:
+                try:
+                    conn = stack.enter_context(self._nowait_engine.begin())
+                except OperationalError as exc:
+                    if getattr(exc.orig, "sqlite_errorcode", None) == _SQLITE_BUSY:
+                        raise WouldBlock("another process is writing") from exc
+                    raise
+                yield conn
+        finally:
+            self._write_lock.release()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -150,6 +204,8 @@ class Database:
     def dispose(self) -> None:
         self._write_engine.dispose()
         self._read_engine.dispose()
+        if self.is_sqlite:
+            self._nowait_engine.dispose()
 
 
 def lock_key(conn: Connection, key: str) -> None:
@@ -202,4 +258,4 @@ def _check_sqlite_file(url: str) -> None:
         raise DatabaseError(f"no database at {url} (check --db; haggler serve --db {url} creates one)")
 
 
-__all__ = ["Database", "DatabaseError", "alembic_config", "normalize_url", "open_database"]
+__all__ = ["Database", "DatabaseError", "WouldBlock", "alembic_config", "normalize_url", "open_database"]

@@ -1,0 +1,122 @@
+"""``Database.without_waiting``: a SQLite write that would wait for a lock gives up at once with
+``WouldBlock`` and does nothing, so that the store can run its short writes on the event loop and
+send only the busy ones to a thread; and the store's chat turns still land when the database is busy."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import httpx
+import pytest
+from sqlalchemy import text
+
+from haggler.storage.database import Database, WouldBlock, open_database
+
+
+@pytest.fixture
+def sqlite_db(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path}/w.db")
+    with db.write() as conn:
+        conn.exec_driver_sql("CREATE TABLE notes (n INTEGER)")
+    yield db
+    db.dispose()
+
+
+def _notes(db: Database) -> list[int]:
+    with db.read() as conn:
+        return [row[0] for row in conn.execute(text("SELECT n FROM notes ORDER BY n"))]
+
+
+def test_a_write_without_waiting_commits_like_any_write(sqlite_db):
+    with sqlite_db.without_waiting(), sqlite_db.write() as conn:
+        conn.execute(text("INSERT INTO notes VALUES (1)"))
+    assert _notes(sqlite_db) == [1]
+
+
+def test_it_gives_up_at_once_while_another_write_of_this_process_is_open(sqlite_db):
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with sqlite_db.write() as conn:
+            conn.execute(text("INSERT INTO notes VALUES (1)"))
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        started = time.monotonic()
+        with pytest.raises(WouldBlock), sqlite_db.without_waiting(), sqlite_db.write() as conn:
+            conn.execute(text("INSERT INTO notes VALUES (2)"))
+        assert time.monotonic() - started < 0.5
+    finally:
+        release.set()
+        holder.join()
+    assert _notes(sqlite_db) == [1]
+
+
+def test_it_gives_up_at_once_while_another_process_holds_the_write_lock(sqlite_db, tmp_path):
+    other = sqlite3.connect(tmp_path / "w.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        with pytest.raises(WouldBlock), sqlite_db.without_waiting(), sqlite_db.write() as conn:
+            conn.execute(text("INSERT INTO notes VALUES (2)"))
+        assert time.monotonic() - started < 0.5
+        # The lock of this process was given back: a write that may wait goes through once the other ends.
+        other.execute("ROLLBACK")
+        with sqlite_db.write() as conn:
+            conn.execute(text("INSERT INTO notes VALUES (3)"))
+    finally:
+        other.close()
+    assert _notes(sqlite_db) == [3]
+
+
+def test_an_error_inside_rolls_back_and_frees_the_lock(sqlite_db):
+    with pytest.raises(RuntimeError), sqlite_db.without_waiting(), sqlite_db.write() as conn:
+        conn.execute(text("INSERT INTO notes VALUES (1)"))
+        raise RuntimeError("the caller failed")
+    with sqlite_db.without_waiting(), sqlite_db.write() as conn:
+        conn.execute(text("INSERT INTO notes VALUES (2)"))
+    assert _notes(sqlite_db) == [2]
+
+
+def test_postgresql_writes_never_run_without_waiting(postgres_url):
+    db = Database(postgres_url)
+    try:
+        with pytest.raises(WouldBlock), db.without_waiting():
+            pass
+    finally:
+        db.dispose()
+
+
+def test_turns_land_while_another_process_holds_the_lock(make_store, tmp_path):
+    """A turn that finds the database locked by another process goes to a thread, waits there for
+    the lock, and is answered once the lock is released; meanwhile the store answers other requests."""
+    db_path = tmp_path / "busy.db"
+    store = make_store(db_url=f"sqlite:///{db_path}")
+    started = store.start().json()
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    result: dict[str, httpx.Response] = {}
+
+    def say() -> None:
+        with httpx.Client(timeout=30) as client:
+            result["reply"] = client.get(started["next"].replace("{url_encoded_message}", "hello"))
+
+    turn = threading.Thread(target=say)
+    turn.start()
+    try:
+        time.sleep(0.5)
+        assert turn.is_alive()  # waiting for the lock, in a thread
+        assert store.http.get("/negotiate.json").status_code == 200  # the event loop is free
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    turn.join(30)
+    assert result["reply"].status_code == 200, result["reply"].text
+    history = store.http.get(f"/api/store/chat/{started['session_id']}").json()["history"]
+    assert [h["speaker"] for h in history] == ["merchant", "shopper", "merchant"]
