@@ -24,7 +24,7 @@ from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
-from haggler.protocols.negotiate_v1.routes import build_router as negotiate_v1_router
+from haggler.protocols.negotiate_v1.routes import build_routes as negotiate_v1_routes
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.market import views as market_views
 from haggler.protocols.market.routes import BODY_WORDING as MARKET_BODIES
@@ -48,6 +48,7 @@ from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
 from haggler.server.hosts import AllowedHosts
 from haggler.server.metrics import METRICS_PATH, Metrics, MetricsMiddleware
 from haggler.server.openapi import Operation, install_openapi
+from haggler.server.plain_routes import install_plain_routes
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
@@ -150,7 +151,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     install_error_handlers(app)
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
-    app.include_router(negotiate_v1_router(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
+    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
     app.include_router(storefront.build_router(config.catalog, base_url))
     app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(deal_checkout_router(DealCheckout(config.catalog, db, config.clock,

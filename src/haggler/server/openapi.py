@@ -1,6 +1,6 @@
-"""The store's OpenAPI document (``/openapi.json``, ``/docs``): FastAPI's list of routes, with each
-operation's real query parameters, request body and responses filled in from the protocols' own
-views, which own the wire shapes.
+"""The store's OpenAPI document (``/openapi.json``, ``/docs``): FastAPI's list of routes and the
+plain routes (``server/plain_routes.py``), with each operation's real query parameters, request
+body and responses filled in from the protocols' own views, which own the wire shapes.
 
 The routes read and check their requests themselves (one error vocabulary, each surface's error
 shape), so nothing here runs on a request: it is documentation, and the fuzz test
@@ -18,6 +18,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict
 from pydantic.json_schema import models_json_schema
+
+from haggler.server.plain_routes import PlainRoute
 
 HTML = "text/html"
 #: A response with no body (a 204).
@@ -107,6 +109,10 @@ def _build(app: FastAPI, documented: Mapping[tuple[str, str], Operation]) -> dic
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components.update(definitions.get("$defs", {}))
     paths = schema["paths"]
+    for route in app.routes:  # FastAPI lists only its own routes; a plain route is its Operation alone
+        if isinstance(route, PlainRoute):
+            for method in route.methods:
+                paths.setdefault(route.path, {})[method.lower()] = {"operationId": route.operation_id}
     for (method, path), op in documented.items():
         if method not in paths.get(path, {}):
             raise ValueError(f"OpenAPI documents {method.upper()} {path}, which the app does not serve")

@@ -7,13 +7,14 @@ from functools import lru_cache
 from typing import Any, Callable
 
 import anyio.to_thread
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 
 from haggler.catalog import PRODUCT_ID_PATTERN
 from haggler.errors import InvalidInput, NotFound
 from haggler.protocols.negotiate_v1 import views
 from haggler.protocols.negotiate_v1.service import ChatService, Plan
 from haggler.server.json_body import BodyWording, read_json_body
+from haggler.server.plain_routes import PlainRoute
 from haggler.server.responses import JSON, dump_json
 from haggler.storage.database import WouldBlock
 
@@ -22,9 +23,12 @@ _SESSION_ID = PRODUCT_ID_PATTERN  # tokens are URL-safe base64: the same alphabe
 BODY_WORDING = BodyWording(not_json="the request body is not valid JSON")
 
 
-def build_router(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
-                 write_slots: int) -> APIRouter:
-    """``write_slots`` bounds the worker threads that run chat writes at once. Writes to one
+def build_routes(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
+                 write_slots: int) -> list[PlainRoute]:
+    """negotiate.v1's routes, plain Starlette routes (``server/plain_routes.py``): the store's
+    busiest paths, which read their requests themselves.
+
+    ``write_slots`` bounds the worker threads that run chat writes at once. Writes to one
     SQLite database are serialized anyway; letting dozens of threads queue on that lock only
     makes them fight the event loop for the GIL, so a small, fair limiter serves them in order.
 
@@ -32,7 +36,6 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
     (``Database.without_waiting``): a turn is a fraction of a millisecond of work, less than the
     hop to a thread and back costs. Only when the database is busy (another write of this
     process, another process's lock) does it go to a thread, where waiting blocks nobody else."""
-    router = APIRouter()
     catalog = service.catalog
     db = service.db
     limiter: list[anyio.CapacityLimiter] = []  # created lazily, inside the event loop
@@ -57,13 +60,10 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
         return dump_json({"store": views.store_view(catalog.store),
                           "products": [views.product_view(p.facts, base, detailed=True) for p in catalog.products]})
 
-    @router.get("/negotiate.json")
-    @router.get("/.well-known/negotiate.json")
-    def discovery(request: Request) -> JSON:
+    async def discovery(request: Request) -> JSON:
         return JSON(descriptor_bytes(base_of(request)))
 
-    @router.get(views.CATALOG_PATH)
-    def product_catalog(request: Request) -> JSON:
+    async def product_catalog(request: Request) -> JSON:
         return JSON(catalog_bytes(base_of(request)))
 
     def _start(request: Request, product_id: Any) -> JSON:
@@ -77,11 +77,9 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
                      "next": views.next_url(base, start.session_id), "offer": views.offer_view(start.offer)},
                     status_code=201)
 
-    @router.get(views.START_PATH)
     async def start_chat(request: Request) -> JSON:
         return await in_writer(_start, request, request.query_params.get("product_id"))
 
-    @router.post(views.START_PATH)
     async def start_chat_post(request: Request) -> JSON:
         body = await _json_post_body(request)
         return await in_writer(_start, request, body.get("product_id"))
@@ -103,21 +101,29 @@ def build_router(service: ChatService, base_of: Callable[[Request], str], client
         plan = await anyio.to_thread.run_sync(service.plan, session_id, message) if service.model else None
         return await in_writer(_answer, request, session_id, message, plan)
 
-    @router.get("/api/store/chat/{session_id}/say")
-    async def say(request: Request, session_id: str) -> JSON:
-        return await _say(request, session_id, request.query_params.get("message"))
+    async def say(request: Request) -> JSON:
+        return await _say(request, request.path_params["session_id"], request.query_params.get("message"))
 
-    @router.post("/api/store/chat/{session_id}/message")
-    async def say_post(request: Request, session_id: str) -> JSON:
+    async def say_post(request: Request) -> JSON:
         body = await _json_post_body(request)
-        return await _say(request, session_id, body.get("message"))
+        return await _say(request, request.path_params["session_id"], body.get("message"))
 
-    @router.get("/api/store/chat/{session_id}")
-    def history(request: Request, session_id: str) -> JSON:
+    def history(request: Request) -> JSON:  # a read: Starlette runs it in a worker thread
+        session_id = request.path_params["session_id"]
         _check_session_id(session_id)
         return JSON(views.history_view(service.history(session_id), base_of(request)))
 
-    return router
+    chat = f"{views.CHAT_PREFIX}/{{session_id}}"
+    return [
+        PlainRoute("GET", f"{chat}/say", say),
+        PlainRoute("GET", views.START_PATH, start_chat),
+        PlainRoute("GET", chat, history),
+        PlainRoute("POST", f"{chat}/message", say_post),
+        PlainRoute("POST", views.START_PATH, start_chat_post),
+        PlainRoute("GET", "/negotiate.json", discovery),
+        PlainRoute("GET", "/.well-known/negotiate.json", discovery),
+        PlainRoute("GET", views.CATALOG_PATH, product_catalog),
+    ]
 
 
 def _check_session_id(session_id: str) -> None:
