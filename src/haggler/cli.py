@@ -213,7 +213,7 @@ def serve(
             # of in workers restarted over and over: the database (migrated now), the signing key.
             open_database(db).dispose()
             if agents.audit_enabled:
-                SigningKeys(data_dir).public_key_b64  # noqa: B018 - loads (or creates) and checks the key file
+                SigningKeys(data_dir).public_key_b64  # loads (or creates) it; refuses a file others may read
     except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
     err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "

@@ -17,8 +17,8 @@ and the others stand by:
   always leads.
 
 Two workers believe they lead at once only between a leader's connection breaking and its next
-round; each job applies deadlines in its own transactions on rows it locks, so such a round
-repeats no effect.
+round. Each job acts in transactions on what is still due when it runs (a request may apply the same
+deadline first), so such an overlap repeats work, not effects.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from abc import ABC, abstractmethod
 
 from sqlalchemy import Connection, create_engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -43,16 +44,17 @@ _CONNECT_ARGS = {"connect_timeout": 10, "keepalives": 1, "keepalives_idle": 10, 
                  "keepalives_count": 3}
 
 
-class Leadership:
+class Leadership(ABC):
     """Whether this process runs the store-wide background jobs; ``leads()`` asks again each round."""
 
+    @abstractmethod
     def leads(self) -> bool:
-        raise NotImplementedError
+        """Ask whether this process leads now (taking the lead when it is free)."""
 
     @property
+    @abstractmethod
     def leading(self) -> bool:
         """What the last ``leads()`` found (for the metric), without asking again."""
-        raise NotImplementedError
 
     def close(self) -> None:
         """Give up the lead (a shutting-down worker hands it to the next to ask)."""
