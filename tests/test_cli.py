@@ -70,6 +70,17 @@ def test_serve_refuses_bad_options(tmp_path):
     assert result.returncode == 2 and "unsupported database" in result.stderr
 
 
+def test_serve_refuses_several_workers_on_sqlite_and_says_why(tmp_path):
+    result = haggler("serve", "--workers", "2", "--db", f"sqlite:///{tmp_path}/one.db", cwd=tmp_path)
+    message = " ".join(result.stderr.split())  # the console wraps long lines
+    assert result.returncode == 2, result.stderr
+    assert "--workers 2 needs PostgreSQL" in message and "SQLite takes one writer at a time" in message
+    assert "--db postgresql://" in message
+    assert not (tmp_path / "one.db").exists()  # refused before anything was opened
+    result = haggler("serve", "--workers", "0", cwd=tmp_path)
+    assert result.returncode == 2 and "--workers" in result.stderr
+
+
 @pytest.mark.slow
 def test_deals_lists_recorded_deals_as_table_and_json(tmp_path):
     db = f"sqlite:///{tmp_path}/store.db"

@@ -155,6 +155,9 @@ def serve(
     llm_timeout: LLMTimeout = 20.0,
     llm_prices: LLMPrices = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    workers: Annotated[int, typer.Option(
+        min=1, help="Worker processes serving the port, each with its own database connections; a dead one is "
+        "replaced. More than one needs PostgreSQL (see docs/deploy.md).")] = 1,
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
     built-in demo store."""
@@ -167,8 +170,14 @@ def serve(
     from haggler.server.clientip import parse_networks
     from haggler.server.config import StoreConfig
     from haggler.server.hosts import AllowedHosts
-    from haggler.storage.database import DatabaseError
+    from haggler.server.workers import serve_workers
+    from haggler.storage.database import DatabaseError, normalize_url, open_database
+    from haggler.trust.keys import SigningKeys
 
+    if workers > 1 and normalize_url(db).startswith("sqlite:"):
+        raise _fail(f"--workers {workers} needs PostgreSQL: SQLite takes one writer at a time, so several "
+                    "processes would only queue on its lock. Serve SQLite with one worker, or use "
+                    "--db postgresql://... for several.")
     try:
         store_catalog = load_catalog(catalog)
         limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
@@ -197,11 +206,19 @@ def serve(
                          matching=matching, market=market, data_dir=data_dir, seed=seed,
                          sweep_interval_seconds=sweep_interval(idle_ttl, matching))
     try:
-        application = create_app(config)
+        if workers == 1:
+            application = create_app(config)
+        else:
+            # Checked once, before the fork, so that a store that cannot start says why here instead
+            # of in workers restarted over and over: the database (migrated now), the signing key.
+            open_database(db).dispose()
+            if agents.audit_enabled:
+                SigningKeys(data_dir).public_key_b64  # loads (or creates) it; refuses a file others may read
     except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
     err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
-              f"negotiate.v1 at http://{host}:{port}/negotiate.json")
+              f"negotiate.v1 at http://{host}:{port}/negotiate.json"
+              + (f", {workers} workers" if workers > 1 else ""))
     err.print(f"storefront at http://{host}:{port}/ (each product page haggles through /widget.js)")
     err.print(f"match negotiation at http://{host}:{port}/api" + (
         "" if matching.operator_token else " (no --operator-token: its operator routes answer 403)"))
@@ -210,8 +227,11 @@ def serve(
     err.print(f"agent-native market at http://{host}:{port}/market (schemas at /market/schemas)")
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
-    uvicorn.run(application, host=host, port=port, proxy_headers=False, log_level=log_level,
-                timeout_graceful_shutdown=5)
+    options = {"proxy_headers": False, "log_level": log_level, "timeout_graceful_shutdown": 5}
+    if workers == 1:
+        uvicorn.run(application, host=host, port=port, **options)
+    else:
+        serve_workers(lambda: create_app(config), host=host, port=port, workers=workers, uvicorn_options=options)
 
 
 def sweep_interval(idle_ttl: int, matching: MatchingSettings) -> float:

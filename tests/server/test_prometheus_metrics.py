@@ -88,6 +88,7 @@ def test_the_model_figures_are_the_sums_of_every_chats_usage(tmp_path):
 
     from prometheus_client import generate_latest
 
+    from haggler.server.leader import SoleProcess
     from haggler.server.metrics import Metrics
     from haggler.storage import chats as repo
     from haggler.storage.database import open_database
@@ -101,7 +102,7 @@ def test_the_model_figures_are_the_sums_of_every_chats_usage(tmp_path):
             repo.create_chat(conn, chat_id=chat_id, product_id="p", seed=1, client_ip="127.0.0.1", now=now)
             repo.add_model_usage(conn, chat_id, usage)
             repo.add_model_usage(conn, chat_id, usage)  # added, not replaced
-    text = generate_latest(Metrics(db, TOKEN).registry).decode()
+    text = generate_latest(Metrics(db, TOKEN, SoleProcess()).registry).decode()
     db.dispose()
     samples = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples if not s.labels}
     assert samples["haggler_model_calls_total"] == 2 * (3 + 4)

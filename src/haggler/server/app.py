@@ -46,6 +46,7 @@ from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.edge import RequestEdge, base_url
 from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
 from haggler.server.hosts import AllowedHosts
+from haggler.server.leader import Leadership, leadership_for
 from haggler.server.metrics import METRICS_PATH, Metrics, MetricsMiddleware
 from haggler.server.openapi import Operation, install_openapi
 from haggler.server.plain_routes import install_plain_routes
@@ -93,7 +94,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     matching_mcp = mcp_tools.build_server(matching)
     market = Market(db, config.clock, config.market, operator_token=config.matching.operator_token)
 
-    metrics = Metrics(db, config.matching.operator_token)
+    leadership = leadership_for(db)
+    metrics = Metrics(db, config.matching.operator_token, leadership)
 
     def sweep() -> None:
         # Each job on its own: one failing must not starve the others.
@@ -117,12 +119,14 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         # moving it out of the collector's reach keeps full GC passes short on the turn path.
         gc.collect()
         gc.freeze()
+        # The WAL checkpoint is this process's own; the store-wide jobs run in the leader only.
         tasks = [asyncio.create_task(_every(1.0, db.checkpoint, "WAL checkpoint"))] if db.is_sqlite else []
         if config.sweep_interval_seconds:
-            tasks.append(asyncio.create_task(_every(config.sweep_interval_seconds, sweep, "idle sweep")))
+            tasks.append(asyncio.create_task(_every(config.sweep_interval_seconds, _led(leadership, sweep),
+                                                    "idle sweep")))
         if config.market.clear_interval_seconds:
-            tasks.append(asyncio.create_task(_every(config.market.clear_interval_seconds, market.clear_all,
-                                                    "scheduled market clearing")))
+            tasks.append(asyncio.create_task(_every(config.market.clear_interval_seconds,
+                                                    _led(leadership, market.clear_all), "scheduled market clearing")))
         try:
             # The MCP transport's task group: stateless requests each run in it.
             async with matching_mcp.session_manager.run():
@@ -132,6 +136,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            leadership.close()
             db.dispose()
 
     app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url="/docs", redoc_url=None,
@@ -206,6 +211,13 @@ def _agents_service(config: StoreConfig, db: Database) -> AgentsService:
     cart = CartService(config.catalog, db, config.clock, deal_ttl=settings.deal_ttl)
     return AgentsService(config.catalog, sessions, limiter, settings,
                          public_key=trail.keys.public_key_b64 if trail else None, trail=trail, cart=cart)
+
+
+def _led(leadership: Leadership, job: Callable[[], object]) -> Callable[[], object]:
+    """``job``, run only while this process leads the store's workers (``server/leader.py``)."""
+    def run() -> object:
+        return job() if leadership.leads() else None
+    return run
 
 
 async def _every(interval: float, job: Callable[[], object], what: str) -> None:

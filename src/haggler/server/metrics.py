@@ -3,8 +3,10 @@
 Two kinds of figures:
 
 - **this process's traffic**, counted as it happens by :class:`MetricsMiddleware`, a pure ASGI
-  middleware: requests by route template, method and status, and their latency; and the
-  background sweeps by job and result;
+  middleware: requests by route template, method and status, and their latency; the background
+  sweeps by job and result; and whether this process leads the background jobs
+  (``haggler_sweep_leader``, labelled with its pid: with ``--workers N`` each scrape is answered by
+  whichever worker takes the connection, and the pid tells their counters apart);
 - **the store's state**, read from the database at each scrape by :class:`StoreCollector`: chats
   by status and outcome, shopper turns, deals, the agreement rate, and the merchant model's calls,
   fallbacks and the guards' interventions. These live in the database, not in a process, so every
@@ -17,11 +19,12 @@ business is doing. It is not in the OpenAPI document.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
@@ -29,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from haggler.server.leader import Leadership
 from haggler.storage.database import Database
 from haggler.storage.schema import chat_model_usage, deals
 from haggler.trust.hashing import is_secret
@@ -72,7 +76,7 @@ class StoreCollector(Collector):
 class Metrics:
     """One store's registry: its traffic counters and the database collector."""
 
-    def __init__(self, db: Database, operator_token: str | None) -> None:
+    def __init__(self, db: Database, operator_token: str | None, leadership: Leadership) -> None:
         self.operator_token = operator_token
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter("haggler_http_requests", "HTTP requests answered, by route template, method "
@@ -81,6 +85,9 @@ class Metrics:
                                  "template", ["route"], buckets=_BUCKETS, registry=self.registry)
         self.sweeps = Counter("haggler_sweeps", "Background sweep jobs run, by job and result (ok, failed)",
                               ["job", "result"], registry=self.registry)
+        Gauge("haggler_sweep_leader", "1 while this process (pid) runs the background jobs for every worker, "
+              "else 0", ["pid"], registry=self.registry).labels(str(os.getpid())).set_function(
+                  lambda: float(leadership.leading))
         self.registry.register(StoreCollector(db))
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 

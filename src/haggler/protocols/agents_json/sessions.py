@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from haggler.errors import InvalidInput, RateLimited, Unauthorized
+from haggler.storage.counters import count_one
 from haggler.storage.database import Database, lock_key
 from haggler.storage.schema import agent_sessions, rate_windows
 from haggler.trust.hashing import secret_hash
@@ -150,18 +150,13 @@ class RateLimiter:
         self.db = db
         self.clock = clock
         self.limit = requests_per_minute
-        dialect = postgresql if db.dialect == "postgresql" else sqlite
-        stmt = dialect.insert(rate_windows)
-        self._upsert = stmt.on_conflict_do_update(
-            index_elements=[rate_windows.c.client, rate_windows.c.window_start],
-            set_={"count": rate_windows.c.count + 1}).returning(rate_windows.c.count)
 
     def hit(self, client: str) -> None:
         """Count one request; RateLimited (with the seconds until the window turns) past the limit."""
         now = self.clock()
         start = now.replace(second=0, microsecond=0)
         with self.db.write() as conn:
-            count = conn.execute(self._upsert, {"client": client, "window_start": start, "count": 1}).scalar_one()
+            count = count_one(conn, client, start)
         if count > self.limit:
             wait = math.ceil((start + self.WINDOW - now).total_seconds())
             raise RateLimited(f"rate limit: at most {self.limit} requests per minute", wait)

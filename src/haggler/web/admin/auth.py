@@ -17,6 +17,9 @@ form posted from another site cannot carry a valid one. The cookies are ``SameSi
 well, and a request whose ``Origin`` or ``Sec-Fetch-Site`` says it comes from elsewhere is
 refused before any of this is looked at.
 
+Failed logins are counted per client address in the database (``LoginThrottle``), so that every
+worker counts the same ones.
+
 Every comparison of a secret is in constant time.
 """
 
@@ -25,10 +28,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections import deque
 from datetime import datetime, timedelta
 from typing import Callable
 
+from sqlalchemy import Connection, delete, select
+
+from haggler.storage.counters import count_one
+from haggler.storage.database import Database, lock_key
+from haggler.storage.schema import rate_windows
 from haggler.trust.hashing import is_secret
 
 SESSION_COOKIE = "haggler_admin"
@@ -40,8 +47,8 @@ MAX_FAILURES = 5
 FAILURE_WINDOW = timedelta(minutes=15)
 #: Seconds every failed login waits before it is answered.
 FAILURE_DELAY = 0.25
-#: Client addresses the throttle remembers before it forgets those with no recent failure.
-MAX_CLIENTS = 10_000
+#: What sets the throttle's keys in ``rate_windows`` apart from agents.json's client addresses.
+LOGIN_KEY_PREFIX = "admin-login:"
 
 
 class AdminAuth:
@@ -94,35 +101,52 @@ def new_login_nonce() -> str:
 
 
 class LoginThrottle:
-    """Failed logins per client address, in this process: after ``MAX_FAILURES`` within
-    ``FAILURE_WINDOW`` the client waits until the oldest of them leaves the window. Each worker
-    counts its own, so N workers allow N times as many guesses — still nothing against a token of
-    16 or more characters, which is what the store requires."""
+    """Failed logins per client address, counted in the database so that N workers allow exactly
+    what one does: after ``MAX_FAILURES`` within ``FAILURE_WINDOW`` the client waits until the
+    oldest of them leaves the window, and a success forgets its failures.
 
-    def __init__(self, clock: Callable[[], datetime]) -> None:
+    Each failure is a row of ``rate_windows`` keyed ``admin-login:<address>``, stamped with when
+    it leaves the window rather than when it happened: the agents.json sweep, which forgets the
+    rows whose time passed two minutes ago, then forgets a failure only once it no longer counts.
+    Judging an attempt and counting it is one transaction that holds the client's key, so
+    attempts racing on several workers cannot all squeeze under the limit."""
+
+    def __init__(self, db: Database, clock: Callable[[], datetime]) -> None:
+        self.db = db
         self.clock = clock
-        self._failures: dict[str, deque[datetime]] = {}
 
-    def _recent(self, client: str) -> deque[datetime]:
+    def attempt(self, client: str, *, succeeded: bool) -> int | None:
+        """Judge a login attempt by ``client`` whose token was right (``succeeded``) or wrong:
+        the seconds it must wait first (the attempt is refused, and not counted), or None when
+        it was let through — a wrong token then counts as a failure."""
+        key = LOGIN_KEY_PREFIX + client
         now = self.clock()
-        found = self._failures.get(client, deque())
-        while found and found[0] <= now - FAILURE_WINDOW:
-            found.popleft()
-        return found
+        if succeeded:
+            with self.db.read() as conn:
+                leaving = self._leaving(conn, key, now)
+            wait = self._wait(leaving, now)
+            if wait is None and leaving:
+                with self.db.write() as conn:
+                    conn.execute(delete(rate_windows).where(rate_windows.c.client == key))
+            return wait
+        with self.db.write() as conn:
+            lock_key(conn, key)
+            leaving = self._leaving(conn, key, now)
+            wait = self._wait(leaving, now)
+            if wait is None:
+                count_one(conn, key, now + FAILURE_WINDOW)
+        return wait
 
-    def retry_after(self, client: str) -> int | None:
-        """Seconds ``client`` must wait before trying again, or None when it may try now."""
-        recent = self._recent(client)
-        if len(recent) < MAX_FAILURES:
+    @staticmethod
+    def _leaving(conn: Connection, key: str, now: datetime) -> list[tuple[datetime, int]]:
+        """When each failure still in the window leaves it, and how many left at that instant."""
+        rows = conn.execute(select(rate_windows.c.window_start, rate_windows.c.count)
+                            .where(rate_windows.c.client == key, rate_windows.c.window_start > now)
+                            .order_by(rate_windows.c.window_start))
+        return [(at, count) for at, count in rows]
+
+    @staticmethod
+    def _wait(leaving: list[tuple[datetime, int]], now: datetime) -> int | None:
+        if sum(count for _, count in leaving) < MAX_FAILURES:
             return None
-        return max(1, int((recent[0] + FAILURE_WINDOW - self.clock()).total_seconds()) + 1)
-
-    def failed(self, client: str) -> None:
-        if len(self._failures) >= MAX_CLIENTS:  # forget the idle ones rather than grow without end
-            self._failures = {c: q for c, q in self._failures.items() if self._recent(c)}
-        recent = self._recent(client)
-        recent.append(self.clock())
-        self._failures[client] = recent
-
-    def succeeded(self, client: str) -> None:
-        self._failures.pop(client, None)
+        return max(1, int((leaving[0][0] - now).total_seconds()) + 1)

@@ -100,7 +100,7 @@ class AdminDashboard:
         self.auth = auth
         self.idle_ttl = idle_ttl
         self.client_of = client_of
-        self.throttle = LoginThrottle(auth.clock)
+        self.throttle = LoginThrottle(db, auth.clock)
 
     # -- who is asking --------------------------------------------------------------------------
 
@@ -122,14 +122,13 @@ class AdminDashboard:
             return self._off()
         authorization = request.headers.get("authorization")
         if authorization is not None:
-            client = self.client_of(request)
-            wait = self.throttle.retry_after(client)
+            scheme, _, credential = authorization.partition(" ")
+            matches = scheme.lower() == "bearer" and self.auth.token_matches(credential.strip())
+            wait = await run_in_threadpool(self.throttle.attempt, self.client_of(request), succeeded=matches)
             if wait is not None:
                 return self._too_many(wait)
-            scheme, _, credential = authorization.partition(" ")
-            if scheme.lower() == "bearer" and self.auth.token_matches(credential.strip()):
+            if matches:
                 return Viewer(None)
-            self.throttle.failed(client)
             await asyncio.sleep(FAILURE_DELAY)
             return self._notice(401, "Not signed in", "That is not the operator token.",
                                 {"WWW-Authenticate": "Bearer"})
@@ -290,15 +289,13 @@ class AdminDashboard:
             if not self.auth.csrf_valid(f"login:{nonce}" if nonce else None, form.get("csrf")):
                 return self._login_form(request, 403, error="The form expired or did not come from this page: "
                                         "please sign in again.", next_path=next_path)
-            client = self.client_of(request)
-            wait = self.throttle.retry_after(client)
+            matches = self.auth.token_matches(form.get("token", ""))
+            wait = await run_in_threadpool(self.throttle.attempt, self.client_of(request), succeeded=matches)
             if wait is not None:
                 return self._too_many(wait)
-            if not self.auth.token_matches(form.get("token", "")):
-                self.throttle.failed(client)
+            if not matches:
                 await asyncio.sleep(FAILURE_DELAY)
                 return self._login_form(request, 401, error="That is not the operator token.", next_path=next_path)
-            self.throttle.succeeded(client)
             response = _secured(RedirectResponse(next_path, 303))
             self._cookie(request, response, SESSION_COOKIE, self.auth.new_session(), SESSION_SECONDS)
             response.delete_cookie(LOGIN_COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")
