@@ -170,6 +170,7 @@ def serve(
     from haggler.server.clientip import parse_networks
     from haggler.server.config import StoreConfig
     from haggler.server.hosts import AllowedHosts
+    from haggler.server.coalescing import CoalescingHttpToolsProtocol
     from haggler.server.workers import serve_workers
     from haggler.storage.database import DatabaseError, normalize_url, open_database
     from haggler.trust.keys import SigningKeys
@@ -227,7 +228,9 @@ def serve(
     err.print(f"agent-native market at http://{host}:{port}/market (schemas at /market/schemas)")
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
-    options = {"proxy_headers": False, "log_level": log_level, "timeout_graceful_shutdown": 5}
+    # http: uvicorn's httptools protocol, each response's headers and body sent in one write.
+    options = {"proxy_headers": False, "log_level": log_level, "timeout_graceful_shutdown": 5,
+               "http": CoalescingHttpToolsProtocol}
     if workers == 1:
         uvicorn.run(application, host=host, port=port, **options)
     else:

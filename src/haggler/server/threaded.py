@@ -10,6 +10,8 @@ import time
 
 import uvicorn
 
+from haggler.server.coalescing import CoalescingHttpToolsProtocol
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -22,7 +24,7 @@ class ThreadedServer:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",  # type: ignore[arg-type]
-                                proxy_headers=False, lifespan="on")
+                                proxy_headers=False, lifespan="on", http=CoalescingHttpToolsProtocol)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
