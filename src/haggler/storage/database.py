@@ -9,6 +9,7 @@ they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client coun
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from contextlib import ExitStack, contextmanager, nullcontext
 from contextvars import ContextVar
@@ -162,8 +163,9 @@ class Database:
             with ExitStack() as stack:
                 try:
                     conn = stack.enter_context(self._nowait_engine.begin())
-                except OperationalError as exc:
-                    if getattr(exc.orig, "sqlite_errorcode", None) == _SQLITE_BUSY:
+                except (OperationalError, sqlite3.OperationalError) as exc:
+                    # BEGIN goes straight to the driver (see _sqlite_engine), so its error is sqlite3's own.
+                    if getattr(getattr(exc, "orig", exc), "sqlite_errorcode", None) == _SQLITE_BUSY:
                         raise WouldBlock("another process is writing") from exc
                     raise
                 yield conn
