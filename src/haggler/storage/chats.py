@@ -174,18 +174,32 @@ def _extras_json(extras: Sequence[str]) -> str:
     return json.dumps(list(extras), ensure_ascii=False)
 
 
-def append_message(conn: Connection, chat_id: str, seq: int, *, speaker: str, text: str, turn: Turn | None,
-                   at: datetime) -> None:
-    terms = turn.terms if turn is not None else None
-    conn.execute(_INSERT_MESSAGE, {
-        "chat_id": chat_id, "seq": seq, "speaker": speaker, "text": text,
-        "action": turn.action.value if turn is not None else None,
-        "price_cents": terms.price_cents if terms else None,
-        "currency": terms.currency if terms else None,
-        "extras": _extras_json(terms.extras) if terms else None,
-        "final": bool(turn and turn.final),
-        "created_at": at,
-    })
+@dataclass(frozen=True, slots=True)
+class NewMessage:
+    """A message to store: who said what, and the engine turn it carried (None for a closing remark)."""
+
+    seq: int
+    speaker: str
+    text: str
+    turn: Turn | None
+
+
+def append_messages(conn: Connection, chat_id: str, new: Sequence[NewMessage], at: datetime) -> None:
+    """Store ``new`` in one statement (a turn stores the shopper's message and the reply together)."""
+    rows = []
+    for message in new:
+        turn = message.turn
+        terms = turn.terms if turn is not None else None
+        rows.append({
+            "chat_id": chat_id, "seq": message.seq, "speaker": message.speaker, "text": message.text,
+            "action": turn.action.value if turn is not None else None,
+            "price_cents": terms.price_cents if terms else None,
+            "currency": terms.currency if terms else None,
+            "extras": _extras_json(terms.extras) if terms else None,
+            "final": bool(turn and turn.final),
+            "created_at": at,
+        })
+    conn.execute(_INSERT_MESSAGE, rows)
 
 
 def list_messages(conn: Connection, chat_id: str) -> list[MessageRow]:

@@ -124,7 +124,7 @@ class ChatService:
             repo.record_start(conn, client_ip, now)
             repo.create_chat(conn, chat_id=session_id, product_id=product.id, seed=seed, client_ip=client_ip, now=now,
                              state=state.dump())
-            repo.append_message(conn, session_id, 0, speaker=MERCHANT, text=greeting, turn=opening, at=now)
+            repo.append_messages(conn, session_id, [repo.NewMessage(0, MERCHANT, greeting, opening)], now)
         return ChatStart(session_id, greeting, move.terms)
 
     # -- say ---------------------------------------------------------------------------------
@@ -222,8 +222,8 @@ class ChatService:
             reply = worded if url is None or url in worded else f"{worded} {checkout_sentence(url, rng)}"
         else:
             reply = self._renderers[product.id].render_fresh(move, rng, previous=state.previous, checkout_url=url)
-        repo.append_message(conn, chat.id, seq, speaker=SHOPPER, text=text, turn=prepared.shopper_turn, at=now)
-        repo.append_message(conn, chat.id, seq + 1, speaker=MERCHANT, text=reply, turn=merchant_turn, at=now)
+        repo.append_messages(conn, chat.id, [repo.NewMessage(seq, SHOPPER, text, prepared.shopper_turn),
+                                             repo.NewMessage(seq + 1, MERCHANT, reply, merchant_turn)], now)
         history = prepared.history if merchant_turn is None else prepared.history.after(merchant_turn)
         repo.update_chat(conn, chat.id, now=now, shopper_messages=prepared.shopper_messages,
                          outcome=outcome.kind.value if outcome else None,
