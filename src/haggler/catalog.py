@@ -45,6 +45,12 @@ class Lever:
     value_cents: int | None
     #: What granting it costs the store, when the catalog states it (``{"text": ..., "cost": ...}``).
     cost_cents: int | None = None
+    #: The concession as said to a shopper: the lever without its internal value note. Worked
+    #: out once: the merchant matches extras by it several times a turn.
+    offer_text: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "offer_text", _LEVER_PARENTHETICAL.sub("", self.text).strip().rstrip("."))
 
     @property
     def cost(self) -> int:
@@ -57,11 +63,6 @@ class Lever:
     @property
     def known_cost(self) -> bool:
         return self.cost_cents is not None or self.value_cents is not None
-
-    @property
-    def offer_text(self) -> str:
-        """The concession as said to a shopper: the lever without its internal value note."""
-        return _LEVER_PARENTHETICAL.sub("", self.text).strip().rstrip(".")
 
 
 @dataclass(frozen=True)
