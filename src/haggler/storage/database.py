@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from contextlib import ExitStack, contextmanager, nullcontext
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
@@ -21,7 +21,6 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 
 
 class DatabaseError(RuntimeError):
@@ -45,12 +44,12 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool, busy_ms: int = 30_000) -> Engine:
+def _sqlite_engine(url: str, *, background_checkpoints: bool, busy_ms: int = 30_000) -> Engine:
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_ms / 1000})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
-        # Let SQLAlchemy's "begin" event decide how transactions start.
+        # The driver starts no transaction of its own: _sqlite_transaction begins each one.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -65,15 +64,20 @@ def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool, b
             cursor.execute("PRAGMA wal_autocheckpoint=0")
         cursor.close()
 
-    begin = "BEGIN IMMEDIATE" if immediate else "BEGIN"
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn):  # type: ignore[no-untyped-def]
-        # Straight to the driver: this runs for every transaction, and SQLAlchemy's statement
-        # machinery would cost more than the statement itself.
-        conn.connection.driver_connection.execute(begin)
-
     return engine
+
+
+@contextmanager
+def _sqlite_transaction(engine: Engine, begin: str) -> Iterator[Connection]:
+    """A transaction on a SQLite ``engine``, opened by ``begin`` (``BEGIN IMMEDIATE`` for writes,
+    so that two processes never both read and then write) sent straight to the driver, which
+    raises sqlite3's own error when the database is busy. Not SQLAlchemy's "begin" event, the
+    documented recipe: an engine with any event listener dispatches events around every
+    statement it runs, and that cost more than a chat turn's statements themselves."""
+    with engine.connect() as conn:
+        conn.connection.driver_connection.execute(begin)
+        with conn.begin():  # SQLAlchemy's bookkeeping: the driver's commit or rollback at the end
+            yield conn
 
 
 class Database:
@@ -91,11 +95,10 @@ class Database:
         if self.dialect == "sqlite":
             if parsed.database and parsed.database != ":memory:":
                 Path(parsed.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
-            self._write_engine = _sqlite_engine(self.url, immediate=True, background_checkpoints=background_checkpoints)
-            self._read_engine = _sqlite_engine(self.url, immediate=False, background_checkpoints=background_checkpoints)
+            self._write_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints)
+            self._read_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints)
             # Writes that must not wait (without_waiting): BEGIN IMMEDIATE fails at once when busy.
-            self._nowait_engine = _sqlite_engine(self.url, immediate=True, background_checkpoints=background_checkpoints,
-                                                 busy_ms=0)
+            self._nowait_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints, busy_ms=0)
         elif self.dialect == "postgresql":
             try:
                 engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
@@ -136,8 +139,11 @@ class Database:
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
-        with (self._write_lock or nullcontext()), self._write_engine.begin() as conn:
+        with (self._write_lock or nullcontext()), self._transaction(self._write_engine, "BEGIN IMMEDIATE") as conn:
             yield conn
+
+    def _transaction(self, engine: Engine, begin: str) -> AbstractContextManager[Connection]:
+        return _sqlite_transaction(engine, begin) if self.is_sqlite else engine.begin()
 
     @contextmanager
     def without_waiting(self) -> Iterator[None]:
@@ -162,10 +168,9 @@ class Database:
         try:
             with ExitStack() as stack:
                 try:
-                    conn = stack.enter_context(self._nowait_engine.begin())
-                except (OperationalError, sqlite3.OperationalError) as exc:
-                    # BEGIN goes straight to the driver (see _sqlite_engine), so its error is sqlite3's own.
-                    if getattr(getattr(exc, "orig", exc), "sqlite_errorcode", None) == _SQLITE_BUSY:
+                    conn = stack.enter_context(_sqlite_transaction(self._nowait_engine, "BEGIN IMMEDIATE"))
+                except sqlite3.OperationalError as exc:
+                    if exc.sqlite_errorcode == _SQLITE_BUSY:
                         raise WouldBlock("another process is writing") from exc
                     raise
                 yield conn
@@ -175,7 +180,7 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only transaction (a consistent snapshot)."""
-        with self._read_engine.begin() as conn:
+        with self._transaction(self._read_engine, "BEGIN") as conn:
             yield conn
 
     def checkpoint(self) -> None:
@@ -188,7 +193,7 @@ class Database:
     def migrate(self) -> None:
         """Bring the schema to the newest migration (safe to run on every start)."""
         try:
-            with self._write_engine.begin() as conn:
+            with self._transaction(self._write_engine, "BEGIN IMMEDIATE") as conn:
                 if self.dialect == "postgresql":
                     # Two processes starting at once must not both create the tables.
                     conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7240315)")
