@@ -185,7 +185,8 @@ class NewMessage:
 
 
 def append_messages(conn: Connection, chat_id: str, new: Sequence[NewMessage], at: datetime) -> None:
-    """Store ``new`` in one statement (a turn stores the shopper's message and the reply together)."""
+    """Store ``new`` in one statement (a turn stores the shopper's message and the reply together;
+    on PostgreSQL the executemany is sent as one multi-row INSERT: see ``storage/database.py``)."""
     rows = []
     for message in new:
         turn = message.turn

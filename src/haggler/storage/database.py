@@ -104,6 +104,11 @@ class Database:
                 engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
             except ImportError as exc:
                 raise DatabaseError("PostgreSQL needs the psycopg driver: pip install 'haggler[postgres]'") from exc
+            # An executemany INSERT goes as one INSERT with a row of VALUES each (SQLAlchemy's
+            # insertmanyvalues, which its psycopg2 dialect uses by default), not as psycopg's
+            # pipelined executemany: for the two rows of a chat turn the pipeline cost more than
+            # every other statement of the turn together.
+            engine.dialect.use_insertmanyvalues_wo_returning = True
             self._write_engine = self._read_engine = engine
         else:
             raise DatabaseError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
