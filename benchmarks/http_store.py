@@ -163,13 +163,15 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 class StoreServer:
     """``python -m haggler serve`` as a child process on a free loopback port."""
 
-    def __init__(self, db_url: str, workdir: Path, seed: int | None) -> None:
+    def __init__(self, db_url: str, workdir: Path, seed: int | None, workers: int = 1) -> None:
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.args = [sys.executable, "-m", "haggler", "serve", "--host", HOST, "--port", str(self.port),
                      "--db", db_url, "--max-chat-starts-per-hour", "1000000", "--log-level", "warning"]
         if seed is not None:
             self.args += ["--seed", str(seed)]
+        if workers != 1:
+            self.args += ["--workers", str(workers)]
         self.log_path = workdir / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
