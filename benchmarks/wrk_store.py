@@ -68,6 +68,8 @@ class Phase:
     p99_ms: float
     server_cpu_s: float
     counts: dict[str, int]
+    #: CPU seconds of the database server's processes (PostgreSQL's postmaster and backends), NaN for SQLite.
+    db_cpu_s: float = float("nan")
 
     @property
     def rps(self) -> float:
@@ -77,12 +79,18 @@ class Phase:
     def cpu_ms_per_request(self) -> float:
         return 1000 * self.server_cpu_s / self.requests if self.requests else float("nan")
 
+    @property
+    def db_cpu_ms_per_request(self) -> float:
+        return 1000 * self.db_cpu_s / self.requests if self.requests else float("nan")
+
 
 @dataclass(frozen=True)
 class Setup:
     name: str
     db_url: str
     workers: int
+    #: The PostgreSQL postmaster's pid, whose processes' CPU is the database's cost.
+    db_pid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,11 @@ def tree_cpu_seconds(pid: int) -> float:
     return sum(_proc_cpu_seconds(p) for p in serving_pids(pid))
 
 
+def postmaster(cluster: object) -> int:
+    """The pid of a throwaway cluster's postmaster (the first line of its postmaster.pid)."""
+    return int((cluster.data_dir / "postmaster.pid").read_text().split()[0])  # type: ignore[attr-defined]
+
+
 def resident_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -138,27 +151,31 @@ def resident_mb(pid: int) -> float:
     return float("nan")
 
 
-def run_wrk(server: StoreServer, script: str, path: str, connections: int, seconds: int) -> Phase:
-    """One wrk run against ``path`` with ``script``; the serving processes' CPU seconds around it."""
+def run_wrk(server: StoreServer, script: str, path: str, connections: int, seconds: int,
+            db_pid: int | None = None) -> Phase:
+    """One wrk run against ``path`` with ``script``; the serving processes' CPU seconds around it,
+    and the database server's when ``db_pid`` names it."""
     before = tree_cpu_seconds(server.pid)
+    db_before = tree_cpu_seconds(db_pid) if db_pid else float("nan")
     done = subprocess.run(
         ["wrk", "-t", str(connections), "-c", str(connections), "-d", f"{seconds}s", "--timeout", "10s",
          "-s", str(SCRIPTS / script), f"{server.base}{path}"],
         capture_output=True, text=True, timeout=seconds + 60, check=False)
     cpu = tree_cpu_seconds(server.pid) - before
+    db_cpu = tree_cpu_seconds(db_pid) - db_before if db_pid else float("nan")
     server.check_alive()
     if done.returncode != 0:
         raise ServerFailed(f"wrk failed ({done.returncode}):\n{done.stderr}{done.stdout}")
     latency = _fields("LATENCY", done.stdout)
     counts = {k: int(v) for k, v in _fields("COUNTS", done.stdout).items()} if "COUNTS " in done.stdout else {}
     return Phase(int(latency["requests"]), int(latency["errors"]), latency["seconds"], latency["p50_us"] / 1000,
-                 latency["p99_us"] / 1000, cpu, counts)
+                 latency["p99_us"] / 1000, cpu, counts, db_cpu)
 
 
-def measure(server: StoreServer, connections: int, seconds: int) -> Figures:
+def measure(server: StoreServer, connections: int, seconds: int, db_pid: int | None) -> Figures:
     half = max(1, seconds // 2)  # wrk takes whole seconds
     bare_a = run_wrk(server, "bare.lua", "/healthz", connections, half)
-    chats = run_wrk(server, "negotiate.lua", "/", connections, seconds)
+    chats = run_wrk(server, "negotiate.lua", "/", connections, seconds, db_pid)
     bare_b = run_wrk(server, "bare.lua", "/healthz", connections, half)
     bare_requests = bare_a.requests + bare_b.requests
     return Figures(
@@ -195,7 +212,9 @@ def report(setup: Setup, figures: Figures) -> None:
     print(f"[{setup.name}] bare  {figures.bare_rps:7.0f} req/s  p50 {figures.bare_p50_ms:6.2f} ms  "
           f"p99 {figures.bare_p99_ms:6.2f} ms  server CPU {figures.bare_cpu_ms:.3f} ms/request")
     print(f"[{setup.name}] chats {chats.rps:7.0f} req/s  p50 {chats.p50_ms:6.2f} ms  p99 {chats.p99_ms:6.2f} ms  "
-          f"server CPU {chats.cpu_ms_per_request:.3f} ms/request  ({figures.turns_per_s:.0f} turns/s, "
+          f"server CPU {chats.cpu_ms_per_request:.3f} ms/request"
+          + (f" + database {chats.db_cpu_ms_per_request:.3f}" if setup.db_pid else "")
+          + f"  ({figures.turns_per_s:.0f} turns/s, "
           f"{chats.counts.get('starts', 0)} starts, {chats.counts.get('deals', 0)} deals), ratio {figures.ratio:.2f}",
           flush=True)
 
@@ -251,16 +270,18 @@ def main(argv: list[str] | None = None) -> int:
             cluster = stack.enter_context(PostgresCluster(extra_settings=DURABLE))
         if args.matrix:
             setups = [Setup("sqlite_1", f"sqlite:///{tmp}/store.db", 1)]
-            setups += [Setup(f"postgresql_{n}", cluster.create_database(f"bench_{n}"), n) for n in (1, 2)]  # type: ignore[union-attr]
+            setups += [Setup(f"postgresql_{n}", cluster.create_database(f"bench_{n}"), n, postmaster(cluster))
+                       for n in (1, 2)]
         else:
             url = args.db or (cluster.create_database("bench") if cluster else f"sqlite:///{tmp}/store.db")
             dialect = "sqlite" if url.startswith("sqlite") else "postgresql"
-            setups = [Setup(f"{dialect}_{args.workers}", url, args.workers)]
+            setups = [Setup(f"{dialect}_{args.workers}", url, args.workers,
+                            postmaster(cluster) if cluster and dialect == "postgresql" else None)]
         for index, setup in enumerate(setups):
             server = StoreServer(setup.db_url, Path(tmp), seed=1, workers=setup.workers)
             try:
                 server.start(timeout=60)
-                figures = measure(server, args.connections, args.seconds)
+                figures = measure(server, args.connections, args.seconds, setup.db_pid)
                 results[setup.name] = figures
                 errors += figures.errors
                 report(setup, figures)
@@ -282,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
                          f"{name}_bare_p99_ms={f.bare_p99_ms:.2f}",
                          f"{name}_cpu_ms_per_chat_request={f.chats.cpu_ms_per_request:.3f}",
                          f"{name}_cpu_ms_per_bare={f.bare_cpu_ms:.3f}"]
+        if name.startswith("postgresql"):
+            figures_line.append(f"{name}_db_cpu_ms_per_chat_request={f.chats.db_cpu_ms_per_request:.3f}")
     if "postgresql_1" in results and "postgresql_2" in results:
         figures_line.append(f"postgresql_2_over_1={results['postgresql_2'].turns_per_s / results['postgresql_1'].turns_per_s:.2f}")
     if args.soak:
