@@ -5,12 +5,18 @@ run in :meth:`Database.write`. On SQLite that is ``BEGIN IMMEDIATE`` behind an i
 lock — the lock keeps threads of one process from spinning in SQLite's busy handler, the
 IMMEDIATE transaction keeps separate processes apart. On PostgreSQL, callers lock the rows
 they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client counters.
+
+No wait is unbounded: ``timeout`` (``haggler serve --db-timeout``) bounds the in-process write
+lock, SQLite's busy handler, and on PostgreSQL each lock wait (``lock_timeout``), each statement
+(``statement_timeout``), a pool checkout and a connection attempt. A wait that runs out raises,
+the transaction rolls back, and the error edge answers 503 (``storage/outages.py``).
 """
 
 from __future__ import annotations
 
+import math
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
@@ -20,6 +26,11 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
+
+from haggler.storage.outages import WriteLockTimeout
+
+#: How long a request may wait on the database (a lock, a statement, a connection), in seconds.
+DEFAULT_DB_TIMEOUT = 5.0
 
 
 class DatabaseError(RuntimeError):
@@ -35,8 +46,8 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool) -> Engine:
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool, timeout: float) -> Engine:
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": timeout})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
@@ -48,7 +59,7 @@ def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool) -
         # transaction intact; only an OS crash could lose the last few.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={math.ceil(timeout * 1000)}")
         if background_checkpoints:
             # The checkpoint (and its fsync) would otherwise run inside whichever commit
             # crosses the WAL threshold, stalling that turn; Database.checkpoint runs it aside.
@@ -65,10 +76,14 @@ def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool) -
 class Database:
     """One database, as used by one process: engines, transactions, migrations."""
 
-    def __init__(self, url: str, *, background_checkpoints: bool = False) -> None:
+    def __init__(self, url: str, *, background_checkpoints: bool = False, timeout: float = DEFAULT_DB_TIMEOUT) -> None:
         """``background_checkpoints``: the owner promises to call :meth:`checkpoint`
-        regularly (a server does, from a background task), so commits never checkpoint."""
+        regularly (a server does, from a background task), so commits never checkpoint.
+        ``timeout``: the longest wait on a lock, a statement or a connection, in seconds."""
+        if not timeout > 0:
+            raise DatabaseError(f"the database timeout must be a positive number of seconds, got {timeout}")
         self.url = normalize_url(url)
+        self.timeout = timeout
         try:
             parsed = make_url(self.url)
         except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
@@ -77,11 +92,17 @@ class Database:
         if self.dialect == "sqlite":
             if parsed.database and parsed.database != ":memory:":
                 Path(parsed.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
-            self._write_engine = _sqlite_engine(self.url, immediate=True, background_checkpoints=background_checkpoints)
-            self._read_engine = _sqlite_engine(self.url, immediate=False, background_checkpoints=background_checkpoints)
+            self._write_engine, self._read_engine = (
+                _sqlite_engine(self.url, immediate=immediate, background_checkpoints=background_checkpoints,
+                               timeout=timeout) for immediate in (True, False))
         elif self.dialect == "postgresql":
+            bound = math.ceil(timeout * 1000)
+            # libpq's connect_timeout is whole seconds, and it treats anything under 2 as 2.
+            connect_args = {"options": f"-c lock_timeout={bound} -c statement_timeout={bound}",
+                            "connect_timeout": max(2, math.ceil(timeout))}
             try:
-                engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+                engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True,
+                                       pool_timeout=timeout, connect_args=connect_args)
             except ImportError as exc:
                 raise DatabaseError("PostgreSQL needs the psycopg driver: pip install 'haggler[postgres]'") from exc
             self._write_engine = self._read_engine = engine
@@ -109,12 +130,26 @@ class Database:
         if joined is not None:
             yield joined
             return
-        with (self._write_lock or nullcontext()), self._write_engine.begin() as conn:
+        with self._write_locked(), self._write_engine.begin() as conn:
             token = self._open_write.set(conn)
             try:
                 yield conn
             finally:
                 self._open_write.reset(token)
+
+    @contextmanager
+    def _write_locked(self) -> Iterator[None]:
+        """The in-process write lock (SQLite), waited for no longer than the timeout."""
+        lock = self._write_lock
+        if lock is None:
+            yield
+            return
+        if not lock.acquire(timeout=self.timeout):
+            raise WriteLockTimeout(f"the database write lock was busy for {self.timeout:g} s")
+        try:
+            yield
+        finally:
+            lock.release()
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -134,6 +169,10 @@ class Database:
         try:
             with self._write_engine.begin() as conn:
                 if self.dialect == "postgresql":
+                    # A migration may take longer than a request may wait, and so may waiting for
+                    # another process's migration: the request bounds do not apply to it.
+                    conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+                    conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
                     # Two processes starting at once must not both create the tables.
                     conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7240315)")
                 config = alembic_config()
@@ -167,13 +206,13 @@ def alembic_config() -> Config:
 
 
 def open_database(url: str, *, migrate: bool = True, background_checkpoints: bool = False,
-                  existing: bool = False) -> Database:
+                  existing: bool = False, timeout: float = DEFAULT_DB_TIMEOUT) -> Database:
     """Open (and by default migrate) the database at ``url``. With ``existing``, only a haggler
     database that is already there: a command that reads a store's records must say that the
     path is wrong, not create an empty database there and report nothing in it."""
     if existing:
         _check_sqlite_file(url)
-    database = Database(url, background_checkpoints=background_checkpoints)
+    database = Database(url, background_checkpoints=background_checkpoints, timeout=timeout)
     if existing:
         try:
             with database.read() as conn:
@@ -202,4 +241,4 @@ def _check_sqlite_file(url: str) -> None:
         raise DatabaseError(f"no database at {url} (check --db; haggler serve --db {url} creates one)")
 
 
-__all__ = ["Database", "DatabaseError", "alembic_config", "normalize_url", "open_database"]
+__all__ = ["DEFAULT_DB_TIMEOUT", "Database", "DatabaseError", "alembic_config", "normalize_url", "open_database"]
