@@ -22,8 +22,9 @@ class JSON(Response):
         return content if isinstance(content, bytes) else dump_json(content)
 
 
-#: The ``request_id`` every error body carries: its answer's ``X-Request-Id``. Optional in the
-#: document only because a replayed idempotent answer (the exchange) is the stored first one.
+#: The ``request_id`` every error body carries: its answer's ``X-Request-Id`` (an exchange refusal
+#: replayed for its Idempotency-Key carries the first request's). Optional in the document only
+#: because refusals stored before request ids existed are replayed without one.
 RequestId = Annotated[str | None, Field(description="The id of the request (its answer's X-Request-Id), "
                                                     "to quote to the store's operator")]
 
