@@ -3,6 +3,7 @@ and the in-process write lock waited for no longer than the timeout."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 
@@ -75,6 +76,43 @@ def test_a_write_waiting_on_the_in_process_lock_gives_up_at_the_timeout(tmp_path
         release.set()
         holder.join(10)
     with db.write() as conn:  # the lock was released by its holder, and not taken by the refused write
+        conn.execute(text("SELECT 1"))
+    db.dispose()
+
+
+def test_the_write_lock_and_sqlites_busy_wait_share_one_bound(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Another process holds SQLite's write lock throughout. The first write waits for it in
+    SQLite's busy handler, holding the in-process lock; the second waits for that lock first,
+    then only for what is left of the same bound — not the bound twice over."""
+    path = tmp_path / "shared.db"
+    db = Database(f"sqlite:///{path}", timeout=1.0)
+    with db.write() as conn:
+        conn.execute(text("SELECT 1"))
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with db.write() as conn:
+                conn.execute(text("SELECT 1"))
+        except SQLAlchemyError as exc:
+            failures.append(exc)
+
+    first = threading.Thread(target=write)
+    try:
+        first.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        write()
+        waited = time.monotonic() - started
+        first.join(10)
+    finally:
+        other.rollback()
+        other.close()
+    assert len(failures) == 2 and all(is_outage(exc) for exc in failures), failures
+    assert 0.9 <= waited < 1.3, waited  # the bound in all (each wait in full would be ~1.7 s)
+    with db.write() as conn:  # once the other process lets go, writes go through at once
         conn.execute(text("SELECT 1"))
     db.dispose()
 

@@ -7,7 +7,7 @@ IMMEDIATE transaction keeps separate processes apart. On PostgreSQL, callers loc
 they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client counters.
 
 No wait is unbounded: ``timeout`` (``haggler serve --db-timeout``) bounds the in-process write
-lock, SQLite's busy handler, and on PostgreSQL each lock wait (``lock_timeout``), each statement
+lock and SQLite's busy handler together (the busy handler gets what the lock left), and on PostgreSQL each lock wait (``lock_timeout``), each statement
 (``statement_timeout``), a pool checkout and a connection attempt. A wait that runs out raises,
 the transaction rolls back, and the error edge answers 503 (``storage/outages.py``).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib import resources
@@ -31,6 +32,12 @@ from haggler.storage.outages import WriteLockTimeout
 
 #: How long a request may wait on the database (a lock, a statement, a connection), in seconds.
 DEFAULT_DB_TIMEOUT = 5.0
+#: What is left of the timeout for SQLite's busy handler once a write holds the in-process lock:
+#: the two waits share one bound. None: the whole timeout (the lock came without a real wait).
+_busy_budget: ContextVar[float | None] = ContextVar("haggler_sqlite_busy_budget", default=None)
+#: A wait on the in-process lock shorter than this leaves SQLite's busy timeout as it is, so an
+#: uncontended write sets no pragma.
+_NOTICEABLE_WAIT = 0.05
 
 
 class DatabaseError(RuntimeError):
@@ -50,7 +57,7 @@ def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool, t
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": timeout})
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_connection, record):  # type: ignore[no-untyped-def]
         # Let SQLAlchemy's "begin" event decide how transactions start.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -59,7 +66,8 @@ def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool, t
         # transaction intact; only an OS crash could lose the last few.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={math.ceil(timeout * 1000)}")
+        record.info["busy_ms"] = math.ceil(timeout * 1000)
+        cursor.execute(f"PRAGMA busy_timeout={record.info['busy_ms']}")
         if background_checkpoints:
             # The checkpoint (and its fsync) would otherwise run inside whichever commit
             # crosses the WAL threshold, stalling that turn; Database.checkpoint runs it aside.
@@ -68,6 +76,11 @@ def _sqlite_engine(url: str, *, immediate: bool, background_checkpoints: bool, t
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):  # type: ignore[no-untyped-def]
+        busy_ms = math.ceil((_busy_budget.get() or timeout) * 1000)
+        info = conn.connection.info  # the pooled connection's (the connect handler's record.info)
+        if info["busy_ms"] != busy_ms:
+            conn.exec_driver_sql(f"PRAGMA busy_timeout={busy_ms}")
+            info["busy_ms"] = busy_ms
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
@@ -139,16 +152,21 @@ class Database:
 
     @contextmanager
     def _write_locked(self) -> Iterator[None]:
-        """The in-process write lock (SQLite), waited for no longer than the timeout."""
+        """The in-process write lock (SQLite), waited for no longer than the timeout; what the
+        wait took is taken off SQLite's busy timeout for the transaction that follows."""
         lock = self._write_lock
         if lock is None:
             yield
             return
+        started = time.monotonic()
         if not lock.acquire(timeout=self.timeout):
             raise WriteLockTimeout(f"the database write lock was busy for {self.timeout:g} s")
+        waited = time.monotonic() - started
+        token = _busy_budget.set(max(self.timeout - waited, 0.001) if waited >= _NOTICEABLE_WAIT else None)
         try:
             yield
         finally:
+            _busy_budget.reset(token)
             lock.release()
 
     @contextmanager
