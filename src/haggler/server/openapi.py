@@ -65,6 +65,9 @@ class Operation:
     body_required: bool = True
     #: ``body`` is an HTML form's fields (``application/x-www-form-urlencoded``), not JSON.
     form: bool = False
+    #: False for an operation answered from memory (the catalog, a shipped file): it cannot meet
+    #: a database in trouble, so it documents no 503.
+    uses_database: bool = True
     tags: tuple[str, ...] = field(default=())
 
 
@@ -143,12 +146,13 @@ def _operation(path: str, generated: dict[str, Any], op: Operation) -> dict[str,
 
 
 def _with_outage(op: Operation) -> dict[int, type[BaseModel] | Media | str]:
-    """``op``'s responses and, for an operation that answers errors, its 503 (the error edge's
-    answer when the database is in trouble), in the shape of its first documented client error."""
+    """``op``'s responses and, for an operation that uses the database and answers errors, its 503
+    (the error edge's answer when the database is in trouble), in the shape of its first
+    documented client error."""
     responses = dict(op.responses)
     shape = next((model for status, model in sorted(responses.items())
                   if 400 <= status < 500 and isinstance(model, type)), None)
-    if shape is not None:
+    if shape is not None and op.uses_database:
         responses.setdefault(503, shape)
     return responses
 
