@@ -237,10 +237,12 @@ def test_a_full_disk_refuses_writes_with_503_keeps_reads_and_loses_no_acknowledg
     chat = store.start().json()
     acknowledged: dict[str, list[str]] = {chat["session_id"]: [chat["greeting"]]}  # the merchant's words
     next_url = chat["next"]
-    filler = fill(small_volume)
+    filler = None
 
     refused = None
-    for turn in range(400):  # the WAL's slack is used up within a few dozen turns
+    for turn in range(400):  # once the volume is full, the WAL's slack lasts a few dozen turns at most
+        if turn == 10:  # ten turns acknowledged on a volume with room, then it fills up
+            filler = fill(small_volume)
         answer = store.say(next_url, f"tell me more about it, question {turn}")
         if answer.status_code == 503:
             refused = answer
@@ -253,7 +255,7 @@ def test_a_full_disk_refuses_writes_with_503_keeps_reads_and_loses_no_acknowledg
             assert chat.get("session_id"), chat
             acknowledged[chat["session_id"]] = [chat["greeting"]]
             next_url = chat["next"]
-    assert refused is not None, "the full volume never refused a write"
+    assert refused is not None and filler is not None, "the full volume never refused a write"
     assert_unavailable(refused)
     assert_unavailable(store.start())  # any write
     assert merchant_words(store, acknowledged) == acknowledged  # reads keep working, every acknowledged turn there
