@@ -9,6 +9,8 @@ Database fixtures
     SQLAlchemy URL of a fresh, empty PostgreSQL database (dropped afterwards).
 ``postgres_cluster``
     The session-wide throwaway PostgreSQL server (see ``tests/support/postgres.py``).
+``own_postgres_cluster``
+    A throwaway PostgreSQL server for one test, which may halt and resume it.
 
 PostgreSQL tests are skipped when the server binaries are not installed
 (``scripts/install-test-deps`` installs them).  With ``HAGGLER_REQUIRE_POSTGRES=1``
@@ -32,17 +34,17 @@ except ImportError:  # rootdir-less invocation: pytest puts tests/ itself on sys
 REQUIRE_POSTGRES_ENV = "HAGGLER_REQUIRE_POSTGRES"
 
 
-def _postgres_required() -> bool:
-    return os.environ.get(REQUIRE_POSTGRES_ENV, "").strip().lower() in {"1", "true", "yes", "on"}
+def ci_requires(env: str) -> bool:
+    """Whether the environment variable ``env`` (``HAGGLER_REQUIRE_POSTGRES``, ``..._BROWSER``,
+    ``..._MOUNT``, as ``.ci/run`` sets them) turns a test's skip into a failure."""
+    return os.environ.get(env, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-@pytest.fixture(scope="session")
-def postgres_cluster() -> Iterator[PostgresCluster]:
-    """A throwaway PostgreSQL server shared by the whole test session."""
+def _started_cluster() -> Iterator[PostgresCluster]:
     bin_dir = find_pg_bin()
     if bin_dir is None:
         message = "PostgreSQL binaries not installed (run scripts/install-test-deps)"
-        if _postgres_required():
+        if ci_requires(REQUIRE_POSTGRES_ENV):
             pytest.fail(f"{message}; {REQUIRE_POSTGRES_ENV}=1 is set", pytrace=False)
         pytest.skip(message)
     cluster = PostgresCluster(bin_dir)
@@ -51,6 +53,18 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL server shared by the whole test session."""
+    yield from _started_cluster()
+
+
+@pytest.fixture
+def own_postgres_cluster() -> Iterator[PostgresCluster]:
+    """A throwaway PostgreSQL server of the test's own: one it may stop and start again."""
+    yield from _started_cluster()
 
 
 @pytest.fixture

@@ -127,6 +127,12 @@ def test_the_document_describes_every_route(store) -> None:  # type: ignore[no-u
     assert "requestBody" in document["paths"]["/v1/transactions"]["post"]
     assert "content" not in document["paths"]["/api/agents/{agent_id}/negotiations/pickup"]["post"]["responses"]["204"]
     assert document["paths"]["/api/store/chat/start"]["get"]["parameters"][0]["name"] == "product_id"
+    # A database in trouble is 503 in each surface's error shape (server/errors.py).
+    for path, method, shape in (("/api/store/chat/{session_id}/say", "get", "ErrorBody"),
+                                ("/.well-known/agents/api/session", "post", "EnvelopeError")):
+        outage = document["paths"][path][method]["responses"]["503"]["content"]["application/json"]["schema"]
+        assert outage == {"$ref": f"#/components/schemas/{shape}"}
+    assert "request_id" in document["components"]["schemas"]["ErrorBody"]["properties"]
     docs = store.http.get("/docs")
     assert docs.status_code == 200 and "/openapi.json" in docs.text
 

@@ -20,6 +20,7 @@ from haggler.money import format_money
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
+from haggler.storage.database import DEFAULT_DB_TIMEOUT
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
                   add_completion=False)
@@ -154,6 +155,12 @@ def serve(
     llm_token_budget: LLMTokenBudget = 40_000,
     llm_timeout: LLMTimeout = 20.0,
     llm_prices: LLMPrices = None,
+    db_timeout: Annotated[float, typer.Option(
+        help="Seconds a request may wait on the database (a lock another session holds, a statement, a "
+             "connection) before it is answered 503 with Retry-After and rolled back.")] = DEFAULT_DB_TIMEOUT,
+    access_log: Annotated[str, typer.Option(
+        help="json: one JSON line per request on standard output (time, request_id, method, route, status, "
+             "duration_ms, client); off: none (uvicorn's own access log is off either way).")] = "json",
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     workers: Annotated[int, typer.Option(
         min=1, help="Worker processes serving the port, each with its own database connections; a dead one is "
@@ -196,12 +203,17 @@ def serve(
         raise _fail(str(exc)) from None
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
+    if access_log not in ("json", "off"):
+        raise _fail(f"--access-log must be json or off, got {access_log!r}")
+    if not db_timeout > 0:
+        raise _fail(f"--db-timeout must be a positive number of seconds, got {db_timeout}")
     if merchant.mode == "deterministic" and (llm_provider or llm_model):
         raise _fail("--llm-provider and --llm-model need --merchant llm-voice or --merchant llm")
     if merchant.mode != "deterministic" and not (llm_provider or llm_model):
         raise _fail(f"--merchant {merchant.mode} needs --llm-provider and --llm-model")
     model = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
-    config = StoreConfig(catalog=store_catalog, db_url=db, public_url=public_url, trusted_proxies=proxies,
+    config = StoreConfig(catalog=store_catalog, db_url=db, db_timeout_seconds=db_timeout, access_log=access_log == "json",
+                         public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
                          matching=matching, market=market, data_dir=data_dir, seed=seed,
@@ -229,8 +241,9 @@ def serve(
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
     # http: uvicorn's httptools protocol, each response's headers and body sent in one write.
+    # access_log=False: the store writes its own (--access-log), with the request id and route.
     options = {"proxy_headers": False, "log_level": log_level, "timeout_graceful_shutdown": 5,
-               "http": CoalescingHttpToolsProtocol}
+               "http": CoalescingHttpToolsProtocol, "access_log": False}
     if workers == 1:
         uvicorn.run(application, host=host, port=port, **options)
     else:

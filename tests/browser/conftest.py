@@ -44,7 +44,7 @@ from haggler.catalog import parse_catalog
 from haggler.server.app import create_app
 from haggler.server.config import StoreConfig
 from haggler.server.threaded import ThreadedServer
-from tests.conftest import secret_catalog_data
+from tests.conftest import ci_requires, secret_catalog_data
 from tests.support.hidden_state import assert_no_hidden_state
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -123,7 +123,7 @@ def chromium() -> Iterator[Any]:
     while it is open, and every later test that calls ``asyncio.run`` would fail under it."""
     if not CHROMIUM.exists():
         message = f"{CHROMIUM} not installed (run scripts/install-test-deps)"
-        if os.environ.get(REQUIRE_BROWSER_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
+        if ci_requires(REQUIRE_BROWSER_ENV):
             pytest.fail(f"{message}; {REQUIRE_BROWSER_ENV}=1 is set", pytrace=False)
         pytest.skip(message)
     from playwright.sync_api import sync_playwright

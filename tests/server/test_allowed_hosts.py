@@ -13,6 +13,7 @@ import pytest
 from haggler.protocols.agents_json.capabilities import API
 from haggler.server.clientip import parse_networks
 from haggler.server.hosts import AllowedHosts, split_host
+from tests.support.error_bodies import error_body
 from tests.support.rawhttp import exchange
 from tests.support.servers import ProcessServer
 
@@ -28,7 +29,7 @@ def test_a_host_not_allowed_is_400_in_the_surfaces_shape_saying_how_to_allow_it(
     response = get(store, path, "evil.example")
     assert response.status_code == 400
     message = response.json()["error"]
-    assert response.json() == ({"ok": False, "error": message} if envelope else {"error": message})
+    assert response.json() == error_body(response, message, envelope)
     assert "'evil.example'" in message and "--allowed-host evil.example" in message
 
 
@@ -93,7 +94,7 @@ def test_a_request_with_two_host_headers_is_400(store):
     port = store.server.port
     response = exchange(port, f"GET /negotiate.json HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nHost: evil.example")
     assert response.status == 400
-    assert response.json() == {"error": "the request has more than one Host header"}
+    assert response.json()["error"] == "the request has more than one Host header"
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -136,4 +137,4 @@ def test_serve_takes_allowed_hosts_and_refuses_a_bad_one(tmp_path):
 def test_a_host_value_that_is_no_host_name_is_400_saying_so(store):
     response = get(store, "/negotiate.json", "evil.example/x")
     assert response.status_code == 400
-    assert response.json() == {"error": "Host 'evil.example/x' is not a host name"}
+    assert response.json()["error"] == "Host 'evil.example/x' is not a host name"

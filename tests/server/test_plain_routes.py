@@ -22,7 +22,7 @@ def test_a_wrong_method_is_the_usual_json_405(store):
     started = store.start().json()
     response = store.http.post(f"/api/store/chat/{started['session_id']}/say?message=hi")
     assert response.status_code == 405
-    assert response.json() == {"error": "method not allowed"}
+    assert response.json() == {"error": "method not allowed", "request_id": response.headers["x-request-id"]}
 
 
 def test_the_openapi_document_describes_every_plain_route(store):

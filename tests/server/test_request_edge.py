@@ -18,6 +18,7 @@ from haggler.server.config import DEFAULT_MAX_BODY_BYTES
 from haggler.server.json_body import MAX_DEPTH
 from haggler.storage.schema import agent_sessions, cart_items, chats, exchange_agents, messages, services
 from tests.protocols.transactions.support import SLA, list_service, register
+from tests.support.error_bodies import error_body
 from tests.support.rawhttp import chunk, exchange
 
 CAP = DEFAULT_MAX_BODY_BYTES
@@ -31,7 +32,7 @@ def assert_refused(response: Any, envelope: bool, *words: str) -> None:
     assert response.status_code == 400, response.text
     body = response.json()
     message = body["error"]
-    assert body == ({"ok": False, "error": message} if envelope else {"error": message})
+    assert body == error_body(response, message, envelope)
     assert isinstance(message, str)
     for word in words:
         assert word in message, (word, message)
@@ -214,7 +215,7 @@ def test_a_declared_10_mb_body_is_refused_before_a_byte_of_it_is_sent(store, pat
     # Only the headers go out: a server that read the body first would wait here until the timeout.
     response = exchange(store.server.port, post_head(store, path.format(chat=chat), "Content-Length: 10000000"))
     assert response.status == 400
-    assert response.json() == ({"ok": False, "error": refusal} if envelope else {"error": refusal})
+    assert response.json() == error_body(response, refusal, envelope)
     assert response.headers["connection"] == "close"  # the rest of the body is not read either
     assert (rows(store, messages), rows(store, agent_sessions), rows(store, exchange_agents)) == before
 
@@ -232,7 +233,7 @@ def test_a_chunked_body_is_cut_off_at_the_cap_without_waiting_for_its_end(store,
     # The same bytes and one more, and the body never ends: the answer comes at the cap.
     response = exchange(store.server.port, head, [chunk(b" " * 8192) for _ in range(CAP // 8192)] + [chunk(b" ")])
     assert response.status == 400
-    assert response.json() == ({"ok": False, "error": refusal} if envelope else {"error": refusal})
+    assert response.json() == error_body(response, refusal, envelope)
     assert response.headers["connection"] == "close"
 
 

@@ -277,6 +277,24 @@ class PostgresCluster:
             self._stop_watchdog()
             atexit.unregister(self.stop)
 
+    def halt(self) -> None:
+        """Shut the server down (``fast``: sessions are ended, as in a restart), keeping its data
+        and its port, so that :meth:`resume` brings the same databases back where clients expect
+        them: a database restart as a running application sees it."""
+        if not self.running:
+            raise PostgresError("cluster is not started")
+        self._run([self._bin("pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "20", "stop"],
+                  timeout=40)
+        server, self._server = self._server, None
+        if server is not None:
+            server.wait(timeout=10)
+
+    def resume(self) -> None:
+        """Start the halted server again on the same port."""
+        if not self.running or self._server is not None:
+            raise PostgresError("resume() needs a cluster stopped by halt()")
+        self._start_server(time.monotonic() + self.start_timeout, port=self.port)
+
     # -- databases ----------------------------------------------------------------------
 
     def create_database(self, name: str) -> str:
@@ -389,12 +407,13 @@ class PostgresCluster:
             timeout=max(self.start_timeout, 60),
         )
 
-    def _start_server(self, deadline: float) -> None:
+    def _start_server(self, deadline: float, port: int | None = None) -> None:
         # The postmaster is started directly (not via ``pg_ctl start``) so that it is
         # our child: we notice at once if it dies during startup and reap it on stop.
+        # A given port (a restart) is tried once: clients expect the server there.
         last_error = ""
-        for _attempt in range(5):
-            self.port = _free_port()
+        for _attempt in range(1 if port else 5):
+            self.port = port or _free_port()
             settings = dict(self.settings, port=str(self.port),
                             unix_socket_directories=str(self.data_dir))
             cmd = [self._bin("postgres"), "-D", str(self.data_dir)]

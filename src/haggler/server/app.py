@@ -47,9 +47,10 @@ from haggler.server.edge import RequestEdge, base_url
 from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
 from haggler.server.hosts import AllowedHosts
 from haggler.server.leader import Leadership, leadership_for
-from haggler.server.metrics import METRICS_PATH, Metrics, MetricsMiddleware
+from haggler.server.metrics import METRICS_PATH, Metrics
 from haggler.server.openapi import Operation, install_openapi
 from haggler.server.plain_routes import install_plain_routes
+from haggler.server.request_log import RequestLog
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
@@ -79,7 +80,7 @@ def _merchant_model(config: StoreConfig) -> LLMMerchant | None:
 
 def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI:
     """Build the store app. The database is opened (and migrated) here unless given."""
-    db = database or open_database(config.db_url, background_checkpoints=True)
+    db = database or open_database(config.db_url, background_checkpoints=True, timeout=config.db_timeout_seconds)
     service = ChatService(config.catalog, db, config.limits, config.clock, seed=config.seed,
                           merchant=config.merchant, model=_merchant_model(config))
     trusted = config.trusted_proxies
@@ -189,8 +190,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     ])
 
     app.add_middleware(OpenCORSMiddleware)
-    # Outermost: every answer is counted, the edge's refusals and CORS preflights included.
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    # Outermost: every answer gets its id, is counted and logged, the edge's refusals and CORS
+    # preflights included.
+    app.add_middleware(RequestLog, metrics=metrics, access_log=config.access_log, trusted_proxies=trusted)
     app.state.metrics = metrics
     return app
 

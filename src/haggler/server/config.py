@@ -15,6 +15,7 @@ from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.clientip import Network
+from haggler.storage.database import DEFAULT_DB_TIMEOUT
 
 DEFAULT_DB_URL = "sqlite:///haggler.db"
 #: Where the store keeps what is not in the database: the audit signing key.
@@ -31,6 +32,11 @@ def utc_now() -> datetime:
 class StoreConfig:
     catalog: Catalog
     db_url: str = DEFAULT_DB_URL
+    #: The longest a request waits on the database — a lock another session holds, a statement, a
+    #: connection — before it is answered 503 (``--db-timeout``; storage/database.py).
+    db_timeout_seconds: float = DEFAULT_DB_TIMEOUT
+    #: One JSON line per request on standard output (``--access-log json``; server/request_log.py).
+    access_log: bool = False
     #: The store's public base URL (``https://shop.example``); when None, URLs are built from
     #: each request's own base.
     public_url: str | None = None

@@ -3,9 +3,9 @@
 negotiate.v1 wants ``Access-Control-Allow-Origin: *`` on its responses whether or not the
 request carried an ``Origin`` header, and POST equivalents that browsers can preflight.
 Starlette's CORSMiddleware only answers requests that carry ``Origin``, so this small ASGI
-middleware does it for every response. It also exposes ``Retry-After``, which is not a
-CORS-safelisted header: without it, a widget embedded on another site could not read how long
-a 429 asks it to wait.
+middleware does it for every response. It also exposes ``Retry-After`` and ``X-Request-Id``,
+which are not CORS-safelisted headers: without it, a widget embedded on another site could not
+read how long a 429 or 503 asks it to wait, nor the id to quote to the store.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 ALLOW_ORIGIN = (b"access-control-allow-origin", b"*")
-EXPOSE_HEADERS = (b"access-control-expose-headers", b"Retry-After")
+EXPOSE_HEADERS = (b"access-control-expose-headers", b"Retry-After, X-Request-Id")
 
 
 class OpenCORSMiddleware:

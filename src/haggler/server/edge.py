@@ -91,7 +91,7 @@ class RequestEdge:
         if too_large:
             problem = self._too_large(scope["path"])
         if problem is not None:
-            await error_response(scope["path"], 400, problem, _CLOSE if too_large else None)(scope, receive, send)
+            await error_response(scope, 400, problem, _CLOSE if too_large else None)(scope, receive, send)
             return
         if chunked:
             receive, send = self._capped(scope["path"], receive, send)

@@ -1,5 +1,6 @@
-"""The error edge: every failure becomes ``{"error": "..."}`` with the right status code —
-never a traceback, never HTML."""
+"""The error edge: every failure becomes ``{"error": "...", "request_id": "..."}`` with the right
+status code — never a traceback, never HTML. A database that is unreachable, too slow or full
+(``storage/outages.py``) is 503 with ``Retry-After``; anything else unexpected is a bug: 500."""
 
 from __future__ import annotations
 
@@ -26,9 +27,14 @@ from haggler.errors import (
     Unauthorized,
     Unprocessable,
 )
-from haggler.server.responses import JSON, error
+from haggler.server.request_log import request_id
+from haggler.server.responses import JSON
+from haggler.storage.outages import is_outage
 
 log = logging.getLogger("haggler")
+
+#: Seconds a client is told to wait before retrying a request the database could not serve.
+OUTAGE_RETRY_AFTER_SECONDS = 1
 
 
 #: Domain error → HTTP status, checked in order (a subclass before its base: InFlight is a Conflict).
@@ -46,39 +52,44 @@ def status_for(exc: HagglerError) -> int:
 ENVELOPE_PREFIX = "/.well-known/agents"
 
 
-def error_response(path: str, status: int, message: str, headers: dict[str, str] | None = None,
+def error_response(scope: Scope, status: int, message: str, headers: dict[str, str] | None = None,
                    fields: dict[str, Any] | None = None) -> JSON:
-    """An error in the shape of the surface that serves ``path``; ``fields`` is a domain error's
-    whole body (``HagglerError.fields``), when it names more than its message."""
-    if path.startswith(ENVELOPE_PREFIX):
-        return JSON({"ok": False, "error": message}, status_code=status, headers=headers)
-    if fields is not None:
-        return JSON(fields, status_code=status, headers=headers)
-    return error(status, message, headers)
+    """An error in the shape of the surface that serves the request's path, with the request's id
+    (the ``X-Request-Id`` of the answer: what a caller quotes to the operator, who finds the
+    request's access log line by it); ``fields`` is a domain error's whole body
+    (``HagglerError.fields``), when it names more than its message."""
+    if scope["path"].startswith(ENVELOPE_PREFIX):
+        body: dict[str, Any] = {"ok": False, "error": message}
+    else:
+        body = dict(fields) if fields is not None else {"error": message}
+    body["request_id"] = request_id(scope)
+    return JSON(body, status_code=status, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HagglerError)
     async def _domain(request: Request, exc: HagglerError) -> JSON:
         headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, (RateLimited, InFlight)) else None
-        return error_response(request.url.path, status_for(exc), exc.message, headers, exc.fields())
+        return error_response(request.scope, status_for(exc), exc.message, headers, exc.fields())
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSON:
         message = {404: "not found", 405: "method not allowed"}.get(exc.status_code, str(exc.detail))
-        return error_response(request.url.path, exc.status_code, message, getattr(exc, "headers", None))
+        return error_response(request.scope, exc.status_code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSON:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("query", "body", "path"))
-        return error_response(request.url.path, 400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
+        return error_response(request.scope, 400, f"bad parameter {where}: {first.get('msg', 'invalid')}".strip())
 
     app.add_middleware(_ContainUnexpected)
 
 
 class _ContainUnexpected:
-    """Turns an unexpected exception into a plain 500 in the usual error shape, and stops it there.
+    """Turns an unexpected exception into a plain 500 in the usual error shape, and stops it there;
+    a database outage into a 503 with ``Retry-After``, logged in one line (it is not a bug, and a
+    restarting database would otherwise fill the log with tracebacks).
 
     Starlette's own catch-all handler re-raises after answering, and uvicorn then closes the
     connection, so clients saw a reset instead of the 500. This ASGI middleware answers and
@@ -104,5 +115,13 @@ class _ContainUnexpected:
         except Exception as exc:
             if started:
                 raise
-            log.exception("unhandled error", exc_info=exc)
-            await error_response(scope["path"], 500, "internal server error")(scope, receive, send)
+            if is_outage(exc):
+                first_line = next(iter(str(exc).splitlines()), type(exc).__name__)
+                log.warning("database unavailable, answered 503 (request %s, %s %s): %s", request_id(scope),
+                            scope["method"], scope["path"], first_line)
+                answer = error_response(scope, 503, "the database is unavailable: retry in a moment",
+                                        {"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)})
+            else:
+                log.exception("unhandled error (%s)", request_id(scope), exc_info=exc)
+                answer = error_response(scope, 500, "internal server error")
+            await answer(scope, receive, send)

@@ -2,11 +2,12 @@
 
 Two kinds of figures:
 
-- **this process's traffic**, counted as it happens by :class:`MetricsMiddleware`, a pure ASGI
-  middleware: requests by route template, method and status, and their latency; the background
-  sweeps by job and result; and whether this process leads the background jobs
-  (``haggler_sweep_leader``, labelled with its pid: with ``--workers N`` each scrape is answered by
-  whichever worker takes the connection, and the pid tells their counters apart);
+- **this process's traffic**, counted as it happens: requests by route template, method and
+  status, and their latency (measured by ``server/request_log.py``'s middleware, which also
+  writes the access log from the same figures); the background sweeps by job and result; and
+  whether this process leads the background jobs (``haggler_sweep_leader``, labelled with its pid:
+  with ``--workers N`` each scrape is answered by whichever worker takes the connection, and the
+  pid tells their counters apart);
 - **the store's state**, read from the database at each scrape by :class:`StoreCollector`: chats
   by status and outcome, shopper turns, deals, the agreement rate, and the merchant model's calls,
   fallbacks and the guards' interventions. These live in the database, not in a process, so every
@@ -20,7 +21,6 @@ business is doing. It is not in the OpenAPI document.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,7 +30,6 @@ from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from haggler.server.leader import Leadership
 from haggler.storage.database import Database
@@ -113,32 +112,3 @@ class Metrics:
             return Response("send the operator token: Authorization: Bearer <token>\n", 401,
                             headers={"WWW-Authenticate": "Bearer"}, media_type="text/plain")
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
-
-
-class MetricsMiddleware:
-    """Counts every HTTP request by the template of the route that answered it (``/api/store/chat/
-    {session_id}``, never the id itself, so the label set stays small), its method and status."""
-
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-        status = 500
-
-        async def sending(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sending)
-        finally:
-            route = scope.get("route")
-            template = getattr(route, "path", None) or UNMATCHED
-            self.metrics.observe(template, scope["method"], status, time.perf_counter() - started)

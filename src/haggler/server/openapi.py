@@ -67,6 +67,9 @@ class Operation:
     body_required: bool = True
     #: ``body`` is an HTML form's fields (``application/x-www-form-urlencoded``), not JSON.
     form: bool = False
+    #: False for an operation answered from memory (the catalog, a shipped file): it cannot meet
+    #: a database in trouble, so it documents no 503.
+    uses_database: bool = True
     tags: tuple[str, ...] = field(default=())
 
 
@@ -77,7 +80,8 @@ _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 303: "See other: the pag
             400: "Bad request: the message names what is wrong", 204: "No content", 304: "Not modified",
             401: "Unauthorized", 402: "Insufficient funds", 403: "Forbidden", 404: "Not found",
             405: "Method not allowed", 409: "Conflict", 410: "Gone", 422: "Unprocessable",
-            425: "Too early", 429: "Too many requests: see Retry-After"}
+            425: "Too early", 429: "Too many requests: see Retry-After",
+            503: "The database is unreachable, too slow or full: retry after Retry-After"}
 
 
 def install_openapi(app: FastAPI, operations: Iterable[Operations]) -> None:
@@ -143,8 +147,20 @@ def _operation(path: str, generated: dict[str, Any], op: Operation) -> dict[str,
     if op.body is not None:
         media = "application/x-www-form-urlencoded" if op.form else "application/json"
         out["requestBody"] = {"required": op.body_required, "content": {media: {"schema": _ref(op.body)}}}
-    out["responses"] = {str(status): _response(status, model) for status, model in sorted(op.responses.items())}
+    out["responses"] = {str(status): _response(status, model) for status, model in sorted(_with_outage(op).items())}
     return out
+
+
+def _with_outage(op: Operation) -> dict[int, type[BaseModel] | Media | str]:
+    """``op``'s responses and, for an operation that uses the database and answers errors, its 503
+    (the error edge's answer when the database is in trouble), in the shape of its first
+    documented client error."""
+    responses = dict(op.responses)
+    shape = next((model for status, model in sorted(responses.items())
+                  if 400 <= status < 500 and isinstance(model, type)), None)
+    if shape is not None and op.uses_database:
+        responses.setdefault(503, shape)
+    return responses
 
 
 def _response(status: int, model: type[BaseModel] | Media | str) -> dict[str, Any]:

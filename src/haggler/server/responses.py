@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 JSON_TYPE = "application/json; charset=utf-8"
@@ -22,12 +22,17 @@ class JSON(Response):
         return content if isinstance(content, bytes) else dump_json(content)
 
 
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSON:
-    return JSON({"error": message}, status_code=status, headers=headers)
+#: The ``request_id`` every error body carries: its answer's ``X-Request-Id`` (an exchange refusal
+#: replayed for its Idempotency-Key carries the first request's). Optional in the document only
+#: because refusals stored before request ids existed are replayed without one.
+RequestId = Annotated[str | None, Field(description="The id of the request (its answer's X-Request-Id), "
+                                                    "to quote to the store's operator")]
 
 
 class ErrorBody(BaseModel):
-    """Every error of the store and the exchange: ``{"error": "..."}``, the message naming what is wrong."""
+    """Every error of the store and the exchange: ``{"error": "...", "request_id": "..."}``, the
+    message naming what is wrong."""
 
     model_config = ConfigDict(extra="forbid")
     error: str
+    request_id: RequestId = None

@@ -5,13 +5,21 @@ run in :meth:`Database.write`. On SQLite that is ``BEGIN IMMEDIATE`` behind an i
 lock — the lock keeps threads of one process from spinning in SQLite's busy handler, the
 IMMEDIATE transaction keeps separate processes apart. On PostgreSQL, callers lock the rows
 they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client counters.
+
+No wait is unbounded: ``timeout`` (``haggler serve --db-timeout``) bounds the in-process write
+lock and SQLite's busy handler together (the busy handler gets what the lock left), and on
+PostgreSQL each lock wait (``lock_timeout``), each statement (``statement_timeout``), a pool
+checkout and a connection attempt. A wait that runs out raises, the transaction rolls back, and
+the error edge answers 503 (``storage/outages.py``).
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+import time
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
@@ -21,6 +29,18 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from haggler.storage.outages import WriteLockTimeout
+
+#: How long a request may wait on the database (a lock, a statement, a connection), in seconds.
+DEFAULT_DB_TIMEOUT = 5.0
+#: What is left of the timeout for SQLite's busy handler once a write holds the in-process lock:
+#: the two waits share one bound. None: the whole timeout (the lock came without a real wait).
+_busy_budget: ContextVar[float | None] = ContextVar("haggler_sqlite_busy_budget", default=None)
+#: A wait on the in-process lock shorter than this leaves SQLite's busy timeout as it is, so an
+#: uncontended write sets no pragma.
+_NOTICEABLE_WAIT = 0.05
 
 
 class DatabaseError(RuntimeError):
@@ -44,11 +64,11 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _sqlite_engine(url: str, *, background_checkpoints: bool, busy_ms: int = 30_000) -> Engine:
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_ms / 1000})
+def _sqlite_engine(url: str, *, background_checkpoints: bool, timeout: float) -> Engine:
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": timeout})
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record):  # type: ignore[no-untyped-def]
+    def _on_connect(dbapi_connection, record):  # type: ignore[no-untyped-def]
         # The driver starts no transaction of its own: _sqlite_transaction begins each one.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -57,7 +77,8 @@ def _sqlite_engine(url: str, *, background_checkpoints: bool, busy_ms: int = 30_
         # transaction intact; only an OS crash could lose the last few.
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
+        record.info["busy_ms"] = math.ceil(timeout * 1000)
+        cursor.execute(f"PRAGMA busy_timeout={record.info['busy_ms']}")
         if background_checkpoints:
             # The checkpoint (and its fsync) would otherwise run inside whichever commit
             # crosses the WAL threshold, stalling that turn; Database.checkpoint runs it aside.
@@ -68,14 +89,25 @@ def _sqlite_engine(url: str, *, background_checkpoints: bool, busy_ms: int = 30_
 
 
 @contextmanager
-def _sqlite_transaction(engine: Engine, begin: str) -> Iterator[Connection]:
+def _sqlite_transaction(engine: Engine, begin: str, timeout: float) -> Iterator[Connection]:
     """A transaction on a SQLite ``engine``, opened by ``begin`` (``BEGIN IMMEDIATE`` for writes,
-    so that two processes never both read and then write) sent straight to the driver, which
-    raises sqlite3's own error when the database is busy. Not SQLAlchemy's "begin" event, the
+    so that two processes never both read and then write) sent straight to the driver (its error
+    wrapped as SQLAlchemy's, like every other statement's); its busy handler waits what is left
+    of ``timeout`` once the in-process lock was waited for. Not SQLAlchemy's "begin" event, the
     documented recipe: an engine with any event listener dispatches events around every
     statement it runs, and that cost more than a chat turn's statements themselves."""
     with engine.connect() as conn:
-        conn.connection.driver_connection.execute(begin)
+        pooled = conn.connection
+        driver = pooled.driver_connection
+        budget = _busy_budget.get()
+        busy_ms = math.ceil((timeout if budget is None else budget) * 1000)
+        try:
+            if pooled.info["busy_ms"] != busy_ms:  # the connect handler's record.info
+                driver.execute(f"PRAGMA busy_timeout={busy_ms}")
+                pooled.info["busy_ms"] = busy_ms
+            driver.execute(begin)
+        except sqlite3.Error as exc:
+            raise DBAPIError.instance(begin, None, exc, sqlite3.Error) from exc
         with conn.begin():  # SQLAlchemy's bookkeeping: the driver's commit or rollback at the end
             yield conn
 
@@ -83,10 +115,14 @@ def _sqlite_transaction(engine: Engine, begin: str) -> Iterator[Connection]:
 class Database:
     """One database, as used by one process: engines, transactions, migrations."""
 
-    def __init__(self, url: str, *, background_checkpoints: bool = False) -> None:
+    def __init__(self, url: str, *, background_checkpoints: bool = False, timeout: float = DEFAULT_DB_TIMEOUT) -> None:
         """``background_checkpoints``: the owner promises to call :meth:`checkpoint`
-        regularly (a server does, from a background task), so commits never checkpoint."""
+        regularly (a server does, from a background task), so commits never checkpoint.
+        ``timeout``: the longest wait on a lock, a statement or a connection, in seconds."""
+        if not timeout > 0:
+            raise DatabaseError(f"the database timeout must be a positive number of seconds, got {timeout}")
         self.url = normalize_url(url)
+        self.timeout = timeout
         try:
             parsed = make_url(self.url)
         except Exception as exc:  # sqlalchemy raises ArgumentError with a terse message
@@ -95,13 +131,19 @@ class Database:
         if self.dialect == "sqlite":
             if parsed.database and parsed.database != ":memory:":
                 Path(parsed.database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
-            self._write_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints)
-            self._read_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints)
+            self._write_engine, self._read_engine = (
+                _sqlite_engine(self.url, background_checkpoints=background_checkpoints, timeout=timeout)
+                for _ in range(2))
             # Writes that must not wait (without_waiting): BEGIN IMMEDIATE fails at once when busy.
-            self._nowait_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints, busy_ms=0)
+            self._nowait_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints, timeout=0)
         elif self.dialect == "postgresql":
+            bound = math.ceil(timeout * 1000)
+            # libpq's connect_timeout is whole seconds, and it treats anything under 2 as 2.
+            connect_args = {"options": f"-c lock_timeout={bound} -c statement_timeout={bound}",
+                            "connect_timeout": max(2, math.ceil(timeout))}
             try:
-                engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True)
+                engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True,
+                                       pool_timeout=timeout, connect_args=connect_args)
             except ImportError as exc:
                 raise DatabaseError("PostgreSQL needs the psycopg driver: pip install 'haggler[postgres]'") from exc
             # An executemany INSERT goes as one INSERT with a row of VALUES each (SQLAlchemy's
@@ -144,11 +186,30 @@ class Database:
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
-        with (self._write_lock or nullcontext()), self._transaction(self._write_engine, "BEGIN IMMEDIATE") as conn:
+        with self._write_locked(), self._transaction(self._write_engine, "BEGIN IMMEDIATE") as conn:
             yield conn
 
     def _transaction(self, engine: Engine, begin: str) -> AbstractContextManager[Connection]:
-        return _sqlite_transaction(engine, begin) if self.is_sqlite else engine.begin()
+        return _sqlite_transaction(engine, begin, self.timeout) if self.is_sqlite else engine.begin()
+
+    @contextmanager
+    def _write_locked(self) -> Iterator[None]:
+        """The in-process write lock (SQLite), waited for no longer than the timeout; what the
+        wait took is taken off SQLite's busy timeout for the transaction that follows."""
+        lock = self._write_lock
+        if lock is None:
+            yield
+            return
+        started = time.monotonic()
+        if not lock.acquire(timeout=self.timeout):
+            raise WriteLockTimeout(f"the database write lock was busy for {self.timeout:g} s")
+        waited = time.monotonic() - started
+        token = _busy_budget.set(max(self.timeout - waited, 0.001) if waited >= _NOTICEABLE_WAIT else None)
+        try:
+            yield
+        finally:
+            _busy_budget.reset(token)
+            lock.release()
 
     @contextmanager
     def without_waiting(self) -> Iterator[None]:
@@ -173,9 +234,9 @@ class Database:
         try:
             with ExitStack() as stack:
                 try:
-                    conn = stack.enter_context(_sqlite_transaction(self._nowait_engine, "BEGIN IMMEDIATE"))
-                except sqlite3.OperationalError as exc:
-                    if exc.sqlite_errorcode == _SQLITE_BUSY:
+                    conn = stack.enter_context(_sqlite_transaction(self._nowait_engine, "BEGIN IMMEDIATE", 0))
+                except OperationalError as exc:
+                    if getattr(exc.orig, "sqlite_errorcode", None) == _SQLITE_BUSY:
                         raise WouldBlock("another process is writing") from exc
                     raise
                 yield conn
@@ -200,6 +261,10 @@ class Database:
         try:
             with self._transaction(self._write_engine, "BEGIN IMMEDIATE") as conn:
                 if self.dialect == "postgresql":
+                    # A migration may take longer than a request may wait, and so may waiting for
+                    # another process's migration: the request bounds do not apply to it.
+                    conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+                    conn.exec_driver_sql("SET LOCAL lock_timeout = 0")
                     # Two processes starting at once must not both create the tables.
                     conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7240315)")
                 config = alembic_config()
@@ -235,13 +300,13 @@ def alembic_config() -> Config:
 
 
 def open_database(url: str, *, migrate: bool = True, background_checkpoints: bool = False,
-                  existing: bool = False) -> Database:
+                  existing: bool = False, timeout: float = DEFAULT_DB_TIMEOUT) -> Database:
     """Open (and by default migrate) the database at ``url``. With ``existing``, only a haggler
     database that is already there: a command that reads a store's records must say that the
     path is wrong, not create an empty database there and report nothing in it."""
     if existing:
         _check_sqlite_file(url)
-    database = Database(url, background_checkpoints=background_checkpoints)
+    database = Database(url, background_checkpoints=background_checkpoints, timeout=timeout)
     if existing:
         try:
             with database.read() as conn:
@@ -270,4 +335,4 @@ def _check_sqlite_file(url: str) -> None:
         raise DatabaseError(f"no database at {url} (check --db; haggler serve --db {url} creates one)")
 
 
-__all__ = ["Database", "DatabaseError", "WouldBlock", "alembic_config", "normalize_url", "open_database"]
+__all__ = ["DEFAULT_DB_TIMEOUT", "Database", "DatabaseError", "WouldBlock", "alembic_config", "normalize_url", "open_database"]

@@ -52,7 +52,7 @@ def openapi_operations() -> dict[tuple[str, str], Operation]:
     return {
         ("get", "/"): Operation("The store front", {200: HTML}, tags=tag),
         ("get", PRODUCT_PATH): Operation("A product's page, with the haggling chat", {200: HTML, 404: ErrorBody},
-                                         tags=tag),
+                                         tags=tag, uses_database=False),
         ("get", WIDGET_PATH): Operation("The embeddable haggling chat widget's script",
                                         {200: JAVASCRIPT_TYPE, 304: NO_BODY}, tags=tag),
     }

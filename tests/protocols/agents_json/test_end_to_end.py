@@ -12,6 +12,7 @@ from haggler.money import format_money
 from haggler.protocols.agents_json.audit import verify_artifact
 from haggler.protocols.agents_json.capabilities import API, SESSION_PATH
 from haggler.storage.schema import agent_sessions, orders
+from tests.support.error_bodies import error_body
 
 
 def haggle_a_deal(store, product, headers: dict[str, str]) -> dict:
@@ -110,7 +111,7 @@ def test_a_call_and_its_audit_event_commit_together(store, monkeypatch):
     monkeypatch.setattr(trail, "record", fail)
     with_crash = store.http.post(f"{API}/cart", json={"item_id": product.id, "quantity": 2}, headers=headers)
     assert with_crash.status_code == 500  # a clean answer in the envelope, not a reset connection
-    assert with_crash.json() == {"ok": False, "error": "internal server error"}
+    assert with_crash.json() == error_body(with_crash, "internal server error", envelope=True)
     monkeypatch.undo()
     lines = store.http.get(f"{API}/cart", headers=headers).json()["data"]["lines"]
     assert lines == []

@@ -14,6 +14,7 @@ from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.negotiate_v1.views import ProductModel
 from haggler.server.openapi import Operation, WireModel
 from haggler.server.openapi import Param as OpenAPIParam
+from haggler.server.responses import RequestId
 from haggler.web.checkout_routes import page_operations
 
 __all__ = ["SCHEMA_VERSION", "build_manifest", "openapi_operations"]
@@ -42,10 +43,11 @@ def build_manifest(*, site_name: str, site_url: str, description: str | None, ca
 
 
 class EnvelopeError(WireModel):
-    """Every agents.json error: ``{"ok": false, "error": "..."}``."""
+    """Every agents.json error: ``{"ok": false, "error": "...", "request_id": "..."}``."""
 
     ok: Literal[False]
     error: str
+    request_id: RequestId = None
 
 
 class ManifestModel(BaseModel):

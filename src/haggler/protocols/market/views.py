@@ -19,7 +19,7 @@ from haggler.protocols.market.mandates import CONDITIONS
 from haggler.protocols.market.messages import definition, schema
 from haggler.protocols.market.routes import AUDIT_PAGE, MAX_CURSOR, SCHEMA_TYPE
 from haggler.server.openapi import Media, Operation, Param, WireModel
-from haggler.server.responses import ErrorBody
+from haggler.server.responses import ErrorBody, RequestId
 
 Protocol = Literal["natural_language", "sealed_bid", "instant_match"]
 DealProtocol = Literal["natural_language", "sealed_bid", "instant_match", "double_auction"]
@@ -124,6 +124,7 @@ class MarketInvalidMessage(WireModel):
 
     error: str
     path: str
+    request_id: RequestId = None
 
 
 class MarketRefusal(WireModel):
@@ -134,6 +135,7 @@ class MarketRefusal(WireModel):
     error: str
     constraint: str | None = None
     reason: str | None = None
+    request_id: RequestId = None
 
 
 # -- agents and mandates ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from haggler.protocols.transactions.idempotency import HEADER, Idempotency, Over
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.errors import status_for
 from haggler.server.json_body import BodyWording, parse_json_body
+from haggler.server.request_log import request_id
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
 
@@ -93,8 +94,10 @@ class Exchange:
         except Overtaken:
             raise
         except HagglerError as exc:
-            # A refusal is the answer to this request: a retry with the key gets it again.
-            self.idempotency.finish_now(claim, status_for(exc), {"error": exc.message})
+            # A refusal is the answer to this request: a retry with the key gets it again, as it
+            # was sent (the first request's id included: the replay is that request's answer).
+            self.idempotency.finish_now(claim, status_for(exc), {"error": exc.message,
+                                                                 "request_id": request_id(request.scope)})
             raise
         except BaseException:
             self.idempotency.forget(claim)
