@@ -18,6 +18,7 @@ Everything is measured once, in one place, and shared by the metrics and the log
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -25,7 +26,7 @@ import secrets
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Sequence, TextIO
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -49,11 +50,49 @@ def request_id(scope: Scope) -> str | None:
     return scope.get(REQUEST_ID)
 
 
+class LoopBatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A stream handler that writes the lines logged during one turn of the event loop with one
+    write when the loop turns, instead of a write and a flush (a system call) for each line: at a
+    few thousand requests a second those were a twentieth of the server's CPU. Outside a running
+    event loop (or from another thread's) a line is written at once, as a plain stream handler
+    would; closing writes what is pending."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self._pending: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop in this thread
+            self._pending.append(line)
+            self.flush()
+            return
+        except Exception:
+            self.handleError(record)
+            return
+        if not self._pending:
+            loop.call_soon(self.flush)
+        self._pending.append(line)
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            if self._pending:
+                text, self._pending = "".join(self._pending), []
+                self.stream.write(text)
+            super().flush()
+
+    def close(self) -> None:
+        self.flush()
+        super().close()
+
+
 def enable_access_log() -> logging.Logger:
     """Send the ``haggler.access`` logger's lines, bare, to standard output (once per process)."""
     logger = logging.getLogger(ACCESS_LOGGER)
     if not logger.handlers:
-        handler = logging.StreamHandler(sys.stdout)
+        handler = LoopBatchedHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
