@@ -15,6 +15,11 @@ from haggler.server.threaded import free_port
 from haggler.storage.database import Database, DatabaseError
 from haggler.storage.outages import WriteLockTimeout, is_outage
 
+try:
+    from tests.support.databases import write_held
+except ImportError:  # pragma: no cover - rootdir-less invocation
+    from support.databases import write_held  # type: ignore[no-redef]
+
 _things = Table("things", MetaData(), Column("id", Integer, primary_key=True))
 
 
@@ -55,26 +60,13 @@ def test_a_postgres_server_that_is_not_there_is_an_outage_answered_within_the_ti
 
 def test_a_write_waiting_on_the_in_process_lock_gives_up_at_the_timeout(tmp_path) -> None:  # type: ignore[no-untyped-def]
     db = Database(f"sqlite:///{tmp_path}/locks.db", timeout=0.5)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with db.write():
-            holding.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert holding.wait(10)
+    with write_held(db):
         started = time.monotonic()
         with pytest.raises(WriteLockTimeout) as caught:
             with db.write():
                 pass
         assert 0.45 <= time.monotonic() - started < 2
         assert is_outage(caught.value)
-    finally:
-        release.set()
-        holder.join(10)
     with db.write() as conn:  # the lock was released by its holder, and not taken by the refused write
         conn.execute(text("SELECT 1"))
     db.dispose()

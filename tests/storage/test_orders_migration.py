@@ -7,12 +7,16 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-from alembic import command
 from sqlalchemy import insert, text
 from sqlalchemy.exc import IntegrityError
 
 from haggler.orders import list_orders
-from haggler.storage.database import Database, alembic_config
+from haggler.storage.database import Database
+
+try:
+    from tests.support.databases import upgrade_to
+except ImportError:  # pragma: no cover - rootdir-less invocation
+    from support.databases import upgrade_to  # type: ignore[no-redef]
 from haggler.storage.schema import orders
 
 PLACED = datetime(2026, 11, 1, 12, 30, tzinfo=timezone.utc)
@@ -20,17 +24,10 @@ LINES = ('[{"item_id": "p", "name": "Thing", "quantity": 2, "unit_price_cents": 
          '"extras": [], "deal_id": null, "list_price_cents": 1000}]')
 
 
-def _upgrade(db: Database, revision: str) -> None:
-    with db.write() as conn:
-        config = alembic_config()
-        config.attributes["connection"] = conn
-        command.upgrade(config, revision)
-
-
 def test_orders_placed_before_0008_survive_it(db_url):
     db = Database(db_url)
     try:
-        _upgrade(db, "0007")
+        upgrade_to(db, "0007")
         with db.write() as conn:
             conn.execute(text("INSERT INTO agent_sessions (id, token_hash, client, created_at, expires_at) "
                               "VALUES ('s1', 'h', '127.0.0.1', :t, :t)"), {"t": PLACED})
@@ -38,7 +35,7 @@ def test_orders_placed_before_0008_survive_it(db_url):
                               "VALUES ('co1', 's1', :lines, 2000, 'USD', :t)"), {"lines": LINES, "t": PLACED})
             conn.execute(text("INSERT INTO orders (id, checkout_id, lines, total_cents, currency, placed_at) "
                               "VALUES ('ord_old', 'co1', :lines, 2000, 'USD', :t)"), {"lines": LINES, "t": PLACED})
-        _upgrade(db, "head")
+        upgrade_to(db, "head")
         with db.read() as conn:
             [order] = list_orders(conn)
         assert (order.id, order.checkout_id, order.deal_id, order.total_cents, order.currency) == \

@@ -5,31 +5,28 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from alembic import command
 from sqlalchemy import text
 
 from haggler.catalog import load_catalog
 from haggler.protocols.negotiate_v1.service import ChatService
 from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.storage import chats as repo
-from haggler.storage.database import Database, alembic_config
+from haggler.storage.database import Database
+
+try:
+    from tests.support.databases import upgrade_to
+except ImportError:  # pragma: no cover - rootdir-less invocation
+    from support.databases import upgrade_to  # type: ignore[no-redef]
 
 CATALOG = load_catalog(None)
 STARTED = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
-
-
-def _upgrade(db: Database, revision: str) -> None:
-    with db.write() as conn:
-        config = alembic_config()
-        config.attributes["connection"] = conn
-        command.upgrade(config, revision)
 
 
 def test_a_chat_started_before_0009_continues_after_it(db_url):
     product = CATALOG.products[0]
     db = Database(db_url)
     try:
-        _upgrade(db, "0008")
+        upgrade_to(db, "0008")
         with db.write() as conn:
             conn.execute(text("INSERT INTO chats (id, product_id, seed, client_ip, status, shopper_messages, "
                               "created_at, last_activity_at) VALUES ('old_chat_0000000001', :p, 5, '10.0.0.1', "
@@ -38,7 +35,7 @@ def test_a_chat_started_before_0009_continues_after_it(db_url):
                               "extras, final, created_at) VALUES ('old_chat_0000000001', 0, 'merchant', 'Hello!', "
                               "'offer', :price, 'USD', '[]', false, :t)"), {"price": product.list_price_cents,
                                                                           "t": STARTED})
-        _upgrade(db, "head")
+        upgrade_to(db, "head")
         service = ChatService(CATALOG, db, StoreLimits(), lambda: STARTED, seed=5)
         reply = service.say("old_chat_0000000001", "would you take $10?", checkout_url=str)
         assert reply.offer is not None and reply.offer.price_cents <= product.list_price_cents

@@ -14,6 +14,11 @@ from sqlalchemy import text
 
 from haggler.storage.database import Database, WouldBlock, open_database
 
+try:
+    from tests.support.databases import write_held
+except ImportError:  # pragma: no cover - rootdir-less invocation
+    from support.databases import write_held  # type: ignore[no-redef]
+
 
 @pytest.fixture
 def sqlite_db(tmp_path):
@@ -36,25 +41,11 @@ def test_a_write_without_waiting_commits_like_any_write(sqlite_db):
 
 
 def test_it_gives_up_at_once_while_another_write_of_this_process_is_open(sqlite_db):
-    holding, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with sqlite_db.write() as conn:
-            conn.execute(text("INSERT INTO notes VALUES (1)"))
-            holding.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert holding.wait(10)
+    with write_held(sqlite_db, lambda conn: conn.execute(text("INSERT INTO notes VALUES (1)"))):
         started = time.monotonic()
         with pytest.raises(WouldBlock), sqlite_db.without_waiting(), sqlite_db.write() as conn:
             conn.execute(text("INSERT INTO notes VALUES (2)"))
         assert time.monotonic() - started < 0.5
-    finally:
-        release.set()
-        holder.join()
     assert _notes(sqlite_db) == [1]
 
 

@@ -1,0 +1,43 @@
+"""Helpers for tests of the storage layer itself: a write held open by another thread, and a
+database brought to a given migration."""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from alembic import command
+from sqlalchemy import Connection
+
+from haggler.storage.database import Database, alembic_config
+
+
+@contextmanager
+def write_held(db: Database, inside: Callable[[Connection], object] = lambda conn: None) -> Iterator[None]:
+    """Another thread holds a ``db.write()`` open (having run ``inside`` in it) until the block
+    ends; then it commits and the thread is joined."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with db.write() as conn:
+            inside(conn)
+            holding.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10), "the holder never got the write"
+        yield
+    finally:
+        release.set()
+        holder.join(10)
+
+
+def upgrade_to(db: Database, revision: str) -> None:
+    """Run the migrations up to ``revision`` (``"head"``: all) on ``db``."""
+    with db.write() as conn:
+        config = alembic_config()
+        config.attributes["connection"] = conn
+        command.upgrade(config, revision)
