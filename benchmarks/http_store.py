@@ -167,7 +167,9 @@ class StoreServer:
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.args = [sys.executable, "-m", "haggler", "serve", "--host", HOST, "--port", str(self.port),
-                     "--db", db_url, "--max-chat-starts-per-hour", "1000000", "--log-level", "warning"]
+                     "--db", db_url, "--max-chat-starts-per-hour", "1000000", "--log-level", "warning",
+                     # wrk_store.py's shoppers each start from their own address (X-Forwarded-For).
+                     "--trusted-proxy", f"{HOST}/32"]
         if seed is not None:
             self.args += ["--seed", str(seed)]
         if workers != 1:

@@ -9,11 +9,21 @@ function setup(thread)
   local products = { "aerion-v12-cordless", "stillair-p400", "crema-mini-openbox", "grindwell-conical-pro",
                      "halcyon-anc-900", "meridian-studio-ref", "tidemark-r5-robot", "breeze-hc3-clearance" }
   thread:set("product", products[(#threads % #products) + 1])
+  thread:set("thread_number", #threads % 256)
   table.insert(threads, thread)
 end
 
 starts, turns, deals, closed, errors = 0, 0, 0, 0, 0
 local next_path, list_price, offers = nil, 500, 0
+-- Each chat comes from its own address (10.<thread>.x.y, sent as X-Forwarded-For to a store that
+-- trusts the loopback proxy), as shoppers do: one address starting every chat would make the
+-- per-address start limit read a window of thousands of starts, which no real store sees.
+local chats_started = 0
+
+local function shopper_address()
+  chats_started = chats_started + 1
+  return string.format("10.%d.%d.%d", thread_number, math.floor(chats_started / 256) % 256, chats_started % 256)
+end
 
 local function encode(text)
   return (text:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", string.byte(c)) end))
@@ -21,7 +31,7 @@ end
 
 function request()
   if next_path == nil then
-    return wrk.format("GET", "/api/store/chat/start?product_id=" .. product)
+    return wrk.format("GET", "/api/store/chat/start?product_id=" .. product, {["X-Forwarded-For"] = shopper_address()})
   end
   local message
   if offers >= 8 then
