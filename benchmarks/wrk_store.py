@@ -192,8 +192,8 @@ def soak(server: StoreServer, connections: int, seconds: int, sample: int) -> tu
     growth: dict[int, float] = {}
     errors = 0
     started = time.monotonic()
-    while time.monotonic() - started < seconds:
-        phase = run_wrk(server, "negotiate.lua", "/", connections, min(sample, max(1, int(seconds - (time.monotonic() - started)))))
+    while (left := int(seconds - (time.monotonic() - started))) >= 1:
+        phase = run_wrk(server, "negotiate.lua", "/", connections, min(sample, left))
         errors += phase.errors + phase.counts.get("errors", 0)
         workers = serving_pids(server.pid)
         workers = workers[1:] if len(workers) > 1 else workers  # a supervisor serves nothing

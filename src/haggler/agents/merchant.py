@@ -272,17 +272,14 @@ class MerchantAgent:
     # -- history -----------------------------------------------------------------------------
 
     def history(self, negotiation: Negotiation) -> MerchantHistory:
-        """The history of a negotiation whose turns are all held: a fold of :meth:`MerchantHistory.after`
-        over them from :meth:`opening_history`. A store keeps the folded history with its chat
-        instead, so that a turn costs the same whatever the chat's length."""
-        state = self.opening_history()
+        """The history of a negotiation whose turns are all held: a fold of
+        :meth:`MerchantHistory.after` over them from the list price asked and nothing offered. A
+        store keeps the folded history with its chat instead, so that a turn costs the same
+        whatever the chat's length."""
+        state = MerchantHistory(self.opening_terms(), False, 0, None, ())
         for turn in negotiation.turns:
             state = state.after(turn)
         return state
-
-    def opening_history(self) -> MerchantHistory:
-        """The history before any turn: the list price asked, nothing offered."""
-        return MerchantHistory(self.opening_terms(), False, 0, None, ())
 
     def shopper_terms(self, negotiation: Negotiation, price_cents: int) -> Terms:
         """The terms a shopper's bare price offers: that price for the package on the table,

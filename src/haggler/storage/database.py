@@ -134,8 +134,6 @@ class Database:
             self._write_engine, self._read_engine = (
                 _sqlite_engine(self.url, background_checkpoints=background_checkpoints, timeout=timeout)
                 for _ in range(2))
-            # Writes that must not wait (without_waiting): BEGIN IMMEDIATE fails at once when busy.
-            self._nowait_engine = _sqlite_engine(self.url, background_checkpoints=background_checkpoints, timeout=0)
         elif self.dialect == "postgresql":
             bound = math.ceil(timeout * 1000)
             # libpq's connect_timeout is whole seconds, and it treats anything under 2 as 2.
@@ -232,9 +230,13 @@ class Database:
         if not self._write_lock.acquire(blocking=False):
             raise WouldBlock("another write of this process is under way")
         try:
+            # No time left for SQLite's busy handler: BEGIN IMMEDIATE fails at once when another
+            # process writes (the same budget a write that waited for the lock gets what is left of).
+            budget = _busy_budget.set(0.0)
             with ExitStack() as stack:
+                stack.callback(_busy_budget.reset, budget)
                 try:
-                    conn = stack.enter_context(_sqlite_transaction(self._nowait_engine, "BEGIN IMMEDIATE", 0))
+                    conn = stack.enter_context(self._transaction(self._write_engine, "BEGIN IMMEDIATE"))
                 except OperationalError as exc:
                     if getattr(exc.orig, "sqlite_errorcode", None) == _SQLITE_BUSY:
                         raise WouldBlock("another process is writing") from exc
@@ -281,8 +283,6 @@ class Database:
     def dispose(self) -> None:
         self._write_engine.dispose()
         self._read_engine.dispose()
-        if self.is_sqlite:
-            self._nowait_engine.dispose()
 
 
 def lock_key(conn: Connection, key: str) -> None:

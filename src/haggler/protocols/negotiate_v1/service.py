@@ -109,9 +109,7 @@ class ChatService:
         move = agent.greet()
         greeting = self._renderers[product.id].render(move, _rng(seed, 0))
         opening = move.turn(now)
-        negotiation = Negotiation(self.rules)
-        negotiation.apply(opening)
-        state = ChatState(negotiation, agent.opening_history().after(opening), 0, greeting)
+        state = ChatState.opened(self.rules, agent, opening, greeting)
         window_start = now - timedelta(hours=1)
         with self.db.write() as conn:
             repo.lock_client(conn, client_ip)

@@ -42,6 +42,12 @@ class ChatState:
         negotiation = Negotiation.replay(rules, filter(None, (r.to_turn() for r in rows)))
         return cls(negotiation, agent.history(negotiation), rows[-1].seq, rows[-1].text)
 
+    @classmethod
+    def opened(cls, rules: Rules, agent: MerchantAgent, greeting: Turn, text: str) -> ChatState:
+        """The state of a chat that the merchant's ``greeting`` (said as ``text``) just opened."""
+        negotiation = Negotiation.replay(rules, [greeting])
+        return cls(negotiation, agent.history(negotiation), 0, text)
+
     def dump(self) -> str:
         """The snapshot as stored: the engine's state without the turns' texts (the messages
         hold them), the merchant's history and its last words."""
