@@ -1,6 +1,7 @@
-"""negotiate.v1's routes are plain Starlette routes (server/plain_routes.py): a HEAD never takes
-a turn or starts a chat, a wrong method is the usual JSON 405, and the OpenAPI document still
-describes every one of them."""
+"""negotiate.v1's routes are plain Starlette routes served by the plain-route lane
+(server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
+JSON 405, errors come out in the app's shapes, and the OpenAPI document still describes every one
+of them. (Counting by route template: tests/server/test_prometheus_metrics.py.)"""
 
 from __future__ import annotations
 
@@ -35,3 +36,26 @@ def test_the_openapi_document_describes_every_plain_route(store):
         operation = document["paths"][route.path][next(iter(route.methods)).lower()]
         assert operation["operationId"] == route.operation_id
         assert operation["responses"] and operation["summary"]
+
+
+def test_a_domain_error_on_a_plain_route_is_answered_by_the_apps_handler(store):
+    response = store.http.get("/api/store/chat/no_such_chat/say", params={"message": "hi"})
+    assert response.status_code == 404
+    assert response.json() == {"error": "unknown session_id: no_such_chat",
+                               "request_id": response.headers["x-request-id"]}
+    assert response.headers["access-control-allow-origin"] == "*"  # CORS still wraps the lane
+
+
+def test_an_unexpected_error_on_a_plain_route_is_the_error_edges_json_500(store, monkeypatch):
+    started = store.start().json()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the turn")
+
+    monkeypatch.setattr(store.app.state.service, "answer", broken)
+    response = store.say(started["next"], "hello")
+    assert response.status_code == 500
+    assert response.json() == {"error": "internal server error", "request_id": response.headers["x-request-id"]}
+    monkeypatch.undo()
+    assert store.say(started["next"], "hello").status_code == 200  # the same connection goes on
+

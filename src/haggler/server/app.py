@@ -149,15 +149,16 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.state.exchange = exchange
     app.state.matching = matching
     app.state.market = market
+    # SQLite takes one writer at a time: two slots keep one thread ready while another
+    # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
+    # First: the lane that serves them is the innermost middleware.
+    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),
                                 *((prefix, MATCHING_BODIES) for prefix in MATCHING_PATHS), (MARKET_PREFIX, MARKET_BODIES)),
                        default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
-    # SQLite takes one writer at a time: two slots keep one thread ready while another
-    # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
-    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
     app.include_router(storefront.build_router(config.catalog, base_url))
     app.include_router(agents_json_router(agents, base_url, client_of))
     app.include_router(deal_checkout_router(DealCheckout(config.catalog, db, config.clock,
