@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Row, and_, bindparam, insert, select, update
 
 from haggler.engine import Action, Terms, Turn
 from haggler.storage.database import lock_key
+from haggler.storage.prepared import Prepared, flattened, multi_row_insert
 from haggler.storage.schema import chat_model_usage, chat_starts, chats, deals, messages
 
 
@@ -79,15 +80,18 @@ class ModelUsageRow:
     rewrites: int = 0
 
 
-# Statements on the turn path are built once: composing a SQLAlchemy statement (and its
-# cache key) per call costs more than running it on SQLite.
-_INSERT_MESSAGE = insert(messages)
-_INSERT_CHAT = insert(chats)
-_INSERT_START = insert(chat_starts)
-_SELECT_CHAT = select(chats.c.id, chats.c.product_id, chats.c.seed, chats.c.status, chats.c.outcome,
-                      chats.c.shopper_messages, chats.c.created_at, chats.c.last_activity_at, chats.c.state
-                      ).where(chats.c.id == bindparam("chat_id"))
-_SELECT_CHAT_FOR_UPDATE = _SELECT_CHAT.with_for_update()
+# Statements on the turn path are compiled once and run on the driver (``storage/prepared.py``):
+# through SQLAlchemy's execute, each cost more than running it on SQLite.
+_INSERT_CHAT = Prepared(insert(chats))
+_INSERT_DEAL = Prepared(insert(deals))
+_INSERT_START = Prepared(insert(chat_starts).values(client_ip=bindparam("client_ip"), at=bindparam("at")))
+_SELECT = select(chats.c.id, chats.c.product_id, chats.c.seed, chats.c.status, chats.c.outcome,
+                 chats.c.shopper_messages, chats.c.created_at, chats.c.last_activity_at, chats.c.state
+                 ).where(chats.c.id == bindparam("chat_id"))
+_SELECT_CHAT = Prepared(_SELECT)
+_SELECT_CHAT_FOR_UPDATE = Prepared(_SELECT.with_for_update())
+#: A turn's messages (the shopper's and the reply; a start's greeting alone), by their count.
+_INSERT_MESSAGES = {count: multi_row_insert(messages, count) for count in (1, 2)}
 _SELECT_MESSAGES = (
     select(messages.c.seq, messages.c.speaker, messages.c.text, messages.c.action, messages.c.price_cents,
            messages.c.currency, messages.c.extras, messages.c.final, messages.c.created_at)
@@ -95,15 +99,16 @@ _SELECT_MESSAGES = (
 )
 # The index (client_ip, at) read backwards from the newest start: at most ``limit`` rows, however
 # many starts the address made in the window.
-_NTH_RECENT_START = (
+_NTH_RECENT_START = Prepared(
     select(chat_starts.c.at)
     .where(and_(chat_starts.c.client_ip == bindparam("client_ip"), chat_starts.c.at > bindparam("since")))
     .order_by(chat_starts.c.at.desc()).limit(1).offset(bindparam("skip"))
 )
-_TOUCH_CHAT = (update(chats).where(chats.c.id == bindparam("chat_id"))
-               .values(last_activity_at=bindparam("now"), shopper_messages=bindparam("shopper_messages"),
-                       state=bindparam("state")))
-_TOUCH_AND_CLOSE_CHAT = _TOUCH_CHAT.values(status="closed", outcome=bindparam("outcome"), closed_at=bindparam("now"))
+_TOUCH = (update(chats).where(chats.c.id == bindparam("chat_id"))
+          .values(last_activity_at=bindparam("now"), shopper_messages=bindparam("shopper_messages"),
+                  state=bindparam("state")))
+_TOUCH_CHAT = Prepared(_TOUCH)
+_TOUCH_AND_CLOSE_CHAT = Prepared(_TOUCH.values(status="closed", outcome=bindparam("outcome"), closed_at=bindparam("now")))
 
 
 def lock_client(conn: Connection, client_ip: str) -> None:
@@ -115,11 +120,12 @@ def start_limited_by(conn: Connection, client_ip: str, since: datetime, limit: i
     """The start that keeps ``client_ip`` at its ``limit`` of starts after ``since`` — its
     ``limit``-th most recent — or None while it is under the limit. Once that start leaves the
     window the address may start again. Reads at most ``limit`` index entries, not the window."""
-    return conn.execute(_NTH_RECENT_START, {"client_ip": client_ip, "since": since, "skip": limit - 1}).scalar()
+    row = _NTH_RECENT_START.first(conn, {"client_ip": client_ip, "since": since, "skip": limit - 1})
+    return row[0] if row else None
 
 
 def record_start(conn: Connection, client_ip: str, at: datetime) -> None:
-    conn.execute(_INSERT_START, {"client_ip": client_ip, "at": at})
+    _INSERT_START.run(conn, {"client_ip": client_ip, "at": at})
 
 
 def prune_starts(conn: Connection, before: datetime) -> int:
@@ -130,7 +136,7 @@ def create_chat(conn: Connection, *, chat_id: str, product_id: str, seed: int, c
                 state: str | None = None) -> None:
     """A new chat; ``state`` its negotiation's snapshot (None: replayed from its messages on its
     first turn)."""
-    conn.execute(_INSERT_CHAT, {
+    _INSERT_CHAT.run(conn, {
         "id": chat_id, "product_id": product_id, "seed": seed, "client_ip": client_ip, "status": "open",
         "outcome": None, "shopper_messages": 0, "created_at": now, "last_activity_at": now, "closed_at": None,
         "state": state,
@@ -140,7 +146,7 @@ def create_chat(conn: Connection, *, chat_id: str, product_id: str, seed: int, c
 def get_chat(conn: Connection, chat_id: str, *, for_update: bool = False) -> ChatRow | None:
     # SQLite renders no FOR UPDATE: its write transactions are exclusive already.
     query = _SELECT_CHAT_FOR_UPDATE if for_update else _SELECT_CHAT
-    row = conn.execute(query, {"chat_id": chat_id}).first()
+    row = query.first(conn, {"chat_id": chat_id})
     return ChatRow(*row) if row else None
 
 
@@ -150,9 +156,9 @@ def update_chat(conn: Connection, chat_id: str, *, now: datetime, shopper_messag
     turn ended it."""
     params = {"chat_id": chat_id, "now": now, "shopper_messages": shopper_messages, "state": state}
     if outcome is None:
-        conn.execute(_TOUCH_CHAT, params)
+        _TOUCH_CHAT.run(conn, params)
     else:
-        conn.execute(_TOUCH_AND_CLOSE_CHAT, {**params, "outcome": outcome})
+        _TOUCH_AND_CLOSE_CHAT.run(conn, {**params, "outcome": outcome})
 
 
 def close_chat(conn: Connection, chat_id: str, *, outcome: str, now: datetime) -> None:
@@ -185,8 +191,7 @@ class NewMessage:
 
 
 def append_messages(conn: Connection, chat_id: str, new: Sequence[NewMessage], at: datetime) -> None:
-    """Store ``new`` in one statement (a turn stores the shopper's message and the reply together;
-    on PostgreSQL the executemany is sent as one multi-row INSERT: see ``storage/database.py``)."""
+    """Store ``new`` in one statement (a turn stores the shopper's message and the reply together)."""
     rows = []
     for message in new:
         turn = message.turn
@@ -200,7 +205,10 @@ def append_messages(conn: Connection, chat_id: str, new: Sequence[NewMessage], a
             "final": bool(turn and turn.final),
             "created_at": at,
         })
-    conn.execute(_INSERT_MESSAGE, rows)
+    if len(rows) in _INSERT_MESSAGES:
+        _INSERT_MESSAGES[len(rows)].run(conn, flattened(rows))
+    else:
+        conn.execute(insert(messages), rows)
 
 
 def list_messages(conn: Connection, chat_id: str) -> list[MessageRow]:
@@ -211,7 +219,7 @@ def list_messages(conn: Connection, chat_id: str) -> list[MessageRow]:
 
 
 def insert_deal(conn: Connection, *, deal_id: str, chat_id: str, product_id: str, terms: Terms, at: datetime) -> DealRow:
-    conn.execute(insert(deals), {
+    _INSERT_DEAL.run(conn, {
         "id": deal_id, "chat_id": chat_id, "product_id": product_id, "price_cents": terms.price_cents,
         "currency": terms.currency, "extras": _extras_json(terms.extras), "created_at": at,
     })
