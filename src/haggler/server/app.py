@@ -138,7 +138,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
             leadership.close()
-            db.dispose()
+            await db.dispose_on_loop()
 
     app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url="/docs", redoc_url=None,
                   openapi_url="/openapi.json", lifespan=lifespan,
@@ -150,9 +150,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.state.matching = matching
     app.state.market = market
     # SQLite takes one writer at a time: two slots keep one thread ready while another
-    # commits. PostgreSQL locks per chat, so writes may use the whole connection pool.
+    # commits (PostgreSQL's turns run on the event loop: storage/database.py, run_on_loop).
     # First: the lane that serves them is the innermost middleware.
-    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, write_slots=2 if db.is_sqlite else 20))
+    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, write_slots=2))
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),

@@ -23,13 +23,14 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from contextvars import ContextVar
 from importlib import resources
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.util import greenlet_spawn
 
 from haggler.storage.outages import WriteLockTimeout
 
@@ -53,6 +54,8 @@ class WouldBlock(Exception):
 
 #: SQLite's result code for a database locked by another connection.
 _SQLITE_BUSY = 5
+
+T = TypeVar("T")
 
 
 def normalize_url(url: str) -> str:
@@ -139,16 +142,23 @@ class Database:
             # libpq's connect_timeout is whole seconds, and it treats anything under 2 as 2.
             connect_args = {"options": f"-c lock_timeout={bound} -c statement_timeout={bound}",
                             "connect_timeout": max(2, math.ceil(timeout))}
+            options: dict[str, Any] = {"pool_pre_ping": True, "pool_timeout": timeout, "connect_args": connect_args}
             try:
-                engine = create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=True,
-                                       pool_timeout=timeout, connect_args=connect_args)
+                # Connections per process: at most 20 for the requests served in threads, and 20
+                # for run_on_loop (chat turns), never more: a connection opened past the pool's size
+                # would be closed again when it comes back, and opening one costs PostgreSQL a
+                # process. A turn that finds the 20 busy waits on the loop for the next one.
+                engine = create_engine(self.url, pool_size=10, max_overflow=10, **options)
+                from sqlalchemy.ext.asyncio import create_async_engine
+
+                self._loop_engine = create_async_engine(self.url, pool_size=20, max_overflow=0, **options)
             except ImportError as exc:
                 raise DatabaseError("PostgreSQL needs the psycopg driver: pip install 'haggler[postgres]'") from exc
-            # An executemany INSERT goes as one INSERT with a row of VALUES each (SQLAlchemy's
-            # insertmanyvalues, which its psycopg2 dialect uses by default), not as psycopg's
-            # pipelined executemany: for the two rows of a chat turn the pipeline cost more than
-            # every other statement of the turn together.
-            engine.dialect.use_insertmanyvalues_wo_returning = True
+            for dialect in (engine.dialect, self._loop_engine.sync_engine.dialect):
+                # An executemany INSERT goes as one INSERT with a row of VALUES each (SQLAlchemy's
+                # insertmanyvalues, which its psycopg2 dialect uses by default), not as psycopg's
+                # pipelined executemany, which cost more for a few rows than the statements themselves.
+                dialect.use_insertmanyvalues_wo_returning = True
             self._write_engine = self._read_engine = engine
         else:
             raise DatabaseError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
@@ -156,6 +166,8 @@ class Database:
         #: The write transaction open in the current context, joined by nested ``write()`` calls.
         self._open_write: ContextVar[Connection | None] = ContextVar(f"haggler_write_{id(self)}", default=None)
         self._no_waiting: ContextVar[bool] = ContextVar(f"haggler_no_waiting_{id(self)}", default=False)
+        #: Inside run_on_loop: transactions use the asyncio engine.
+        self._on_loop: ContextVar[bool] = ContextVar(f"haggler_on_loop_{id(self)}", default=False)
 
     @property
     def is_sqlite(self) -> bool:
@@ -188,7 +200,31 @@ class Database:
             yield conn
 
     def _transaction(self, engine: Engine, begin: str) -> AbstractContextManager[Connection]:
-        return _sqlite_transaction(engine, begin, self.timeout) if self.is_sqlite else engine.begin()
+        if self.is_sqlite:
+            return _sqlite_transaction(engine, begin, self.timeout)
+        return (self._loop_engine.sync_engine if self._on_loop.get() else engine).begin()
+
+    @property
+    def runs_on_loop(self) -> bool:
+        """Whether :meth:`run_on_loop` is available: PostgreSQL, through psycopg's asyncio API."""
+        return not self.is_sqlite
+
+    async def run_on_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)``, plain synchronous code using :meth:`write` and :meth:`read`, run on the
+        calling event loop with its database round trips awaited there (SQLAlchemy's greenlet
+        bridge to psycopg's asyncio connections) instead of in a worker thread. A turn waits on
+        PostgreSQL six times; in a thread each wait ended in a fight with the event loop for the
+        GIL, which cost more CPU than the turn and most of its latency."""
+        if not self.runs_on_loop:
+            raise RuntimeError("run_on_loop needs PostgreSQL")
+        return await greenlet_spawn(self._call_on_loop, fn, args)
+
+    def _call_on_loop(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        token = self._on_loop.set(True)
+        try:
+            return fn(*args)
+        finally:
+            self._on_loop.reset(token)
 
     @contextmanager
     def _write_locked(self) -> Iterator[None]:
@@ -281,8 +317,18 @@ class Database:
         return make_url(self.url).render_as_string(hide_password=True)
 
     def dispose(self) -> None:
+        """Close the pools. The asyncio engine's connections belong to the event loop that
+        opened them: :meth:`dispose_on_loop` closes them there; here they are only dropped."""
         self._write_engine.dispose()
         self._read_engine.dispose()
+        if not self.is_sqlite:
+            self._loop_engine.sync_engine.dispose(close=False)
+
+    async def dispose_on_loop(self) -> None:
+        """Close the asyncio engine's connections, on the loop that opened them, then the rest."""
+        if not self.is_sqlite:
+            await self._loop_engine.dispose()
+        self.dispose()
 
 
 def lock_key(conn: Connection, key: str) -> None:

@@ -70,7 +70,9 @@ class Prepared:
         for name, processor in prepared.binds:
             values[name] = processor(values[name])
         args: Any = values if prepared.order is None else tuple(values[name] for name in prepared.order)
-        driver = conn.connection.driver_connection
+        # The DB-API connection: the driver's own, or SQLAlchemy's adapter of an asyncio driver
+        # (whose calls await on the loop, under Database.run_on_loop).
+        driver = conn.connection.dbapi_connection
         assert driver is not None
         cursor = driver.cursor()
         try:

@@ -35,7 +35,9 @@ def build_routes(service: ChatService, base_of: Callable[[Request], str], client
     On SQLite a chat write first runs right on the event loop, without waiting
     (``Database.without_waiting``): a turn is a fraction of a millisecond of work, less than the
     hop to a thread and back costs. Only when the database is busy (another write of this
-    process, another process's lock) does it go to a thread, where waiting blocks nobody else."""
+    process, another process's lock) does it go to a thread, where waiting blocks nobody else.
+    On PostgreSQL it runs on the event loop too, its round trips awaited there
+    (``Database.run_on_loop``), so ``write_slots`` only bounds SQLite's threads."""
     catalog = service.catalog
     db = service.db
     limiter: list[anyio.CapacityLimiter] = []  # created lazily, inside the event loop
@@ -47,6 +49,8 @@ def build_routes(service: ChatService, base_of: Callable[[Request], str], client
                     return fn(*args)
             except WouldBlock:
                 pass
+        elif db.runs_on_loop:
+            return await db.run_on_loop(fn, *args)
         if not limiter:
             limiter.append(anyio.CapacityLimiter(write_slots))
         return await anyio.to_thread.run_sync(fn, *args, limiter=limiter[0])
