@@ -70,3 +70,25 @@ def test_serve_writes_one_json_line_per_request_and_none_with_the_access_log_off
                        "--access-log", "off", cwd=tmp_path) as quiet:
         assert httpx.get(f"{quiet.base}/negotiate.json", timeout=10).status_code == 200
     assert access_lines(quiet) == []
+
+
+def test_a_forked_worker_draws_other_ids_than_its_parent() -> None:
+    """Fresh ids come from the process's random generator: a worker forked from the supervisor
+    must not repeat the ids its siblings draw."""
+    import os
+
+    from haggler.server.request_log import _fresh_id
+
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child process
+        os.write(write_end, " ".join(_fresh_id() for _ in range(50)).encode())
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    with os.fdopen(read_end) as pipe:
+        in_child = set(pipe.read().split())
+    in_parent = {_fresh_id() for _ in range(50)}
+    assert len(in_child) == 50 and len(in_parent) == 50
+    assert not in_child & in_parent
+    assert all(len(rid) == 16 and int(rid, 16) >= 0 for rid in in_child | in_parent)
