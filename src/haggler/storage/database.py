@@ -6,6 +6,11 @@ lock — the lock keeps threads of one process from spinning in SQLite's busy ha
 IMMEDIATE transaction keeps separate processes apart. On PostgreSQL, callers lock the rows
 they change (``SELECT ... FOR UPDATE``) and advisory locks guard per-client counters.
 
+A server keeps its chat turns off worker threads: on SQLite a write runs on the event loop when it
+would not wait (:meth:`Database.without_waiting`), on PostgreSQL every turn does, its round trips
+awaited there (:meth:`Database.run_on_loop`, on psycopg's asyncio connections). The code is the
+same synchronous code either way.
+
 No wait is unbounded: ``timeout`` (``haggler serve --db-timeout``) bounds the in-process write
 lock and SQLite's busy handler together (the busy handler gets what the lock left), and on
 PostgreSQL each lock wait (``lock_timeout``), each statement (``statement_timeout``), a pool
@@ -30,6 +35,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.util import greenlet_spawn
 
 from haggler.storage.outages import WriteLockTimeout
@@ -149,8 +155,6 @@ class Database:
                 # would be closed again when it comes back, and opening one costs PostgreSQL a
                 # process. A turn that finds the 20 busy waits on the loop for the next one.
                 engine = create_engine(self.url, pool_size=10, max_overflow=10, **options)
-                from sqlalchemy.ext.asyncio import create_async_engine
-
                 self._loop_engine = create_async_engine(self.url, pool_size=20, max_overflow=0, **options)
             except ImportError as exc:
                 raise DatabaseError("PostgreSQL needs the psycopg driver: pip install 'haggler[postgres]'") from exc
