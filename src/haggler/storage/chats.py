@@ -167,10 +167,13 @@ def close_chat(conn: Connection, chat_id: str, *, outcome: str, now: datetime) -
 
 
 def close_idle_chats(conn: Connection, *, idle_before: datetime, now: datetime) -> int:
-    """Close every open chat whose last activity is at or before ``idle_before``."""
+    """Close every open chat whose last activity is at or before ``idle_before``. Such a chat
+    started at or before it too: the condition on ``created_at`` changes nothing but lets the
+    open chats' index (status, created_at) find the candidates."""
     result = conn.execute(
         update(chats)
-        .where(and_(chats.c.status == "open", chats.c.last_activity_at <= idle_before))
+        .where(and_(chats.c.status == "open", chats.c.created_at <= idle_before,
+                    chats.c.last_activity_at <= idle_before))
         .values(status="closed", outcome="expired", closed_at=now)
     )
     return result.rowcount

@@ -64,7 +64,10 @@ chats = Table(
     # before snapshots, which is replayed from its messages once.
     Column("state", Text, nullable=True),
 )
-Index("ix_chats_open_activity", chats.c.status, chats.c.last_activity_at)
+# The idle sweep's index: open chats by when they started (a chat idle since a time started before
+# it). Not by last activity, which every turn changes: an index on it cost each turn two more pages
+# written (SQLite) and every chat row update its index entries (PostgreSQL: no HOT update).
+Index("ix_chats_open_created", chats.c.status, chats.c.created_at)
 
 # What a chat's merchant spent on a language model (issue 16), one row per chat that used one:
 # apart from ``chats`` so that the deterministic merchant's turn path writes nothing more.
