@@ -102,6 +102,9 @@ messages = Table(
     Column("extras", Text, nullable=True),  # JSON list of strings
     Column("final", Boolean, nullable=False, default=False),
     Column("created_at", UTCDateTime, nullable=False),
+    # SQLite: the rows kept in their primary key's order, one B-tree instead of a table and an
+    # index beside it, so a turn's two messages write one page fewer (migration 0011).
+    sqlite_with_rowid=False,
 )
 
 deals = Table(
