@@ -90,8 +90,6 @@ _SELECT = select(chats.c.id, chats.c.product_id, chats.c.seed, chats.c.status, c
                  ).where(chats.c.id == bindparam("chat_id"))
 _SELECT_CHAT = Prepared(_SELECT)
 _SELECT_CHAT_FOR_UPDATE = Prepared(_SELECT.with_for_update())
-#: A turn's messages (the shopper's and the reply; a start's greeting alone), by their count.
-_INSERT_MESSAGES = {count: multi_row_insert(messages, count) for count in (1, 2)}
 _SELECT_MESSAGES = (
     select(messages.c.seq, messages.c.speaker, messages.c.text, messages.c.action, messages.c.price_cents,
            messages.c.currency, messages.c.extras, messages.c.final, messages.c.created_at)
@@ -208,10 +206,7 @@ def append_messages(conn: Connection, chat_id: str, new: Sequence[NewMessage], a
             "final": bool(turn and turn.final),
             "created_at": at,
         })
-    if len(rows) in _INSERT_MESSAGES:
-        _INSERT_MESSAGES[len(rows)].run(conn, flattened(rows))
-    else:
-        conn.execute(insert(messages), rows)
+    multi_row_insert(messages, len(rows)).run(conn, flattened(rows))
 
 
 def list_messages(conn: Connection, chat_id: str) -> list[MessageRow]:

@@ -323,8 +323,7 @@ class Database:
     def dispose(self) -> None:
         """Close the pools. The asyncio engine's connections belong to the event loop that
         opened them: :meth:`dispose_on_loop` closes them there; here they are only dropped."""
-        self._write_engine.dispose()
-        self._read_engine.dispose()
+        self._dispose_threaded()
         if not self.is_sqlite:
             self._loop_engine.sync_engine.dispose(close=False)
 
@@ -332,7 +331,11 @@ class Database:
         """Close the asyncio engine's connections, on the loop that opened them, then the rest."""
         if not self.is_sqlite:
             await self._loop_engine.dispose()
-        self.dispose()
+        self._dispose_threaded()
+
+    def _dispose_threaded(self) -> None:
+        for engine in {self._write_engine, self._read_engine}:  # PostgreSQL's are one engine
+            engine.dispose()
 
 
 def lock_key(conn: Connection, key: str) -> None:

@@ -17,6 +17,7 @@ Only for statements on the paths measured hot; everything else goes through SQLA
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 from sqlalchemy import Connection, Table, bindparam, insert
@@ -62,8 +63,9 @@ class Prepared:
             self._compiled[type(dialect)] = found
         return found
 
-    def execute(self, conn: Connection, params: Mapping[str, Any]) -> Any:
-        """Run the statement in ``conn``'s transaction; the driver's cursor, to read from."""
+    def _execute(self, conn: Connection, params: Mapping[str, Any]) -> tuple[Any, _Compiled]:
+        """Run the statement in ``conn``'s transaction: the driver's cursor, to read from, and
+        the statement as compiled for ``conn``'s dialect."""
         dialect = conn.dialect
         prepared = self._for(dialect)
         values = prepared.compiled.construct_params(params)
@@ -81,32 +83,33 @@ class Prepared:
             raise DBAPIError.instance(prepared.sql, args, exc, dialect.loaded_dbapi.Error,
                                       connection_invalidated=dialect.is_disconnect(exc, driver, cursor),
                                       dialect=dialect) from exc
-        return cursor
+        return cursor, prepared
 
     def first(self, conn: Connection, params: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """The first row of a SELECT, its values converted as SQLAlchemy would, or None."""
-        cursor = self.execute(conn, params)
+        cursor, prepared = self._execute(conn, params)
         try:
             row = cursor.fetchone()
         finally:
             cursor.close()
         if row is None:
             return None
-        return tuple(value if convert is None else convert(value)
-                     for convert, value in zip(self._for(conn.dialect).results, row))
+        return tuple(value if convert is None else convert(value) for convert, value in zip(prepared.results, row))
 
     def run(self, conn: Connection, params: Mapping[str, Any]) -> int:
         """Run a statement that returns no rows; the number of rows it changed."""
-        cursor = self.execute(conn, params)
+        cursor, _ = self._execute(conn, params)
         try:
             return int(cursor.rowcount)
         finally:
             cursor.close()
 
 
+@lru_cache(maxsize=32)
 def multi_row_insert(table: Table, count: int) -> Prepared:
     """One INSERT of ``count`` rows into every column of ``table`` (one statement, one round
-    trip, on every database), taking the parameters :func:`flattened` makes of the rows."""
+    trip, on every database), taking the parameters :func:`flattened` makes of the rows; built
+    once for each table and count."""
     return Prepared(insert(table).values([{column.name: bindparam(f"{column.name}_{index}", type_=column.type)
                                            for column in table.columns} for index in range(count)]))
 
