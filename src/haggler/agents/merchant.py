@@ -165,15 +165,17 @@ class MerchantHistory:
             offers = self.shopper_offers
             if turn.action is Action.OFFER and terms is not None:
                 offers = (*offers, terms.price_cents)
-            return replace(self, shopper_offers=offers, shopper_turns=self.shopper_turns + 1)
+            # Built field by field, not with dataclasses.replace: a replay folds every turn.
+            return MerchantHistory(self.ask, self.ask_is_final, self.price_concessions, self.last_price_step,
+                                   offers, self.asks, self.shopper_turns + 1)
         if turn.action is not Action.OFFER or terms is None:
             return self
         price = terms.price_cents
         previous = self.asks[-1] if self.asks else self.ask.price_cents
         cut = previous - price
-        return replace(self, ask=terms, ask_is_final=turn.final, asks=(*self.asks, price),
-                       price_concessions=self.price_concessions + (cut > 0),
-                       last_price_step=cut if cut > 0 else self.last_price_step)
+        return MerchantHistory(terms, turn.final, self.price_concessions + (cut > 0),
+                               cut if cut > 0 else self.last_price_step, self.shopper_offers,
+                               (*self.asks, price), self.shopper_turns)
 
     @property
     def shopper_stalls(self) -> int:

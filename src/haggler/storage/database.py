@@ -158,11 +158,6 @@ class Database:
                 self._loop_engine = create_async_engine(self.url, pool_size=20, max_overflow=0, **options)
             except ImportError as exc:
                 raise DatabaseError("PostgreSQL needs the psycopg driver: pip install 'haggler[postgres]'") from exc
-            for dialect in (engine.dialect, self._loop_engine.sync_engine.dialect):
-                # An executemany INSERT goes as one INSERT with a row of VALUES each (SQLAlchemy's
-                # insertmanyvalues, which its psycopg2 dialect uses by default), not as psycopg's
-                # pipelined executemany, which cost more for a few rows than the statements themselves.
-                dialect.use_insertmanyvalues_wo_returning = True
             self._write_engine = self._read_engine = engine
         else:
             raise DatabaseError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")

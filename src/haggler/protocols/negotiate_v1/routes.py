@@ -43,14 +43,13 @@ def build_routes(service: ChatService, base_of: Callable[[Request], str], client
     limiter: list[anyio.CapacityLimiter] = []  # created lazily, inside the event loop
 
     async def in_writer(fn: Callable[..., JSON], *args: Any) -> JSON:
-        if db.is_sqlite:
-            try:
-                with db.without_waiting():
-                    return fn(*args)
-            except WouldBlock:
-                pass
-        elif db.runs_on_loop:
+        if not db.is_sqlite:
             return await db.run_on_loop(fn, *args)
+        try:
+            with db.without_waiting():
+                return fn(*args)
+        except WouldBlock:  # the database is busy: wait in a thread, where waiting blocks nobody
+            pass
         if not limiter:
             limiter.append(anyio.CapacityLimiter(write_slots))
         return await anyio.to_thread.run_sync(fn, *args, limiter=limiter[0])

@@ -15,7 +15,7 @@ import random
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable
+from typing import Callable, Sequence
 
 from haggler.agents.llm_merchant import ChatTurn, LLMMerchant, ModelTurn
 from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantHistory, MerchantMove, hidden_reserve
@@ -160,19 +160,20 @@ class ChatService:
         if len(text) > self.limits.max_message_length_chars:
             raise InvalidInput(f"message is too long: at most {self.limits.max_message_length_chars} characters")
 
-    def _state(self, conn, chat: repo.ChatRow) -> ChatState:  # type: ignore[no-untyped-def]
+    def _state(self, conn, chat: repo.ChatRow,  # type: ignore[no-untyped-def]
+               rows: Sequence[repo.MessageRow] | None = None) -> ChatState:
         """Where the chat's next turn starts: its snapshot, or (for a chat stored without one) its
-        messages replayed."""
+        messages replayed (``rows``, when the caller has read them already)."""
         stored = ChatState.load(self.rules, chat.state) if chat.state else None
         if stored is not None:
             return stored
-        return ChatState.replayed(self.rules, self._agents[chat.product_id], repo.list_messages(conn, chat.id))
+        return ChatState.replayed(self.rules, self._agents[chat.product_id],
+                                  repo.list_messages(conn, chat.id) if rows is None else rows)
 
     def _prepare(self, chat: repo.ChatRow, negotiation: Negotiation, text: str, now: datetime,
-                 history: MerchantHistory | None = None) -> _Prepared:
+                 history: MerchantHistory) -> _Prepared:
         """Read the shopper's message, apply its turn to ``negotiation``, and let the
-        deterministic merchant decide. ``history`` is the merchant's history before the turn
-        (None: derived from ``negotiation``, which must then hold every turn)."""
+        deterministic merchant decide. ``history`` is the merchant's history before the turn."""
         product = self.product(chat.product_id)
         agent = self._agents[product.id]
         ask = negotiation.standing.get(MERCHANT, agent.opening_terms())
@@ -188,7 +189,7 @@ class ChatService:
         shopper_messages = chat.shopper_messages + 1
         cap = self.limits.max_messages_per_chat
         left = cap - shopper_messages
-        history = history.after(shopper_turn) if history is not None else agent.history(negotiation)
+        history = history.after(shopper_turn)
         decided = agent.respond(negotiation, intent, last_message=left <= 0, messages_left=left, history=history)
         return _Prepared(product, agent, intent, shopper_turn, decided, shopper_messages, left, history)
 
@@ -247,11 +248,12 @@ class ChatService:
             spent = repo.model_usage(conn, session_id)
         now = max(self.clock(), chat.last_activity_at)
         # Every turn replayed, not the snapshot: the model's prompt and the guards read the whole chat.
-        negotiation = ChatState.replayed(self.rules, self._agents[chat.product_id], rows).negotiation
+        replayed = ChatState.replayed(self.rules, self._agents[chat.product_id], rows)
+        negotiation = replayed.negotiation
         if negotiation.expire_if_idle(now) is not None:
             return None
         try:
-            prepared = self._prepare(chat, negotiation, text, now)
+            prepared = self._prepare(chat, negotiation, text, now, replayed.history)
         except InvalidInput:
             return None
         conversation = Conversation(self.token_budget, Usage(spent.input_tokens, spent.output_tokens,
@@ -275,7 +277,7 @@ class ChatService:
             rows = repo.list_messages(conn, session_id)
             deal = repo.deal_for_chat(conn, session_id) if chat.outcome == "agreed" else None
             closed = chat.closed or chat.last_activity_at + timedelta(seconds=self.limits.session_idle_ttl_seconds) <= self.clock()
-            offer = None if closed else self._state(conn, chat).negotiation.standing.get(MERCHANT)
+            offer = None if closed else self._state(conn, chat, rows).negotiation.standing.get(MERCHANT)
         return ChatHistory(session_id, chat.product_id, closed, [(r.speaker, r.text) for r in rows], deal, offer)
 
     def sweep(self) -> int:
