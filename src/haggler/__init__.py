@@ -4,4 +4,4 @@ The negotiation core lives in :mod:`haggler.engine` (pure, no I/O); wire protoco
 :mod:`haggler.protocols`; the store's deterministic merchant agent in :mod:`haggler.agents`.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

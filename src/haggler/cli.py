@@ -27,6 +27,20 @@ app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate
 err = Console(stderr=True)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from haggler import __version__
+
+        typer.echo(f"haggler {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True, help="Print haggler's version and exit.")] = False) -> None:
+    """haggler: negotiable stores and shopper agents (negotiate.v1)."""
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``message`` as an error, as written: square brackets in it ("pip install
     'haggler[llm]'", a product id, a store's words) are text, not console markup."""
