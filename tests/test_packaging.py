@@ -1,0 +1,132 @@
+"""What a user installs: the version in one place, and scripts/ensure-venv installing only when needed.
+
+The wheel itself (built, installed with no extra into a clean virtualenv, served, checked, also at
+every dependency's lower bound) is proved by ``scripts/check-install``, which ``.ci/run`` runs
+before this suite; its pure parts are tested here.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import haggler
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script(name: str):
+    """A script under scripts/ (no .py suffix) as a module."""
+    from importlib.machinery import SourceFileLoader
+
+    loader = SourceFileLoader(name.replace("-", "_"), str(ROOT / "scripts" / name))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_haggler_version_prints_the_one_version_the_package_carries():
+    result = subprocess.run([sys.executable, "-m", "haggler", "--version"], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"haggler {haggler.__version__}\n"
+    assert importlib.metadata.version("haggler") == haggler.__version__
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"]  # read from haggler.__version__
+
+
+def test_the_changelog_has_an_entry_for_the_current_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"## {haggler.__version__}" in changelog or "## Unreleased" in changelog
+
+
+def test_every_direct_dependency_declares_the_lower_bound_check_install_pins():
+    check_install = load_script("check-install")
+    bounds = check_install.lower_bounds(ROOT / "pyproject.toml")
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert len(bounds) == len(declared)
+    assert bounds["sqlalchemy"] and bounds["typer"]
+    assert check_install.same_release("1.13.0", "1.13") and check_install.same_release("2.0", "2.0.0")
+    assert not check_install.same_release("1.13.1", "1.13") and not check_install.same_release(None, "1")
+
+
+def test_check_install_refuses_a_dependency_without_a_lower_bound(tmp_path):
+    check_install = load_script("check-install")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\ndependencies = ["fastapi>=0.115", "httpx"]\n')
+    with pytest.raises(SystemExit, match="'httpx' needs exactly one '>=' lower bound"):
+        check_install.lower_bounds(pyproject)
+
+
+# -- scripts/ensure-venv, against a fake .venv whose python logs every pip call ------------------
+
+FAKE_PYTHON = """#!/bin/sh
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+    echo "$*" >> "$(dirname "$0")/../pip.log"
+    [ -e "$(dirname "$0")/../pip-fails" ] && exit 1
+    exit 0
+fi
+exec {python} "$@"
+"""
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A copy of the scripts and pyproject.toml, with a .venv whose pip only logs what it was asked."""
+    shutil.copytree(ROOT / "scripts", tmp_path / "scripts")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    for name, text in (("python", FAKE_PYTHON.format(python=sys.executable)), ("haggler", "#!/bin/sh\n")):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(stat.S_IRWXU)
+    return tmp_path
+
+
+def ensure(checkout: Path, extras: str) -> subprocess.CompletedProcess[str]:
+    # No package index at all: an install attempt that reached the real pip would fail.
+    env = {**os.environ, "PIP_NO_INDEX": "1"}
+    return subprocess.run(["bash", "scripts/ensure-venv", extras], cwd=checkout, capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+def pip_calls(checkout: Path) -> list[str]:
+    log = checkout / ".venv" / "pip.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_ensure_venv_installs_once_then_only_when_pyproject_changes(checkout):
+    assert ensure(checkout, "test").returncode == 0
+    assert pip_calls(checkout) == ["-m pip install -q --disable-pip-version-check -e .[test]"]
+    for _ in range(2):
+        assert ensure(checkout, "test").returncode == 0
+    assert len(pip_calls(checkout)) == 1  # a complete .venv: nothing to install, no index needed
+
+    # test includes haggler[postgres], so serve's extra is in place already
+    assert ensure(checkout, "postgres").returncode == 0
+    assert len(pip_calls(checkout)) == 1
+
+    pyproject = checkout / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('"rich>=13"', '"rich>=13.1"'))
+    assert ensure(checkout, "postgres").returncode == 0
+    assert pip_calls(checkout)[1:] == ["-m pip install -q --disable-pip-version-check -e .[postgres]"]
+
+
+def test_ensure_venv_leaves_no_stamp_when_the_install_fails(checkout):
+    (checkout / ".venv" / "pip-fails").touch()
+    assert ensure(checkout, "postgres").returncode != 0
+    assert not list((checkout / ".venv").glob(".haggler-installed-*"))
+    (checkout / ".venv" / "pip-fails").unlink()
+    assert ensure(checkout, "postgres").returncode == 0
+    assert ensure(checkout, "postgres").returncode == 0
+    assert len(pip_calls(checkout)) == 2  # the failed attempt, then the one that took
