@@ -3,32 +3,17 @@ what each carries (public facts, the embed line) and does not (the merchant's hi
 
 from __future__ import annotations
 
-from html.parser import HTMLParser
 from importlib import resources
 
 from haggler.money import format_money
 from tests.support.hidden_state import assert_no_hidden_state
-
-
-class _Tags(HTMLParser):
-    """Each start tag of a page with its attributes, in order."""
-
-    def __init__(self, html: str) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.feed(html)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-    def all(self, tag: str) -> list[dict[str, str | None]]:
-        return [attrs for name, attrs in self.tags if name == tag]
+from tests.support.html_tags import Tags
 
 
 def test_the_front_page_lists_every_product_with_its_page_and_list_price(store) -> None:
     response = store.http.get("/")
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/html")
-    tags = _Tags(response.text)
+    tags = Tags(response.text)
     assert [name for name, _ in tags.tags if name in {"header", "main", "footer"}] == ["header", "main", "footer"]
     links = {attrs["href"] for attrs in tags.all("a")}
     for product in store.catalog.products:
@@ -41,7 +26,7 @@ def test_a_product_page_embeds_the_widget_as_any_site_would(store) -> None:
     product = store.catalog.products[3]
     response = store.http.get(f"/store/p/{product.id}")
     assert response.status_code == 200
-    scripts = _Tags(response.text).all("script")
+    scripts = Tags(response.text).all("script")
     assert scripts == [{"src": f"{store.base}/widget.js", "data-product": product.id}]
     assert product.name in response.text and format_money(product.list_price_cents) in response.text
 

@@ -54,6 +54,7 @@ from haggler.server.request_log import RequestLog
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import SigningKeys
+from haggler.web import api_docs
 from haggler.web import routes as storefront
 from haggler.web.admin.routes import admin_router
 from haggler.web.checkout_routes import build_router as deal_checkout_router
@@ -61,6 +62,7 @@ from haggler.web.checkout_routes import openapi_operations as checkout_views
 from haggler.web.deal_checkout import DealCheckout
 
 log = logging.getLogger("haggler")
+OPENAPI_PATH = "/openapi.json"
 
 
 class Health(BaseModel):
@@ -140,8 +142,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
             leadership.close()
             await db.dispose_on_loop()
 
-    app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url="/docs", redoc_url=None,
-                  openapi_url="/openapi.json", lifespan=lifespan,
+    # /docs is the store's own page (web/api_docs.py), not FastAPI's, which loads Swagger UI from a CDN.
+    app = FastAPI(title=config.catalog.store.name, version=__version__, docs_url=None, redoc_url=None,
+                  openapi_url=OPENAPI_PATH, lifespan=lifespan,
                   description="A haggler store: negotiate.v1 chat, the agents.json surface, the /v1 "
                               "transactions exchange, /api match negotiation and the /market agent-native market.")
     app.state.service = service
@@ -167,6 +170,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(matching.router())
     app.include_router(market.router())
     app.include_router(admin_router(config, db, client_of))
+    app.include_router(api_docs.build_router(app.title, OPENAPI_PATH))
     # Spec 002 "MCP Tools": a plain route (not a Mount), so /mcp has no redirect and other paths
     # keep the app's own 404; it still passes the request edge and CORS like every route.
     app.router.routes.extend(mcp_tools.mount(matching_mcp))

@@ -1,6 +1,7 @@
-"""The store's OpenAPI document (``/openapi.json``, ``/docs``): FastAPI's list of routes and the
-plain routes (``server/plain_routes.py``), with each operation's real query parameters, request
-body and responses filled in from the protocols' own views, which own the wire shapes.
+"""The store's OpenAPI document (``/openapi.json``, browsable at ``/docs``: ``web/api_docs.py``):
+FastAPI's list of routes and the plain routes (``server/plain_routes.py``), with each operation's
+real query parameters, request body and responses filled in from the protocols' own views, which
+own the wire shapes.
 
 The routes read and check their requests themselves (one error vocabulary, each surface's error
 shape), so nothing here runs on a request: it is documentation, and the fuzz test
@@ -85,7 +86,7 @@ _REASONS = {200: "OK", 201: "Created", 202: "Accepted", 303: "See other: the pag
 
 
 def install_openapi(app: FastAPI, operations: Iterable[Operations]) -> None:
-    """Serve the document at ``/openapi.json`` (and Swagger UI at ``/docs``), built once, on first
+    """Serve the document at the app's ``openapi_url`` (``/openapi.json``), built once, on first
     request, from ``operations`` over the app's routes. An operation documented here that the app
     does not route is an error: the document must describe what is served."""
     documented: dict[tuple[str, str], Operation] = {}
