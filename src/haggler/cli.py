@@ -694,6 +694,9 @@ def market_demo(
     server: Annotated[Optional[str], typer.Option(
         help="Trade on this running market (base URL); default: a fresh one on a free loopback port.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON for scripts.")] = False,
+    deals_dir: Annotated[Optional[Path], typer.Option(
+        "--deals", help="Write each deal's signed document (as GET /market/deals/{dealId} serves it to its "
+        "parties) to DIR/<dealId>.json, for `haggler market verify`.")] = None,
     llm_provider: LLMProvider = None,
     llm_model: LLMModel = None,
     llm_base_url: LLMBaseURL = None,
@@ -752,6 +755,11 @@ def market_demo(
             result = MarketDemo(http, sellers=sellers, buyers=buyers, seed=seed, **agents).run()
         except (httpx.HTTPError, MarketError) as exc:
             raise _fail(f"the market at {base} failed the demo: {exc}") from None
+    if deals_dir is not None:
+        deals_dir.mkdir(parents=True, exist_ok=True)
+        for deal_id, document in result.documents.items():
+            (deals_dir / f"{deal_id}.json").write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
+                                                       encoding="utf-8")
     model: dict[str, Any] | None = None if proposer is None else {
         "traders": llm_traders, "calls": proposer.usage.calls, "inputTokens": proposer.usage.input_tokens,
         "outputTokens": proposer.usage.output_tokens, "costNanoUSD": proposer.usage.cost_nanousd,

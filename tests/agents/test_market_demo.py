@@ -53,6 +53,7 @@ def test_every_deal_is_within_both_mandates_and_confirmed_by_both_signatures(dem
         document = documents[deal.deal_id]
         assert document["status"] == "confirmed"
         assert check_deal(document).valid
+        assert result.documents[deal.deal_id] == document  # what --deals writes is what the parties are served
 
 
 def test_the_same_seed_replays_the_same_market(demo, make_store):
@@ -71,6 +72,13 @@ def test_market_demo_cli_prints_deals_and_json(tmp_path):
     data = json.loads(result.stdout)
     assert data["sellers"] == 6 and data["buyers"] == 6
     assert sum(data["proposed"].values()) == 6
+    deals = subprocess.run([sys.executable, "-m", "haggler", "market", "demo", "--sellers", "6", "--buyers", "6",
+                            "--seed", "3", "--json", "--deals", "deals"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)
+    assert deals.returncode == 0, deals.stderr
+    written = sorted(tmp_path.glob("deals/*.json"))
+    assert [path.stem for path in written] == sorted(deal["deal_id"] for deal in json.loads(deals.stdout)["deals"])
+    assert written and all(check_deal(json.loads(path.read_text())).valid for path in written)
     table = subprocess.run([sys.executable, "-m", "haggler", "market", "demo", "--sellers", "6", "--buyers", "6",
                             "--seed", "3"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert table.returncode == 0 and "Protocols" in table.stdout and "surplus: buyers" in table.stdout

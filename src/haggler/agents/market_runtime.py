@@ -105,6 +105,9 @@ class DemoResult:
     failures: Counter[str] = field(default_factory=Counter)
     buyers: int = 0
     sellers: int = 0
+    #: Each deal's document as GET /market/deals/{dealId} serves it to its parties, by deal id: only
+    #: the parties may fetch it, so the demo, which holds their tokens, keeps it for offline checks.
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def protocol_mix(self) -> Counter[str]:
@@ -345,6 +348,7 @@ class MarketDemo:
         deal = document["deal"]
         price = round(deal["finalPrice"] * 100)
         item = seller.listing["item"]["name"] if seller.listing else deal["listingId"]
+        self.result.documents[document["dealId"]] = document
         self.result.deals.append(DealRow(
             deal_id=document["dealId"], item=item, protocol=deal["protocol"], price_cents=price,
             buyer=buyer.client.id, seller=seller.client.id, buyer_surplus=buyer.limit_cents - price,
