@@ -110,7 +110,13 @@ def serve(
     public_url: Annotated[Optional[str], typer.Option(help="Public base URL for absolute links (default: each request's own).")] = None,
     trusted_proxy: Annotated[Optional[list[str]], typer.Option(help="CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable).")] = None,
     allowed_host: Annotated[Optional[list[str]], typer.Option(help="A host the store answers to: NAME (any port) or NAME:PORT; requests for any other Host (or X-Forwarded-Host from a trusted proxy) get 400 (repeatable; default: the host of --public-url, else localhost, 127.0.0.1 and [::1]).")] = None,
-    max_chat_starts_per_hour: Annotated[int, typer.Option(help="Chats one client IP may start per hour.")] = 8,
+    max_chat_starts_per_hour: Annotated[int, typer.Option(
+        help="Chats one client address may start per hour (clients on this machine are exempt unless "
+             "--limit-loopback).")] = 8,
+    limit_loopback: Annotated[bool, typer.Option(
+        help="Hold clients on this machine (loopback, after --trusted-proxy resolution) to "
+             "--max-chat-starts-per-hour too; by default they are exempt, so local tests and demos are "
+             "not locked out.")] = False,
     max_messages_per_chat: Annotated[int, typer.Option(help="Shopper messages per chat; the merchant wraps up at the last.")] = 30,
     idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
     max_message_length: Annotated[int, typer.Option(help="Longest shopper message, in characters.")] = 2000,
@@ -188,7 +194,8 @@ def serve(
                     "--db postgresql://... for several.")
     try:
         store_catalog = load_catalog(catalog)
-        limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
+        limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length,
+                             limit_loopback=limit_loopback)
         skill = load_skill(merchant_skill) if merchant_skill is not None else None
         merchant = MerchantSettings(floor_margin=floor_margin, mode=merchant_mode, skill=skill,
                                     token_budget=llm_token_budget or None)
