@@ -230,3 +230,12 @@ def test_serve_clears_market_books_on_its_schedule(tmp_path):
         closed = [m["body"] for m in buyer.inbox()["messages"] if m["body"].get("event") == "deal_closed"]
         assert len(closed) == 1 and closed[0]["finalPrice"] == 160 and closed[0]["protocol"] == "double_auction"
     assert "agent-native market at http://" in server.log()
+
+
+def test_an_error_longer_than_a_screen_stays_one_line_when_piped(tmp_path):
+    """Scripts grep errors: piped, the console must not break them at 80 columns."""
+    missing = tmp_path / ("a-deal-with-a-long-name-" * 9 + ".json")
+    result = haggler("market", "verify", str(missing), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"error: cannot read {missing}: No such file or directory\n"
+    assert len(result.stderr) > 200

@@ -24,7 +24,9 @@ from haggler.storage.database import DEFAULT_DB_TIMEOUT
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
                   add_completion=False)
-err = Console(stderr=True)
+#: Errors and start-up lines. soft_wrap: Rich never breaks a line of its own (piped, it would at
+#: 80 columns, splitting a message that scripts grep); a terminal still wraps what is too wide.
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -357,7 +359,7 @@ def shop(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
-    view = ShopView(Console(), quiet=as_json)
+    view = ShopView(_message_console(), quiet=as_json)
 
     async def haggle() -> object:
         from haggler.shopper.client import AsyncNegotiateClient
@@ -782,6 +784,13 @@ def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()
     return console if console.is_terminal else Console(width=200)
+
+
+def _message_console() -> Console:
+    """A console for lines of text (a transcript): on a terminal Rich wraps them at its width;
+    piped, it never breaks one, so each message stays one line for grep."""
+    console = Console()
+    return console if console.is_terminal else Console(soft_wrap=True)
 
 
 # The dashboard's commands (deals, orders, chats, chat, stats, exchange, match opportunities, market
