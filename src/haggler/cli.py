@@ -6,7 +6,8 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, Callable, Optional, Sequence, TypeVar
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -184,12 +185,13 @@ def serve(
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
     from haggler.server.config import StoreConfig
-    from haggler.server.hosts import AllowedHosts
+    from haggler.server.hosts import WILDCARD_HOSTS, AllowedHosts, browsable_base
     from haggler.server.coalescing import CoalescingHttpToolsProtocol
     from haggler.server.workers import serve_workers
     from haggler.storage.database import DatabaseError, normalize_url, open_database
     from haggler.trust.keys import SigningKeys
 
+    check_port(port)
     if workers > 1 and normalize_url(db).startswith("sqlite:"):
         raise _fail(f"--workers {workers} needs PostgreSQL: SQLite takes one writer at a time, so several "
                     "processes would only queue on its lock. Serve SQLite with one worker, or use "
@@ -238,15 +240,17 @@ def serve(
                 SigningKeys(data_dir).public_key_b64  # loads (or creates) it; refuses a file others may read
     except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
-    err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
-              f"negotiate.v1 at http://{host}:{port}/negotiate.json"
-              + (f", {workers} workers" if workers > 1 else ""))
-    err.print(f"storefront at http://{host}:{port}/ (each product page haggles through /widget.js)")
-    err.print(f"match negotiation at http://{host}:{port}/api" + (
+    base = escape(browsable_base(host, port, allowed_host or (), public_url))
+    err.print(f"[bold]{escape(store_catalog.store.name)}[/] — {len(store_catalog.products)} products, "
+              f"negotiate.v1 at {base}/negotiate.json" + (f", {workers} workers" if workers > 1 else ""))
+    err.print(f"storefront at {base}/ (each product page haggles through /widget.js)")
+    err.print(f"match negotiation at {base}/api" + (
         "" if matching.operator_token else " (no --operator-token: its operator routes answer 403)"))
-    err.print(f"operator dashboard at http://{host}:{port}/admin" + (
+    err.print(f"operator dashboard at {base}/admin" + (
         "" if matching.operator_token else " (no --operator-token: it answers 403)"))
-    err.print(f"agent-native market at http://{host}:{port}/market (schemas at /market/schemas)")
+    err.print(f"agent-native market at {base}/market (schemas at /market/schemas)")
+    if host in WILDCARD_HOSTS:
+        err.print(escape(wildcard_advice(host, allowed_host or (), public_url)))
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
     # http: uvicorn's httptools protocol, each response's headers and body sent in one write.
@@ -257,6 +261,26 @@ def serve(
         uvicorn.run(application, host=host, port=port, **options)
     else:
         serve_workers(lambda: create_app(config), host=host, port=port, workers=workers, uvicorn_options=options)
+
+
+def check_port(port: int) -> None:
+    """Refuse a port no socket can have: uvicorn would otherwise listen on whatever the system
+    makes of it (99999 wraps around) while every printed link names the port asked for."""
+    if not 1 <= port <= 65535:
+        raise _fail(f"--port must be between 1 and 65535, got {port}")
+
+
+def wildcard_advice(host: str, allowed_host: Sequence[str], public_url: str | None) -> str:
+    """The line ``serve`` adds when it listens on every interface: the store answers only the host
+    names it allows (DNS rebinding, links a cache would hand to everyone), so a request from
+    another machine by its address or name gets 400 unless that name was given."""
+    listening = f"listening on every interface ({host or 'all addresses'})"
+    if public_url or allowed_host:
+        names = ", ".join(allowed_host) if allowed_host else urlsplit(public_url or "").netloc
+        return (f"{listening}: other machines reach the store only as {names} (--allowed-host, "
+                "--public-url); any other host name answers 400")
+    return (f"{listening}: other machines reach the store only by a name given with --allowed-host (or "
+            "--public-url), e.g. --allowed-host 192.168.1.20 --allowed-host shop.lan; until then they get 400")
 
 
 def sweep_interval(idle_ttl: int, matching: MatchingSettings) -> float:
@@ -406,6 +430,7 @@ def mcp(
     writes the turns of the `negotiate` tool."""
     from haggler.shopper.mcp_server import build_server
 
+    check_port(port)
     backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
     server = build_server(allow_private=allow_private, timeout=timeout, backend=backend,
                           token_budget=llm_token_budget or None)
