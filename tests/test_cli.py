@@ -246,15 +246,15 @@ def test_a_port_outside_1_to_65535_is_refused(tmp_path, args):
 
 
 def serve_start_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[str, dict]:
-    """What ``haggler serve ARGS`` prints before it listens, and what it asks uvicorn for (uvicorn
-    itself replaced: nothing listens, on any interface)."""
+    """What ``haggler serve ARGS`` prints before it listens, and what it asks uvicorn for, the app
+    as ``app`` (uvicorn itself replaced: nothing listens, on any interface)."""
     import uvicorn
     from typer.testing import CliRunner
 
     from haggler.cli import app
 
     asked: dict = {}
-    monkeypatch.setattr(uvicorn, "run", lambda application, **options: asked.update(options))
+    monkeypatch.setattr(uvicorn, "run", lambda application, **options: asked.update(options, app=application))
     result = CliRunner().invoke(app, ["serve", "--db", f"sqlite:///{tmp_path}/s.db", "--data-dir",
                                       str(tmp_path / "data"), *args])
     assert result.exit_code == 0, result.output
@@ -297,3 +297,18 @@ def test_an_error_longer_than_a_screen_stays_one_line_when_piped(tmp_path):
     assert result.returncode == 2
     assert result.stderr == f"error: cannot read {missing}: No such file or directory\n"
     assert len(result.stderr) > 200
+
+
+@pytest.mark.parametrize(("args", "status"), [((), 403), (("--sandbox-deposits",), 200)],
+                         ids=["default-off", "sandbox"])
+def test_serve_funds_wallets_out_of_thin_air_only_with_sandbox_deposits(tmp_path, monkeypatch, args, status):
+    from starlette.testclient import TestClient
+
+    _, asked = serve_start_up(tmp_path, monkeypatch, *args)
+    with TestClient(asked["app"], base_url="http://localhost") as http:
+        key = http.post("/v1/agents", json={"name": "agent"}).json()["apiKey"]
+        response = http.post("/v1/wallets/me/deposit", json={"amountCents": 100},
+                             headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == status, response.text
+    if status == 403:
+        assert "haggler serve --sandbox-deposits turns on" in response.json()["error"]

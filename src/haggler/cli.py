@@ -132,8 +132,9 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="Concurrent agents.json sessions per client.")] = 5,
     requests_per_minute: Annotated[int, typer.Option(help="agents.json requests per client per minute.")] = 60,
     audit: Annotated[bool, typer.Option(help="Produce signed audit trails of agents.json sessions.")] = True,
-    deposits: Annotated[bool, typer.Option(help="Let exchange agents fund their wallets with POST /v1/wallets/me/deposit "
-                                                "(a sandbox feature: switch it off in production).")] = True,
+    sandbox_deposits: Annotated[bool, typer.Option(
+        "--sandbox-deposits", help="Let exchange agents fund their wallets out of thin air with POST "
+        "/v1/wallets/me/deposit: a sandbox feature, never for production (off: 403).")] = False,
     operator_token: Annotated[Optional[str], typer.Option(
         envvar="HAGGLER_OPERATOR_TOKEN", show_envvar=True,
         help="The operator's token: it opens the /admin dashboard and is the Bearer token of the operator "
@@ -226,7 +227,7 @@ def serve(
     config = StoreConfig(catalog=store_catalog, db_url=db, db_timeout_seconds=db_timeout, access_log=access_log == "json",
                          public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
-                         merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
+                         merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
                          matching=matching, market=market, data_dir=data_dir, seed=seed,
                          sweep_interval_seconds=sweep_interval(idle_ttl, matching))
     try:
