@@ -72,8 +72,9 @@ def test_serve_refuses_bad_options(tmp_path):
 
 def test_serve_refuses_several_workers_on_sqlite_and_says_why(tmp_path):
     result = haggler("serve", "--workers", "2", "--db", f"sqlite:///{tmp_path}/one.db", cwd=tmp_path)
-    message = " ".join(result.stderr.split())  # the console wraps long lines
+    message = result.stderr
     assert result.returncode == 2, result.stderr
+    assert message.count("\n") == 1  # one line, however long: the console does not wrap when piped
     assert "--workers 2 needs PostgreSQL" in message and "SQLite takes one writer at a time" in message
     assert "--db postgresql://" in message
     assert not (tmp_path / "one.db").exists()  # refused before anything was opened
@@ -230,3 +231,84 @@ def test_serve_clears_market_books_on_its_schedule(tmp_path):
         closed = [m["body"] for m in buyer.inbox()["messages"] if m["body"].get("event") == "deal_closed"]
         assert len(closed) == 1 and closed[0]["finalPrice"] == 160 and closed[0]["protocol"] == "double_auction"
     assert "agent-native market at http://" in server.log()
+
+
+@pytest.mark.parametrize("args", [
+    ("serve", "--port", "99999"),
+    ("serve", "--port", "0"),
+    ("mcp", "--http", "--port", "65536"),
+], ids=["serve-99999", "serve-0", "mcp-65536"])
+def test_a_port_outside_1_to_65535_is_refused(tmp_path, args):
+    result = haggler(*args, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == f"error: --port must be between 1 and 65535, got {args[-1]}"
+    assert not (tmp_path / "haggler.db").exists()  # refused before anything was opened
+
+
+def serve_start_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[str, dict]:
+    """What ``haggler serve ARGS`` prints before it listens, and what it asks uvicorn for, the app
+    as ``app`` (uvicorn itself replaced: nothing listens, on any interface)."""
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from haggler.cli import app
+
+    asked: dict = {}
+    monkeypatch.setattr(uvicorn, "run", lambda application, **options: asked.update(options, app=application))
+    result = CliRunner().invoke(app, ["serve", "--db", f"sqlite:///{tmp_path}/s.db", "--data-dir",
+                                      str(tmp_path / "data"), *args])
+    assert result.exit_code == 0, result.output
+    return result.stderr, asked
+
+
+@pytest.mark.parametrize(("args", "base"), [
+    (("--host", "0.0.0.0", "--port", "8123"), "http://127.0.0.1:8123"),
+    (("--host", "::", "--port", "8123"), "http://[::1]:8123"),
+    (("--host", "0.0.0.0", "--port", "8123", "--allowed-host", "shop.lan"), "http://shop.lan:8123"),
+    (("--host", "0.0.0.0", "--public-url", "https://shop.example.com/"), "https://shop.example.com"),
+    (("--host", "::1", "--port", "8123"), "http://[::1]:8123"),
+], ids=["ipv4-wildcard", "ipv6-wildcard", "allowed-host", "public-url", "ipv6-loopback"])
+def test_serve_prints_links_the_store_answers(tmp_path, monkeypatch, args, base):
+    printed, asked = serve_start_up(tmp_path, monkeypatch, *args)
+    assert asked["host"] == args[1]  # it still listens where it was told
+    links = [word for word in printed.split() if "://" in word]
+    assert len(links) == 5 and all(link.startswith(base + "/") for link in links), printed
+    assert "0.0.0.0" not in links and "[::]" not in printed
+
+
+def test_serve_on_every_interface_says_how_other_machines_reach_it(tmp_path, monkeypatch):
+    printed, _ = serve_start_up(tmp_path, monkeypatch, "--host", "0.0.0.0")
+    advice = printed.splitlines()[-1]
+    assert advice.startswith("listening on every interface (0.0.0.0): other machines reach the store only by a "
+                             "name given with --allowed-host (or --public-url), e.g. --allowed-host 192.168.1.20")
+    printed, _ = serve_start_up(tmp_path, monkeypatch, "--host", "0.0.0.0", "--allowed-host", "shop.lan",
+                                "--allowed-host", "192.168.1.20")
+    assert printed.splitlines()[-1] == ("listening on every interface (0.0.0.0): other machines reach the store "
+                                        "only as shop.lan, 192.168.1.20 (--allowed-host, --public-url); any "
+                                        "other host name answers 400")
+    printed, _ = serve_start_up(tmp_path, monkeypatch)  # loopback: nothing to advise
+    assert "every interface" not in printed and "http://127.0.0.1:8000/negotiate.json" in printed
+
+
+def test_an_error_longer_than_a_screen_stays_one_line_when_piped(tmp_path):
+    """Scripts grep errors: piped, the console must not break them at 80 columns."""
+    missing = tmp_path / ("a-deal-with-a-long-name-" * 9 + ".json")
+    result = haggler("market", "verify", str(missing), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"error: cannot read {missing}: No such file or directory\n"
+    assert len(result.stderr) > 200
+
+
+@pytest.mark.parametrize(("args", "status"), [((), 403), (("--sandbox-deposits",), 200)],
+                         ids=["default-off", "sandbox"])
+def test_serve_funds_wallets_out_of_thin_air_only_with_sandbox_deposits(tmp_path, monkeypatch, args, status):
+    from starlette.testclient import TestClient
+
+    _, asked = serve_start_up(tmp_path, monkeypatch, *args)
+    with TestClient(asked["app"], base_url="http://localhost") as http:
+        key = http.post("/v1/agents", json={"name": "agent"}).json()["apiKey"]
+        response = http.post("/v1/wallets/me/deposit", json={"amountCents": 100},
+                             headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == status, response.text
+    if status == 403:
+        assert "haggler serve --sandbox-deposits turns on" in response.json()["error"]

@@ -24,6 +24,7 @@ from haggler.catalog import parse_catalog
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.app import create_app
 from haggler.server.config import StoreConfig
 from tests.conftest import SECRET_MARKERS, secret_catalog_data
@@ -55,6 +56,7 @@ def _app(db_url: str, tmp_path: Path) -> FastAPI:
         catalog=parse_catalog(secret_catalog_data()), db_url=db_url, data_dir=tmp_path / "data", seed=5,
         limits=StoreLimits(max_chat_starts_per_hour_per_ip=10**6),
         agents=AgentsSettings(requests_per_minute=10**6, max_sessions=10**6), sweep_interval_seconds=None,
+        exchange=ExchangeSettings(allow_deposits=True),  # the fuzzer's agent funds its wallet
         matching=MatchingSettings(operator_token=OPERATOR_TOKEN)))
 
 

@@ -6,7 +6,8 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Annotated, Any, Callable, Optional, Sequence, TypeVar
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
@@ -24,7 +25,9 @@ from haggler.storage.database import DEFAULT_DB_TIMEOUT
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
                   add_completion=False)
-err = Console(stderr=True)
+#: Errors and start-up lines. soft_wrap: Rich never breaks a line of its own (piped, it would at
+#: 80 columns, splitting a message that scripts grep); a terminal still wraps what is too wide.
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _print_version(value: bool) -> None:
@@ -124,7 +127,13 @@ def serve(
     public_url: Annotated[Optional[str], typer.Option(help="Public base URL for absolute links (default: each request's own).")] = None,
     trusted_proxy: Annotated[Optional[list[str]], typer.Option(help="CIDR of a reverse proxy whose X-Forwarded-For is believed (repeatable).")] = None,
     allowed_host: Annotated[Optional[list[str]], typer.Option(help="A host the store answers to: NAME (any port) or NAME:PORT; requests for any other Host (or X-Forwarded-Host from a trusted proxy) get 400 (repeatable; default: the host of --public-url, else localhost, 127.0.0.1 and [::1]).")] = None,
-    max_chat_starts_per_hour: Annotated[int, typer.Option(help="Chats one client IP may start per hour.")] = 8,
+    max_chat_starts_per_hour: Annotated[int, typer.Option(
+        help="Chats one client address may start per hour (clients on this machine are exempt unless "
+             "--limit-loopback).")] = 8,
+    limit_loopback: Annotated[bool, typer.Option(
+        help="Hold clients on this machine (loopback, after --trusted-proxy resolution) to "
+             "--max-chat-starts-per-hour too; by default they are exempt, so local tests and demos are "
+             "not locked out.")] = False,
     max_messages_per_chat: Annotated[int, typer.Option(help="Shopper messages per chat; the merchant wraps up at the last.")] = 30,
     idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
     max_message_length: Annotated[int, typer.Option(help="Longest shopper message, in characters.")] = 2000,
@@ -137,8 +146,9 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="Concurrent agents.json sessions per client.")] = 5,
     requests_per_minute: Annotated[int, typer.Option(help="agents.json requests per client per minute.")] = 60,
     audit: Annotated[bool, typer.Option(help="Produce signed audit trails of agents.json sessions.")] = True,
-    deposits: Annotated[bool, typer.Option(help="Let exchange agents fund their wallets with POST /v1/wallets/me/deposit "
-                                                "(a sandbox feature: switch it off in production).")] = True,
+    sandbox_deposits: Annotated[bool, typer.Option(
+        "--sandbox-deposits", help="Let exchange agents fund their wallets out of thin air with POST "
+        "/v1/wallets/me/deposit: a sandbox feature, never for production (off: 403).")] = False,
     operator_token: Annotated[Optional[str], typer.Option(
         envvar="HAGGLER_OPERATOR_TOKEN", show_envvar=True,
         help="The operator's token: it opens the /admin dashboard and is the Bearer token of the operator "
@@ -190,19 +200,21 @@ def serve(
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
     from haggler.server.config import StoreConfig
-    from haggler.server.hosts import AllowedHosts
+    from haggler.server.hosts import WILDCARD_HOSTS, AllowedHosts, browsable_base
     from haggler.server.coalescing import CoalescingHttpToolsProtocol
     from haggler.server.workers import serve_workers
     from haggler.storage.database import DatabaseError, normalize_url, open_database
     from haggler.trust.keys import SigningKeys
 
+    check_port(port)
     if workers > 1 and normalize_url(db).startswith("sqlite:"):
         raise _fail(f"--workers {workers} needs PostgreSQL: SQLite takes one writer at a time, so several "
                     "processes would only queue on its lock. Serve SQLite with one worker, or use "
                     "--db postgresql://... for several.")
     try:
         store_catalog = load_catalog(catalog)
-        limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
+        limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length,
+                             limit_loopback=limit_loopback)
         skill = load_skill(merchant_skill) if merchant_skill is not None else None
         merchant = MerchantSettings(floor_margin=floor_margin, mode=merchant_mode, skill=skill,
                                     token_budget=llm_token_budget or None)
@@ -229,7 +241,7 @@ def serve(
     config = StoreConfig(catalog=store_catalog, db_url=db, db_timeout_seconds=db_timeout, access_log=access_log == "json",
                          public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
-                         merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=deposits),
+                         merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
                          matching=matching, market=market, data_dir=data_dir, seed=seed,
                          sweep_interval_seconds=sweep_interval(idle_ttl, matching))
     try:
@@ -243,15 +255,17 @@ def serve(
                 SigningKeys(data_dir).public_key_b64  # loads (or creates) it; refuses a file others may read
     except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
-    err.print(f"[bold]{store_catalog.store.name}[/] — {len(store_catalog.products)} products, "
-              f"negotiate.v1 at http://{host}:{port}/negotiate.json"
-              + (f", {workers} workers" if workers > 1 else ""))
-    err.print(f"storefront at http://{host}:{port}/ (each product page haggles through /widget.js)")
-    err.print(f"match negotiation at http://{host}:{port}/api" + (
+    base = escape(browsable_base(host, port, allowed_host or (), public_url))
+    err.print(f"[bold]{escape(store_catalog.store.name)}[/] — {len(store_catalog.products)} products, "
+              f"negotiate.v1 at {base}/negotiate.json" + (f", {workers} workers" if workers > 1 else ""))
+    err.print(f"storefront at {base}/ (each product page haggles through /widget.js)")
+    err.print(f"match negotiation at {base}/api" + (
         "" if matching.operator_token else " (no --operator-token: its operator routes answer 403)"))
-    err.print(f"operator dashboard at http://{host}:{port}/admin" + (
+    err.print(f"operator dashboard at {base}/admin" + (
         "" if matching.operator_token else " (no --operator-token: it answers 403)"))
-    err.print(f"agent-native market at http://{host}:{port}/market (schemas at /market/schemas)")
+    err.print(f"agent-native market at {base}/market (schemas at /market/schemas)")
+    if host in WILDCARD_HOSTS:
+        err.print(escape(wildcard_advice(host, allowed_host or (), public_url)))
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
     # X-Forwarded-For for 127.0.0.1; haggler decides that itself (--trusted-proxy).
     # http: uvicorn's httptools protocol, each response's headers and body sent in one write.
@@ -262,6 +276,26 @@ def serve(
         uvicorn.run(application, host=host, port=port, **options)
     else:
         serve_workers(lambda: create_app(config), host=host, port=port, workers=workers, uvicorn_options=options)
+
+
+def check_port(port: int) -> None:
+    """Refuse a port no socket can have: uvicorn would otherwise listen on whatever the system
+    makes of it (99999 wraps around) while every printed link names the port asked for."""
+    if not 1 <= port <= 65535:
+        raise _fail(f"--port must be between 1 and 65535, got {port}")
+
+
+def wildcard_advice(host: str, allowed_host: Sequence[str], public_url: str | None) -> str:
+    """The line ``serve`` adds when it listens on every interface: the store answers only the host
+    names it allows (DNS rebinding, links a cache would hand to everyone), so a request from
+    another machine by its address or name gets 400 unless that name was given."""
+    listening = f"listening on every interface ({host or 'all addresses'})"
+    if public_url or allowed_host:
+        names = ", ".join(allowed_host) if allowed_host else urlsplit(public_url or "").netloc
+        return (f"{listening}: other machines reach the store only as {names} (--allowed-host, "
+                "--public-url); any other host name answers 400")
+    return (f"{listening}: other machines reach the store only by a name given with --allowed-host (or "
+            "--public-url), e.g. --allowed-host 192.168.1.20 --allowed-host shop.lan; until then they get 400")
 
 
 def sweep_interval(idle_ttl: int, matching: MatchingSettings) -> float:
@@ -364,7 +398,7 @@ def shop(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
-    view = ShopView(Console(), quiet=as_json)
+    view = ShopView(_message_console(), quiet=as_json)
 
     async def haggle() -> object:
         from haggler.shopper.client import AsyncNegotiateClient
@@ -411,6 +445,7 @@ def mcp(
     writes the turns of the `negotiate` tool."""
     from haggler.shopper.mcp_server import build_server
 
+    check_port(port)
     backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
     server = build_server(allow_private=allow_private, timeout=timeout, backend=backend,
                           token_budget=llm_token_budget or None)
@@ -797,6 +832,13 @@ def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     console = Console()
     return console if console.is_terminal else Console(width=200)
+
+
+def _message_console() -> Console:
+    """A console for lines of text (a transcript): on a terminal Rich wraps them at its width;
+    piped, it never breaks one, so each message stays one line for grep."""
+    console = Console()
+    return console if console.is_terminal else Console(soft_wrap=True)
 
 
 # The dashboard's commands (deals, orders, chats, chat, stats, exchange, match opportunities, market

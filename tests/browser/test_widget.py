@@ -216,7 +216,7 @@ def test_embedded_on_another_site_the_widget_haggles_with_its_own_store(page, li
 def test_too_many_chats_the_widget_counts_down_and_retries_after_retry_after(new_page, live_store,
                                                                               other_site) -> None:
     clock = FakeClock()
-    store = live_store(clock=clock, limits=StoreLimits(max_chat_starts_per_hour_per_ip=1))
+    store = live_store(clock=clock, limits=StoreLimits(max_chat_starts_per_hour_per_ip=1, limit_loopback=True))
     open_product(new_page(), store).start()  # the one chat this address may start this hour
 
     page = new_page()
@@ -246,7 +246,7 @@ def test_too_many_chats_the_widget_counts_down_and_retries_after_retry_after(new
 
 def test_a_lost_connection_after_waiting_out_a_429_says_so(new_page, live_store) -> None:
     clock = FakeClock()
-    store = live_store(clock=clock, limits=StoreLimits(max_chat_starts_per_hour_per_ip=1))
+    store = live_store(clock=clock, limits=StoreLimits(max_chat_starts_per_hour_per_ip=1, limit_loopback=True))
     open_product(new_page(), store).start()  # the one chat this address may start this hour
 
     page = new_page()

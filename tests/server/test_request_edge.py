@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Table, func, select
 
 from haggler.protocols.agents_json.capabilities import API, SESSION_PATH
+from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.config import DEFAULT_MAX_BODY_BYTES
 from haggler.server.json_body import MAX_DEPTH
 from haggler.storage.schema import agent_sessions, cart_items, chats, exchange_agents, messages, services
@@ -175,7 +176,7 @@ def test_json_nested_100000_deep_is_400_naming_the_limit_and_nothing_is_stored(m
 
 
 def test_nesting_up_to_the_limit_is_read_and_brackets_inside_strings_do_not_count(make_store):
-    store = make_store()
+    store = make_store(exchange=ExchangeSettings(allow_deposits=True))  # the consumer funds its wallet
     visitor = Visitor(store)
     provider = visitor.exchange_agent
     consumer = register(store.http, "consumer")

@@ -113,7 +113,7 @@ def two_workers(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """Two workers with low limits; an idle TTL of 4 s sweeps every second."""
     folder = tmp_path_factory.mktemp("two-workers")
     server = ProcessServer("--db", database, "--workers", "2", "--operator-token", TOKEN, "--idle-ttl", "4",
-                           "--max-chat-starts-per-hour", str(LIMIT), "--requests-per-minute", str(LIMIT),
+                           "--max-chat-starts-per-hour", str(LIMIT), "--limit-loopback", "--requests-per-minute", str(LIMIT),
                            "--data-dir", str(folder / "data"), cwd=folder)
     with server:
         wait_for_workers(server, 2)

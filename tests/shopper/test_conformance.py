@@ -63,12 +63,18 @@ def test_our_store_passes_clean(make_store):
     assert report.halted is None
 
 
-def test_our_store_passes_the_rate_limit_probe(make_store):
-    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=4))
+@pytest.mark.parametrize("limit_loopback", [True, False], ids=["loopback-limited", "loopback-exempt"])
+def test_our_store_passes_the_rate_limit_probe(make_store, limit_loopback):
+    """The probe's starts carry X-Forwarded-For from a peer the store does not trust, so they count
+    against that peer even when it is loopback and loopback clients are exempt (the default):
+    a developer probing their own store sees the limit hold, not a false "limit dodged". The
+    checker's own chat start before the probe counts only when loopback is limited."""
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=4, limit_loopback=limit_loopback))
     report = run_checks(store.base, probe_rate_limit=True)
     assert problems(report) == []
     probe = report.result("limits.rate_limit_xff")
-    assert probe.status == "pass" and "429" in probe.detail
+    assert probe.status == "pass", probe.detail
+    assert f"429 after {4 if limit_loopback else 5} starts" in probe.detail
 
 
 def test_product_id_option_picks_the_chat_product(make_store):

@@ -13,6 +13,7 @@ import httpx
 
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.protocols.transactions.settings import ExchangeSettings
 
 TOKEN = "admin-operator-token-0123456789"
 ACCEPT = json.dumps({"action": "accept"})
@@ -26,9 +27,10 @@ def offer(price: float, *extras: str) -> str:
 
 
 def admin_store(make_store: Any, **config: Any) -> Any:
-    """A store (conftest's ``make_store``) whose operator token opens the dashboard, and whose
-    chat-start limit no test reaches."""
+    """A store (conftest's ``make_store``) whose operator token opens the dashboard, whose
+    chat-start limit no test reaches, and whose exchange wallets can be funded (sandbox deposits)."""
     config.setdefault("matching", MatchingSettings(operator_token=TOKEN))
+    config.setdefault("exchange", ExchangeSettings(allow_deposits=True))
     config.setdefault("limits", StoreLimits(max_chat_starts_per_hour_per_ip=10**6))
     return make_store(**config)
 

@@ -4,6 +4,7 @@ the headers that keep pages out of caches and frames."""
 
 from __future__ import annotations
 
+import html
 import re
 
 import httpx
@@ -91,6 +92,8 @@ def test_failed_logins_are_throttled_per_client(store):
         assert sign_in(http, token="guess-guess-guess-guess").status_code == 401
     blocked = sign_in(http)  # the right token, but this address has used its attempts
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) > 0
+    assert ("the limit is 5 wrong tokens per client address in 15 minutes, which no option changes"
+            in html.unescape(blocked.text))
     store.clock.advance(minutes=16)
     assert sign_in(http).status_code == 303
 

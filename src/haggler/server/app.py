@@ -40,7 +40,7 @@ from haggler.protocols.transactions import views as transactions_views
 from haggler.protocols.transactions.routes import BODY_WORDING as EXCHANGE_BODIES
 from haggler.protocols.transactions.routes import PREFIX as EXCHANGE_PREFIX
 from haggler.protocols.transactions.routes import Exchange
-from haggler.server.clientip import request_client
+from haggler.server.clientip import is_local_client, request_client
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.edge import RequestEdge, base_url
@@ -90,6 +90,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     def client_of(request: Request) -> str:
         return request_client(request.client.host if request.client else None, request.headers, trusted)
+
+    def is_local(request: Request) -> bool:
+        return is_local_client(request.client.host if request.client else None, request.headers, trusted)
 
     agents = _agents_service(config, db)
     exchange = Exchange(db, config.clock, config.exchange)
@@ -155,7 +158,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits (PostgreSQL's turns run on the event loop: storage/database.py, run_on_loop).
     # First: the lane that serves them is the innermost middleware.
-    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, write_slots=2))
+    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, is_local, write_slots=2))
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),

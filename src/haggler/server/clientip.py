@@ -5,6 +5,10 @@ is one of the operator's trusted proxies (``--trusted-proxy CIDR``); then the cl
 right-most address in the header that is not itself a trusted proxy. Anyone else sending the
 header gets it ignored, so nobody dodges a limit by inventing addresses.
 
+A client that is this machine (loopback, after that resolution) is exempt from the chat-start
+limit unless the operator asks otherwise (``--limit-loopback``); a loopback peer that relays for
+someone else is not such a client (:func:`is_local_client`).
+
 A header sent as several lines is one list, the lines' values joined in order (RFC 9110 §5.3):
 a proxy that appends a line of its own instead of extending the client's (HAProxy does) puts the
 address it saw last, where it belongs, and the client's forged first line stays a forgery.
@@ -61,3 +65,26 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequenc
         if not is_trusted(hop, trusted):
             return hop
     return hops[0] if hops else peer
+
+
+def is_loopback(address: str) -> bool:
+    """Whether ``address`` is a loopback address (an IPv4-mapped IPv6 one included)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback
+
+
+def is_local_client(peer: str | None, headers: Headers, trusted: Sequence[Network]) -> bool:
+    """Whether the client of a request from ``peer`` is this machine itself: the address
+    :func:`request_client` resolves is loopback. A loopback peer that is not a trusted proxy yet
+    sends ``X-Forwarded-For`` is a proxy on this machine the operator did not declare
+    (``--trusted-proxy``): it relays for clients nobody knows, so they are not local — otherwise a
+    reverse proxy set up without ``--trusted-proxy`` would lift the limit for the whole world."""
+    forwarded = ", ".join(headers.getlist("x-forwarded-for"))
+    if forwarded and not is_trusted(peer or "", trusted):
+        return False
+    return is_loopback(client_address(peer, forwarded, trusted))

@@ -70,3 +70,27 @@ class AllowedHosts:
             return False
         name, port = parsed
         return name in self.any_port or (port is not None and (name, port) in self.exact)
+
+
+#: ``--host`` values that listen on every interface: no client can use them as a URL's host.
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+def url_host(address: str) -> str:
+    """``address`` as a URL writes it: an IPv6 address in brackets."""
+    return f"[{address}]" if ":" in address and not address.startswith("[") else address
+
+
+def browsable_base(host: str, port: int, names: Iterable[str], public_url: str | None) -> str:
+    """The base URL to tell the operator at start-up: one the store answers, so that every link
+    printed works. ``--public-url`` when set; else the listening address — or, for a wildcard
+    (``0.0.0.0`` answers nothing), this machine's loopback address — when the store allows it,
+    else the first allowed name the store listens for (``--allowed-host``)."""
+    if public_url:
+        return public_url.rstrip("/")
+    names = tuple(names)
+    allowed = AllowedHosts.for_store(names, None)
+    listening = ("[::1]" if ":" in host else "127.0.0.1") if host in WILDCARD_HOSTS else url_host(host)
+    candidates = [listening, *(parsed[0] for parsed in map(split_host, names) if parsed is not None)]
+    usable = next((name for name in candidates if allowed.allows(f"{name}:{port}")), listening)
+    return f"http://{usable}:{port}"

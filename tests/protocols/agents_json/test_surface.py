@@ -257,7 +257,8 @@ def test_max_sessions_per_client_then_429_until_one_ends(make_store):
     store = make_store(agents=AgentsSettings(max_sessions=2, session_ttl_seconds=600))
     first, _ = session(store), session(store)
     refused = store.http.post(SESSION_PATH)
-    assert_error(refused, 429, "sessions")
+    assert_error(refused, 429, "too many active sessions (2 of 2)", "the limit is 2 active agents.json sessions "
+                 "per client address, set with haggler serve --max-sessions")
     assert 1 <= int(refused.headers["retry-after"]) <= 600
     store.http.delete(SESSION_PATH, headers={"X-Agent-Session": first})
     session(store)
@@ -273,7 +274,8 @@ def test_requests_per_minute_then_429_with_retry_after(make_store):
     for _ in range(5):
         assert store.http.get(f"{API}/browse").status_code == 200
     refused = store.http.get(f"{API}/detail", params={"id": store.catalog.products[0].id})
-    assert_error(refused, 429, "5 requests per minute")
+    assert_error(refused, 429, "the limit is 5 agents.json requests per minute per client address, set with "
+                 "haggler serve --requests-per-minute")
     assert refused.headers["retry-after"] == "45"
     assert store.http.get(MANIFEST).status_code == 429  # the limit covers the whole surface
     store.clock.advance(seconds=45)

@@ -6,19 +6,22 @@ import ipaddress
 from datetime import timedelta
 
 import pytest
+from starlette.datastructures import Headers
 
 from haggler.protocols.negotiate_v1.settings import StoreLimits
-from haggler.server.clientip import client_address, parse_networks
+from haggler.server.clientip import client_address, is_local_client, parse_networks
 
 
 def test_s6_chat_starts_per_hour_per_ip_then_429_with_retry_after(make_store):
-    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=3))
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=3, limit_loopback=True))
     for _ in range(3):
         assert store.start().status_code == 201
     store.clock.advance(minutes=20)
     response = store.start()
     assert response.status_code == 429
-    assert response.json()["error"]
+    assert response.json()["error"] == ("too many chats started from your address: the limit is 3 chat starts "
+                                        "per hour per client address, set with haggler serve "
+                                        "--max-chat-starts-per-hour")
     retry = int(response.headers["retry-after"])
     assert 40 * 60 <= retry <= 40 * 60 + 1  # the oldest start leaves the window in 40 minutes
     # a widget on another site may read it: Retry-After is not a CORS-safelisted header
@@ -67,6 +70,44 @@ def test_a_forged_first_x_forwarded_for_line_does_not_dodge_the_limit(make_store
     for forged in ("203.0.113.10", "203.0.113.11, 203.0.113.12", "10.9.8.7"):
         refused = start_with_forwarded_lines(store, forged, "198.51.100.1")
         assert refused.status_code == 429, (forged, refused.text)
+
+
+def test_a_client_on_this_machine_is_exempt_from_the_chat_start_limit_by_default(make_store):
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=1))
+    assert [store.start().status_code for _ in range(4)] == [201] * 4
+    # the published limit is unchanged: it holds for every other client
+    assert store.http.get("/negotiate.json").json()["limits"]["max_chat_starts_per_hour_per_ip"] == 1
+
+
+def test_a_loopback_proxy_relaying_for_remote_clients_does_not_make_them_exempt(make_store):
+    trusted = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=1),
+                         trusted_proxies=parse_networks(["127.0.0.0/8"]))
+    assert trusted.start(**{"X-Forwarded-For": "198.51.100.1"}).status_code == 201
+    assert trusted.start(**{"X-Forwarded-For": "198.51.100.1"}).status_code == 429
+    # a client on this machine behind the same proxy is still this machine
+    assert [trusted.start(**{"X-Forwarded-For": "127.0.0.1"}).status_code for _ in range(2)] == [201, 201]
+    # a proxy nobody declared with --trusted-proxy relays for clients nobody knows: all held to the limit
+    undeclared = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=1))
+    assert undeclared.start(**{"X-Forwarded-For": "198.51.100.1"}).status_code == 201
+    assert undeclared.start(**{"X-Forwarded-For": "127.0.0.1"}).status_code == 429
+
+
+@pytest.mark.parametrize(("peer", "header", "trusted", "local"), [
+    ("127.0.0.1", None, [], True),
+    ("127.8.9.10", None, [], True),
+    ("::1", None, [], True),
+    ("::ffff:127.0.0.1", None, [], True),
+    ("10.0.0.5", None, [], False),
+    ("testclient", None, [], False),
+    (None, None, [], False),
+    ("127.0.0.1", "203.0.113.9", [], False),
+    ("127.0.0.1", "203.0.113.9", ["127.0.0.1/32"], False),
+    ("127.0.0.1", "::1", ["127.0.0.1/32"], True),
+    ("10.0.0.5", "127.0.0.1", ["10.0.0.0/8"], True),
+])
+def test_is_local_client(peer, header, trusted, local):
+    headers = Headers(headers={"x-forwarded-for": header} if header else {})
+    assert is_local_client(peer, headers, parse_networks(trusted)) is local
 
 
 @pytest.mark.parametrize(("peer", "header", "trusted", "expected"), [
@@ -154,7 +195,7 @@ def test_s6_retry_after_is_when_the_limiting_start_leaves_the_window_not_the_old
 
     from haggler.storage.schema import chat_starts
 
-    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=3))
+    store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=3, limit_loopback=True))
     now = store.clock()
     engine = create_engine(store.app.state.service.db.url)
     with engine.begin() as conn:  # 500 starts 50 minutes ago, then 3 starts 10 minutes ago

@@ -70,10 +70,14 @@ def test_deposits_must_be_positive_whole_cents(parties):
     assert consumer.wallet() == {"availableCents": 10_000, "heldCents": 0}
 
 
-def test_the_operator_can_switch_deposits_off(make_store):
-    store = make_store(exchange=ExchangeSettings(allow_deposits=False))
+@pytest.mark.parametrize("settings", [ExchangeSettings(), ExchangeSettings(allow_deposits=False)],
+                         ids=["default", "explicitly-off"])
+def test_deposits_are_off_unless_the_operator_asks_for_the_sandbox(make_store, settings):
+    store = make_store(exchange=settings)  # not this folder's sandbox default (conftest.py)
     party = register(store.http, "p")
-    error_of(party.post("/v1/wallets/me/deposit", {"amountCents": 100}), 403, "switched off")
+    error_of(party.post("/v1/wallets/me/deposit", {"amountCents": 100}), 403,
+             "deposits are switched off on this exchange: they are a sandbox feature, which haggler serve "
+             "--sandbox-deposits turns on")
     assert party.wallet()["availableCents"] == 0
 
 

@@ -51,7 +51,7 @@ class Party:
 
 @pytest.fixture
 def market(make_store, db_url: str):
-    store = make_store(db_url=db_url, clock=FakeClock(), exchange=ExchangeSettings())
+    store = make_store(db_url=db_url, clock=FakeClock(), exchange=ExchangeSettings(allow_deposits=True))
     consumer, provider = Party(store, "consumer"), Party(store, "provider")
     response = provider.post("/v1/services", {
         "name": "translate", "description": "one page", "basePriceCents": 1000, "priceModel": "negotiable",

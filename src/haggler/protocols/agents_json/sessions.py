@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 
-from haggler.errors import InvalidInput, RateLimited, Unauthorized
+from haggler.errors import InvalidInput, RateLimited, Unauthorized, limit_words
 from haggler.storage.counters import count_one
 from haggler.storage.database import Database, lock_key
 from haggler.storage.schema import agent_sessions, rate_windows
@@ -100,7 +100,9 @@ class SessionService:
             if active >= self.max_sessions:
                 wait = math.ceil((soonest - now).total_seconds()) if soonest else 60
                 raise RateLimited(f"too many active sessions ({active} of {self.max_sessions}); end one with "
-                                  "DELETE or wait for one to expire", wait)
+                                  "DELETE or wait for one to expire (" + limit_words(
+                                      f"{self.max_sessions} active agents.json sessions per client address",
+                                      "--max-sessions") + ")", wait)
             values = dict(id=session_id, token_hash=secret_hash(token), client=client, created_at=now,
                           expires_at=now + self.ttl, **agent)
             conn.execute(insert(agent_sessions).values(**values))
@@ -159,7 +161,8 @@ class RateLimiter:
             count = count_one(conn, client, start)
         if count > self.limit:
             wait = math.ceil((start + self.WINDOW - now).total_seconds())
-            raise RateLimited(f"rate limit: at most {self.limit} requests per minute", wait)
+            raise RateLimited("too many requests: " + limit_words(
+                f"{self.limit} agents.json requests per minute per client address", "--requests-per-minute"), wait)
 
     def prune(self, before: datetime) -> int:
         with self.db.write() as conn:

@@ -24,9 +24,11 @@ BODY_WORDING = BodyWording(not_json="the request body is not valid JSON")
 
 
 def build_routes(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
-                 write_slots: int) -> list[PlainRoute]:
+                 is_local: Callable[[Request], bool], write_slots: int) -> list[PlainRoute]:
     """negotiate.v1's routes, plain Starlette routes (``server/plain_routes.py``): the store's
-    busiest paths, which read their requests themselves.
+    busiest paths, which read their requests themselves. ``client_of`` names a request's client
+    for the chat-start limit, ``is_local`` says whether that client is this machine (exempt
+    unless ``--limit-loopback``).
 
     ``write_slots`` bounds the worker threads that run chat writes at once. Writes to one
     SQLite database are serialized anyway; letting dozens of threads queue on that lock only
@@ -74,7 +76,7 @@ def build_routes(service: ChatService, base_of: Callable[[Request], str], client
             raise InvalidInput("missing parameter: product_id")
         if not isinstance(product_id, str) or not PRODUCT_ID_PATTERN.match(product_id):
             raise InvalidInput("malformed product_id")
-        start = service.start(product_id, client_of(request))
+        start = service.start(product_id, client_of(request), local=is_local(request))
         base = base_of(request)
         return JSON({"session_id": start.session_id, "greeting": start.greeting,
                      "next": views.next_url(base, start.session_id), "offer": views.offer_view(start.offer)},

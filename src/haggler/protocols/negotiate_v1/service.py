@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Callable, Sequence
 
+from sqlalchemy import Connection
+
 from haggler.agents.llm_merchant import ChatTurn, LLMMerchant, ModelTurn
 from haggler.agents.merchant import MERCHANT, SHOPPER, MerchantAgent, MerchantHistory, MerchantMove, hidden_reserve
 from haggler.catalog import Catalog, Product
 from haggler.engine import Negotiation, Rules, RuleViolation, Terms, Turn
-from haggler.errors import Closed, InvalidInput, NotFound, RateLimited
+from haggler.errors import Closed, InvalidInput, NotFound, RateLimited, limit_words
 from haggler.language.intents import Intent
 from haggler.language.parse import StructuredMessageError, parse_shopper_turn
 from haggler.language.render import ReplyRenderer, checkout_sentence
@@ -100,7 +102,10 @@ class ChatService:
 
     # -- start -------------------------------------------------------------------------------
 
-    def start(self, product_id: str, client_ip: str) -> ChatStart:
+    def start(self, product_id: str, client_ip: str, *, local: bool = False) -> ChatStart:
+        """Open a chat for ``client_ip``. ``local``: the client is this machine
+        (``clientip.is_local_client``), exempt from the per-address limit unless
+        ``limits.limit_loopback``; its starts are then not counted either."""
         product = self.product(product_id)
         agent = self._agents[product.id]
         now = self.clock()
@@ -110,20 +115,25 @@ class ChatService:
         greeting = self._renderers[product.id].render(move, _rng(seed, 0))
         opening = move.turn(now)
         state = ChatState.opened(self.rules, agent, opening, greeting)
-        window_start = now - timedelta(hours=1)
         with self.db.write() as conn:
-            repo.lock_client(conn, client_ip)
-            limited_by = repo.start_limited_by(conn, client_ip, window_start, self.limits.max_chat_starts_per_hour_per_ip)
-            if limited_by is not None:
-                retry = int((limited_by + timedelta(hours=1) - now).total_seconds()) + 1
-                raise RateLimited(
-                    f"too many chats started from your address: at most "
-                    f"{self.limits.max_chat_starts_per_hour_per_ip} per hour", retry)
-            repo.record_start(conn, client_ip, now)
+            if self.limits.limit_loopback or not local:
+                self._count_start(conn, client_ip, now)
             repo.create_chat(conn, chat_id=session_id, product_id=product.id, seed=seed, client_ip=client_ip, now=now,
                              state=state.dump())
             repo.append_messages(conn, session_id, [repo.NewMessage(0, MERCHANT, greeting, opening)], now)
         return ChatStart(session_id, greeting, move.terms)
+
+    def _count_start(self, conn: Connection, client_ip: str, now: datetime) -> None:
+        """Count a start of ``client_ip``; RateLimited (with the seconds until it may start again)
+        once it has started ``max_chat_starts_per_hour_per_ip`` chats in the past hour."""
+        repo.lock_client(conn, client_ip)
+        limit = self.limits.max_chat_starts_per_hour_per_ip
+        limited_by = repo.start_limited_by(conn, client_ip, now - timedelta(hours=1), limit)
+        if limited_by is not None:
+            retry = int((limited_by + timedelta(hours=1) - now).total_seconds()) + 1
+            raise RateLimited("too many chats started from your address: " + limit_words(
+                f"{limit} chat starts per hour per client address", "--max-chat-starts-per-hour"), retry)
+        repo.record_start(conn, client_ip, now)
 
     # -- say ---------------------------------------------------------------------------------
 

@@ -10,12 +10,19 @@ from pathlib import Path
 
 @dataclass(frozen=True, slots=True)
 class StoreLimits:
-    """The ``limits`` block of the descriptor; every field is enforced."""
+    """The ``limits`` block of the descriptor; every field is enforced. ``limit_loopback`` is not
+    published: it only says whether clients on this machine count too (the limit holds for every
+    other client either way, so the published figure stays true)."""
 
     max_chat_starts_per_hour_per_ip: int = 8
     max_messages_per_chat: int = 30
     session_idle_ttl_seconds: int = 3600
     max_message_length_chars: int = 2000
+    #: Whether a client on this machine (loopback, see ``server/clientip.py``) is held to the
+    #: chat-start limit too. Off by default: a developer running ``haggler check`` or a demo
+    #: against their own store would otherwise be locked out after a few runs, for an hour,
+    #: across restarts (the starts are kept in the database).
+    limit_loopback: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_chat_starts_per_hour_per_ip", "max_messages_per_chat",

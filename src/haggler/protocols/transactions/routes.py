@@ -123,7 +123,8 @@ class Exchange:
     def _deposit(self, conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
         assert caller is not None
         if not self.settings.allow_deposits:
-            raise Forbidden("deposits are switched off on this exchange")
+            raise Forbidden("deposits are switched off on this exchange: they are a sandbox feature, which "
+                            "haggler serve --sandbox-deposits turns on")
         only(body, ("amountCents",))
         amount = integer(body.get("amountCents"), "amountCents", low=1, high=ledger.MAX_AMOUNT_CENTS)
         return 200, ledger.deposit(conn, caller.id, amount, self.clock()).to_json()

@@ -7,5 +7,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ExchangeSettings:
-    #: The deposit endpoint funds wallets out of thin air: fine for a sandbox, off in production.
-    allow_deposits: bool = True
+    #: The deposit endpoint funds wallets out of thin air: a sandbox feature, so off unless the
+    #: operator asks for it (``--sandbox-deposits``) — a store started from a guide must not hand
+    #: out free money.
+    allow_deposits: bool = False

@@ -20,7 +20,7 @@ from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
 from haggler.catalog import Catalog
-from haggler.errors import InvalidInput
+from haggler.errors import InvalidInput, limit_words
 from haggler.server.config import StoreConfig
 from haggler.server.edge import base_url
 from haggler.server.form_body import read_form_body
@@ -36,7 +36,9 @@ from haggler.web.admin import (
 from haggler.web.admin.auth import (
     COOKIE_PATH,
     FAILURE_DELAY,
+    FAILURE_WINDOW,
     LOGIN_COOKIE,
+    MAX_FAILURES,
     SESSION_COOKIE,
     SESSION_SECONDS,
     AdminAuth,
@@ -113,8 +115,10 @@ class AdminDashboard:
                             "Start it with --operator-token (or HAGGLER_OPERATOR_TOKEN) to switch it on.")
 
     def _too_many(self, wait: int) -> Response:
+        limit = limit_words(f"{MAX_FAILURES} wrong tokens per client address in "
+                            f"{FAILURE_WINDOW.total_seconds() / 60:g} minutes", None)
         return self._notice(429, "Too many attempts", f"Too many wrong tokens from your address: try again in "
-                            f"{wait} seconds.", {"Retry-After": str(wait)})
+                            f"{wait} seconds ({limit}).", {"Retry-After": str(wait)})
 
     async def _viewer(self, request: Request) -> Viewer | Response:
         """The viewer, or the response that refuses them."""
