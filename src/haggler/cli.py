@@ -29,8 +29,9 @@ err = Console(stderr=True)
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``message`` as an error, as written: square brackets in it ("pip install
-    'haggler[llm]'", a product id, a store's words) are text, not console markup."""
-    err.print(f"[bold red]error:[/] {escape(message)}")
+    'haggler[llm]'", a product id, a store's words) are text, not console markup, and its lines
+    are not broken at the console's width (a catalog's problems stay one per line, for grep)."""
+    err.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True)
     return typer.Exit(code=code)
 
 
@@ -104,6 +105,9 @@ def llm_backend(provider: str | None, model: str | None, base_url: str | None, t
 @app.command()
 def serve(
     catalog: Annotated[Optional[Path], typer.Option(help="Catalog JSON file (default: the built-in demo store).")] = None,
+    strict_catalog: Annotated[bool, typer.Option(
+        help="Refuse a catalog field haggler does not read (a typo such as 'levrs'); with --no-strict-catalog "
+             "such fields are kept hidden and listed as warnings. Fields named x_... are always allowed.")] = True,
     db: Annotated[str, typer.Option(help="Database URL: sqlite:///file.db or postgresql://user@host/db.")] = DEFAULT_DB_URL,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
@@ -187,7 +191,7 @@ def serve(
                     "processes would only queue on its lock. Serve SQLite with one worker, or use "
                     "--db postgresql://... for several.")
     try:
-        store_catalog = load_catalog(catalog)
+        store_catalog = load_catalog(catalog, strict=strict_catalog)
         limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length)
         skill = load_skill(merchant_skill) if merchant_skill is not None else None
         merchant = MerchantSettings(floor_margin=floor_margin, mode=merchant_mode, skill=skill,
@@ -201,6 +205,9 @@ def serve(
             AllowedHosts(allowed_host)  # a bad name stops start-up here, named, rather than in create_app
     except (CatalogError, ValueError) as exc:
         raise _fail(str(exc)) from None
+    for warning in store_catalog.warnings:
+        err.print(f"[yellow]warning:[/] {escape(f'{catalog}: {warning}')} (kept hidden: --no-strict-catalog)",
+                  soft_wrap=True)
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     if access_log not in ("json", "off"):
