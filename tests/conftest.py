@@ -105,15 +105,16 @@ SECRET_MARKERS = ("SECRET-SUPPLIER-7731", "PERSONA-SECRET-ZEBRA", "NOTE-SECRET-Q
 
 
 def secret_catalog_data() -> dict:
-    """The demo catalog, with extra private fields a store might keep next to the public ones."""
+    """The demo catalog, with private fields (named ``x_``/``x-``, as a catalog must name its own
+    fields) a store might keep next to the public ones."""
     import json
     from importlib import resources
 
     data = json.loads(resources.files("haggler").joinpath("data/demo_catalog.json").read_text("utf-8-sig"))
-    data["store"]["owner_phone"] = "SECRET-SUPPLIER-7731 store phone"
+    data["store"]["x-owner-phone"] = "SECRET-SUPPLIER-7731 store phone"
     for product in data["products"]:
-        product["supplier_cost"] = 123.45
-        product["supplier_contact"] = "SECRET-SUPPLIER-7731"
+        product["x_supplier_cost"] = 123.45
+        product["x_supplier_contact"] = "SECRET-SUPPLIER-7731"
         product["merchant_persona"] = "PERSONA-SECRET-ZEBRA: a jovial haggler"
         product["inventory_note"] = product.get("inventory_note", "") + " NOTE-SECRET-QUARTZ"
     return data

@@ -14,12 +14,14 @@ import pytest
 from haggler.catalog import (
     Catalog,
     CatalogError,
+    CatalogProblem,
     Lever,
     Product,
     load_catalog,
     parse_catalog,
     parse_lever,
 )
+from haggler.iso4217 import MINOR_UNITS
 from haggler.money import format_money, to_cents, to_decimal_number
 
 # --------------------------------------------------------------------------- helpers
@@ -63,10 +65,23 @@ def _doc(*products: dict[str, Any], store: dict[str, Any] | None = None) -> dict
     return {"store": store if store is not None else _store(), "products": list(products) or [_product()]}
 
 
-def _bad(doc: Any) -> str:
+def _bad(doc: Any, *, strict: bool = True) -> str:
     with pytest.raises(CatalogError) as info:
-        parse_catalog(doc)
+        parse_catalog(doc, strict=strict)
     return str(info.value)
+
+
+def _problems(doc: Any, *, strict: bool = True) -> tuple[CatalogProblem, ...]:
+    with pytest.raises(CatalogError) as info:
+        parse_catalog(doc, strict=strict)
+    return info.value.problems
+
+
+def _only(doc: Any) -> CatalogProblem:
+    """The one problem ``doc`` has: a single mistake must not be reported twice or drag others in."""
+    problems = _problems(doc)
+    assert len(problems) == 1, problems
+    return problems[0]
 
 
 # --------------------------------------------------------------------------- demo catalog
@@ -207,16 +222,17 @@ def test_lever_object_states_its_cost() -> None:
     assert [lv.offer_text for lv in product.levers_cheapest_first()] == ["Gift wrap", "Free shipping", "Priority queue"]
 
 
-@pytest.mark.parametrize(("lever", "words"), [
-    ({"text": "Free shipping", "cost": -1}, "must not be negative"),
-    ({"text": "Free shipping"}, "'cost' must be a number"),
-    ({"text": "Free shipping", "cost": "lots"}, "'cost' must be a finite number"),
-    ({"cost": 3}, "'text' is missing"),
-    ({"text": "Free shipping", "cost": 3, "value": 9}, "unknown field 'value'"),
+@pytest.mark.parametrize(("lever", "field", "words"), [
+    ({"text": "Free shipping", "cost": -1}, "cost", "must not be negative"),
+    ({"text": "Free shipping"}, "cost", "missing"),
+    ({"text": "Free shipping", "cost": "lots"}, "cost", "must be a finite number"),
+    ({"cost": 3}, "text", "missing"),
+    ({"text": "Free shipping", "cost": 3, "value": 9}, "value", "unknown field"),
 ])
-def test_bad_lever_object_is_named(lever: dict[str, Any], words: str) -> None:
-    msg = _bad(_doc(_product(id="lever-obj", levers=["Gift wrap", lever])))
-    assert "lever-obj" in msg and "'levers', item 1" in msg and words in msg, msg
+def test_bad_lever_object_is_named(lever: dict[str, Any], field: str, words: str) -> None:
+    problem = _only(_doc(_product(id="lever-obj", levers=["Gift wrap", lever])))
+    assert problem.pointer == f"/products/0/levers/1/{field}" and problem.product_id == "lever-obj"
+    assert words in problem.message, problem
 
 
 def test_levers_default_to_empty_and_are_stripped() -> None:
@@ -287,11 +303,13 @@ def test_floor_equal_to_list_price_is_allowed() -> None:
     assert catalog.products[0].floor_cents == catalog.products[0].list_price_cents
 
 
-def test_unknown_product_fields_are_kept_private() -> None:
-    catalog = parse_catalog(_doc(_product(supplier_cost=412.5, secret_margin="11%")))
+def test_private_fields_named_x_are_kept_hidden_in_strict_mode() -> None:
+    catalog = parse_catalog(_doc(_product(**{"x_supplier_cost": 412.5, "x-secret-margin": "11%"}),
+                                 store=_store(x_owner_phone="555-0100")))
     p = catalog.products[0]
-    assert p.private_fields == {"supplier_cost": 412.5, "secret_margin": "11%"}
-    assert not hasattr(p, "supplier_cost")
+    assert p.private_fields == {"x_supplier_cost": 412.5, "x-secret-margin": "11%"}
+    assert not hasattr(p, "x_supplier_cost") and not hasattr(catalog.store, "x_owner_phone")
+    assert catalog.warnings == ()
 
 
 def test_store_may_use_policy_instead_of_policy_default() -> None:
@@ -326,54 +344,59 @@ def test_demo_catalog_round_trips_through_a_file(tmp_path: Path, demo: Catalog) 
 def test_missing_floor() -> None:
     product = _product(id="no-floor")
     del product["floor"]
-    msg = _bad(_doc(product))
-    assert "no-floor" in msg and "'floor'" in msg
+    problem = _only(_doc(product))
+    assert (problem.pointer, problem.product_id, problem.message) == ("/products/0/floor", "no-floor", "missing")
 
 
 def test_null_floor() -> None:
-    msg = _bad(_doc(_product(id="null-floor", floor=None)))
-    assert "null-floor" in msg and "'floor'" in msg
+    problem = _only(_doc(_product(id="null-floor", floor=None)))
+    assert (problem.pointer, problem.product_id) == ("/products/0/floor", "null-floor")
 
 
 def test_floor_above_list_price() -> None:
-    msg = _bad(_doc(_product(id="too-high", list_price=100, floor=100.01)))
-    assert "too-high" in msg and "'floor'" in msg and "list_price" in msg
+    problem = _only(_doc(_product(id="too-high", list_price=100, floor=100.01)))
+    assert (problem.pointer, problem.product_id) == ("/products/0/floor", "too-high")
+    assert problem.message == "100.01 is above list_price 100"
+    assert str(problem) == "/products/0/floor (product 'too-high'): 100.01 is above list_price 100"
 
 
 def test_duplicate_id() -> None:
-    msg = _bad(_doc(_product(id="twin"), _product(id="other"), _product(id="twin")))
-    assert "twin" in msg and "'id'" in msg and "duplicate" in msg
+    problem = _only(_doc(_product(id="twin"), _product(id="other"), _product(id="twin")))
+    assert (problem.pointer, problem.product_id) == ("/products/2/id", "twin")
+    assert "duplicate" in problem.message and "/products/0" in problem.message
 
 
 @pytest.mark.parametrize("bad_id", ["has space", "a/b", "café", "what?", "a#b", "50%off", "a\nb", "trailing\n",
                                     "x" * 101])
 def test_url_unsafe_id(bad_id: str) -> None:
-    msg = _bad(_doc(_product(id=bad_id)))
-    assert bad_id in msg and "'id'" in msg
+    problem = _only(_doc(_product(id=bad_id)))
+    assert problem.pointer == "/products/0/id" and repr(bad_id) in problem.message
+    assert "\n" not in str(problem)  # one problem, one line, whatever the id holds
 
 
 @pytest.mark.parametrize("bad_id", [None, "", 42])
 def test_missing_or_non_string_id(bad_id: object) -> None:
-    msg = _bad(_doc(_product(), _product(id=bad_id)))
-    assert "products[1]" in msg and "'id'" in msg
+    problem = _only(_doc(_product(), _product(id=bad_id)))
+    assert problem.pointer == "/products/1/id" and problem.product_id is None
 
 
 @pytest.mark.parametrize("price", [0, -5, "-1299.99", 0.001])
 def test_non_positive_list_price(price: object) -> None:
-    msg = _bad(_doc(_product(id="freebie", list_price=price, floor=1)))
-    assert "freebie" in msg and "'list_price'" in msg
+    problem = _only(_doc(_product(id="freebie", list_price=price, floor=1)))
+    assert (problem.pointer, problem.product_id) == ("/products/0/list_price", "freebie")
+    assert "greater than 0" in problem.message
 
 
 @pytest.mark.parametrize("floor", [0, -1])
 def test_non_positive_floor(floor: object) -> None:
-    msg = _bad(_doc(_product(id="giveaway", floor=floor)))
-    assert "giveaway" in msg and "'floor'" in msg
+    problem = _only(_doc(_product(id="giveaway", floor=floor)))
+    assert (problem.pointer, problem.product_id) == ("/products/0/floor", "giveaway")
 
 
 @pytest.mark.parametrize("price", ["abc", "$100", "", True, [100], {"amount": 100}, "NaN", "Infinity"])
 def test_non_numeric_list_price(price: object) -> None:
-    msg = _bad(_doc(_product(id="weird-price", list_price=price)))
-    assert "weird-price" in msg and "'list_price'" in msg
+    problem = _only(_doc(_product(id="weird-price", list_price=price)))
+    assert (problem.pointer, problem.product_id) == ("/products/0/list_price", "weird-price")
 
 
 def test_nan_list_price_from_json_file(tmp_path: Path) -> None:
@@ -382,18 +405,22 @@ def test_nan_list_price_from_json_file(tmp_path: Path) -> None:
     assert "NaN" in path.read_text("utf-8")
     with pytest.raises(CatalogError) as info:
         load_catalog(path)
-    assert "nan-price" in str(info.value) and "'list_price'" in str(info.value)
+    assert [(p.pointer, p.product_id) for p in info.value.problems] == [("/products/0/list_price", "nan-price")]
 
 
 def test_non_numeric_floor() -> None:
-    msg = _bad(_doc(_product(id="weird-floor", floor="cheap")))
-    assert "weird-floor" in msg and "'floor'" in msg
+    problem = _only(_doc(_product(id="weird-floor", floor="cheap")))
+    assert (problem.pointer, problem.product_id) == ("/products/0/floor", "weird-floor")
 
 
-@pytest.mark.parametrize("levers", ["Free shipping (~$45 retail value)", {"a": "b"}, None, [1], [""], ["ok", None]])
-def test_levers_not_a_list_of_strings(levers: object) -> None:
-    msg = _bad(_doc(_product(id="lever-bad", levers=levers)))
-    assert "lever-bad" in msg and "'levers'" in msg
+@pytest.mark.parametrize(("levers", "pointer"), [
+    ("Free shipping (~$45 retail value)", "/products/0/levers"), ({"a": "b"}, "/products/0/levers"),
+    (None, "/products/0/levers"), ([1], "/products/0/levers/0"), ([""], "/products/0/levers/0"),
+    (["ok", None], "/products/0/levers/1"),
+])
+def test_levers_not_a_list_of_strings(levers: object, pointer: str) -> None:
+    problem = _only(_doc(_product(id="lever-bad", levers=levers)))
+    assert (problem.pointer, problem.product_id) == (pointer, "lever-bad")
 
 
 @pytest.mark.parametrize("name", [None, "", "   ", 7])
@@ -403,67 +430,64 @@ def test_missing_name(name: object) -> None:
         del product["name"]
     else:
         product["name"] = name
-    msg = _bad(_doc(product))
-    assert "nameless" in msg and "'name'" in msg
+    problem = _only(_doc(product))
+    assert (problem.pointer, problem.product_id) == ("/products/0/name", "nameless")
 
 
 @pytest.mark.parametrize(("field", "value"), [("year_made", "2024"), ("year_made", 2024.5), ("year_made", True),
                                               ("inventory_note", 5), ("kind", 3), ("condition", ["new"])])
 def test_wrongly_typed_optional_fields(field: str, value: object) -> None:
-    msg = _bad(_doc(_product(id="typed", **{field: value})))
-    assert "typed" in msg and f"'{field}'" in msg
+    problem = _only(_doc(_product(id="typed", **{field: value})))
+    assert (problem.pointer, problem.product_id) == (f"/products/0/{field}", "typed")
 
 
 @pytest.mark.parametrize("field", ["name", "rep_name", "tagline", "policy_default"])
 def test_missing_store_field(field: str) -> None:
     store = _store()
     del store[field]
-    msg = _bad(_doc(store=store))
-    assert "store" in msg and f"'{field}'" in msg
+    assert _only(_doc(store=store)).pointer == f"/store/{field}"
 
 
 def test_store_field_wrong_type() -> None:
-    msg = _bad(_doc(store=_store(city=12)))
-    assert "store" in msg and "'city'" in msg
+    assert _only(_doc(store=_store(city=12))).pointer == "/store/city"
 
 
 @pytest.mark.parametrize("store", [None, [], "Test Outlet"])
 def test_store_not_an_object(store: object) -> None:
     doc = _doc()
     doc["store"] = store
-    assert "store" in _bad(doc)
+    assert _only(doc).pointer == "/store"
 
 
 def test_store_missing_entirely() -> None:
     doc = _doc()
     del doc["store"]
-    assert "store" in _bad(doc)
+    assert _only(doc).pointer == "/store"
 
 
 @pytest.mark.parametrize("products", [None, {"widget-1": _product()}, "widget-1"])
 def test_products_not_a_list(products: object) -> None:
     doc = _doc()
     doc["products"] = products
-    msg = _bad(doc)
-    assert "'products'" in msg
+    assert _only(doc).pointer == "/products"
 
 
 def test_products_missing() -> None:
     doc = _doc()
     del doc["products"]
-    assert "'products'" in _bad(doc)
+    assert _only(doc).pointer == "/products"
 
 
 def test_product_not_an_object() -> None:
     doc = _doc()
     doc["products"] = [_product(), "widget-2"]
-    msg = _bad(doc)
-    assert "products[1]" in msg
+    assert _only(doc).pointer == "/products/1"
 
 
 @pytest.mark.parametrize("doc", [[], [_doc()], "catalog", 42, None])
 def test_top_level_not_an_object(doc: object) -> None:
-    assert "top level" in _bad(doc)
+    problem = _only(doc)
+    assert problem.pointer == "" and "top level" in problem.message
 
 
 def test_bad_catalog_does_not_mutate_input() -> None:
@@ -513,4 +537,131 @@ def test_load_catalog_bad_content_in_file(tmp_path: Path) -> None:
     path.write_text(json.dumps(_doc(_product(id="file-bad", floor=500, list_price=100))), "utf-8")
     with pytest.raises(CatalogError) as info:
         load_catalog(path)
-    assert "file-bad" in str(info.value) and "'floor'" in str(info.value)
+    assert str(info.value) == (f"{path}: 1 problem\n"
+                               "  /products/0/floor (product 'file-bad'): 500 is above list_price 100")
+
+
+# --------------------------------------------------------------------------- every problem at once
+
+
+def test_every_problem_is_reported_at_once_with_its_json_pointer(tmp_path: Path) -> None:
+    """What a new store owner's first file looks like: the four required store fields missing, a
+    bad currency, a typo, a floor above its price, a bad lever, a bad id and a duplicate — all
+    reported in one go, in document order, each at its RFC 6901 pointer."""
+    store = {"city": "Springfield", "currency": "usd"}
+    doc = {"store": store, "products": [
+        _product(id="ok-1"),
+        _product(id="typo", levrs=["Gift wrap"], floor=120, list_price=100),
+        _product(id="bad lever", levers=[{"text": "Free shipping", "cost": -3}]),
+        _product(id="ok-1", year_made="2024"),
+        _product(id="ok-1"),
+    ]}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(doc), "utf-8")
+    with pytest.raises(CatalogError) as info:
+        load_catalog(path)
+    assert [(p.pointer, p.product_id) for p in info.value.problems] == [
+        ("/store/name", None), ("/store/rep_name", None), ("/store/tagline", None), ("/store/policy_default", None),
+        ("/store/currency", None),
+        ("/products/1/floor", "typo"), ("/products/1/levrs", "typo"),
+        ("/products/2/id", None), ("/products/2/levers/0/cost", None),
+        ("/products/3/year_made", "ok-1"),
+        ("/products/4/id", "ok-1"),
+    ]
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{path}: 11 problems"
+    assert lines[1:] == [f"  {p}" for p in info.value.problems]
+    assert "  /products/1/levrs (product 'typo'): unknown field: did you mean 'levers'?" in lines
+    assert "  /store/currency: 'usd' is not an ISO 4217 code as written: write 'USD'" in lines
+
+
+def test_a_pointer_escapes_tilde_and_slash() -> None:
+    problem = _only(_doc(_product(**{"a/b~c": 1})))
+    assert problem.pointer == "/products/0/a~1b~0c"
+
+
+# --------------------------------------------------------------------------- unknown fields, strict or not
+
+
+def test_demo_catalog_loads_strictly_with_no_warnings(demo: Catalog) -> None:
+    assert demo.warnings == ()
+    assert load_catalog(None, strict=True) == demo
+
+
+@pytest.mark.parametrize(("where", "field", "pointer", "hint"), [
+    ("product", "levrs", "/products/0/levrs", "did you mean 'levers'?"),
+    ("product", "list-price", "/products/0/list-price", "did you mean 'list_price'?"),
+    ("product", "supplier_cost", "/products/0/supplier_cost", "x_"),
+    ("store", "tagLine", "/store/tagLine", "did you mean 'tagline'?"),
+    ("store", "owner_phone", "/store/owner_phone", "x_"),
+    ("top", "prodcts", "/prodcts", "did you mean 'products'?"),
+])
+def test_unknown_field_is_refused_with_a_suggestion(where: str, field: str, pointer: str, hint: str) -> None:
+    doc = _doc(_product(**{field: 1}) if where == "product" else _product(),
+               store=_store(**{field: 1}) if where == "store" else None)
+    if where == "top":
+        doc[field] = 1
+    problem = _only(doc)
+    assert problem.pointer == pointer and problem.message.startswith("unknown field") and hint in problem.message
+
+
+def test_not_strict_keeps_unknown_fields_hidden_and_warns() -> None:
+    product = _product(id="w", levrs=["Gift wrap"], x_cost=3)
+    del product["levers"]
+    catalog = parse_catalog(_doc(product, store=_store(owner_phone="555-0100")), strict=False)
+    assert [(w.pointer, w.product_id) for w in catalog.warnings] == [("/store/owner_phone", None),
+                                                                     ("/products/0/levrs", "w")]
+    assert "did you mean 'levers'?" in str(catalog.warnings[1])
+    assert catalog.products[0].levers == ()  # the typo is not read as levers: it stays a private field
+    assert catalog.products[0].private_fields == {"levrs": ["Gift wrap"], "x_cost": 3}
+
+
+def test_not_strict_still_refuses_every_other_problem() -> None:
+    doc = _doc(_product(id="w", levrs=[], floor=500, levers=[{"text": "Gift wrap", "cost": 1, "vale": 2}]))
+    problems = _problems(doc, strict=False)
+    assert [p.pointer for p in problems] == ["/products/0/floor", "/products/0/levers/0/vale"]
+
+
+# --------------------------------------------------------------------------- currencies
+
+
+def test_the_iso_4217_list_is_current_and_well_formed() -> None:
+    assert all(len(code) == 3 and code.isascii() and code.isupper() for code in MINOR_UNITS)
+    assert (MINOR_UNITS["USD"], MINOR_UNITS["JPY"], MINOR_UNITS["KWD"], MINOR_UNITS["XAU"]) == (2, 0, 3, None)
+    assert {"XCG", "ZWG"} <= set(MINOR_UNITS)  # added in 2024-2025
+    assert not {"HRK", "ANG", "BGN"} & set(MINOR_UNITS)  # withdrawn: Croatia and Bulgaria took the euro
+
+
+@pytest.mark.parametrize("code", ["EUR", "GBP", "CHF", "SEK", "MXN", "XCG"])
+def test_a_two_decimal_iso_4217_currency_is_accepted(code: str) -> None:
+    catalog = parse_catalog(_doc(_product(id="a"), _product(id="b", currency="USD"), store=_store(currency=code)))
+    assert catalog.store.currency == code
+    assert [p.currency for p in catalog.products] == [code, "USD"]  # a product's own, else the store's
+
+
+def test_currency_defaults_to_usd() -> None:
+    assert parse_catalog(_doc()).store.currency == "USD"
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("usd", "write 'USD'"),
+    (" EUR", "write 'EUR'"),
+    ("US", "not a current ISO 4217 currency code"),
+    ("DOLLARS", "not a current ISO 4217 currency code"),
+    ("ABC", "not a current ISO 4217 currency code"),
+    ("HRK", "not a current ISO 4217 currency code"),
+    (840, "three-letter ISO 4217 code"),
+    ("JPY", "'JPY' has 0 minor units"),
+    ("BHD", "'BHD' has 3 minor units"),
+    ("KWD", "'KWD' has 3 minor units"),
+    ("CLF", "'CLF' has 4 minor units"),
+    ("XAU", "'XAU' has no minor unit"),
+])
+def test_a_currency_haggler_cannot_price_in_is_refused(code: object, words: str) -> None:
+    store_problem = _only(_doc(store=_store(currency=code)))
+    assert store_problem.pointer == "/store/currency" and words in store_problem.message, store_problem
+    product_problem = _only(_doc(_product(id="p", currency=code)))
+    assert (product_problem.pointer, product_problem.product_id) == ("/products/0/currency", "p")
+    assert words in product_problem.message
+    if isinstance(code, str) and code in MINOR_UNITS:
+        assert "only currencies with 2 minor units" in store_problem.message

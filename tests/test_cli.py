@@ -61,6 +61,34 @@ def test_serve_refuses_a_duplicate_product_id(tmp_path):
     assert result.returncode == 2 and "'twin'" in result.stderr and "duplicate" in result.stderr
 
 
+def test_serve_reports_every_catalog_problem_at_once(tmp_path):
+    catalog = {"store": {"currency": "JPY"},
+               "products": [{"id": "one", "name": "Thing", "list_price": 100, "floor": 80, "levrs": []},
+                            {"id": "two", "name": "Thing", "list_price": 100, "floor": 120}]}
+    (tmp_path / "c.json").write_text(json.dumps(catalog))
+    result = haggler("serve", "--catalog", "c.json", "--port", "1", cwd=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "c.json: 7 problems" in result.stderr
+    for pointer in ("/store/name", "/store/rep_name", "/store/tagline", "/store/policy_default", "/store/currency",
+                    "/products/0/levrs (product 'one'): unknown field: did you mean 'levers'?",
+                    "/products/1/floor (product 'two')"):
+        assert f"\n  {pointer}" in result.stderr, pointer
+
+
+@pytest.mark.slow
+def test_serve_no_strict_catalog_warns_of_unknown_fields_and_serves_without_them(tmp_path):
+    catalog = {"store": {"name": "S", "rep_name": "R", "tagline": "T", "policy_default": "P"},
+               "products": [{"id": "one", "name": "Thing", "list_price": 100, "floor": 80,
+                             "levrs": ["SECRET-LEVER-TYPO"], "x_supplier": "SECRET-SUPPLIER"}]}
+    (tmp_path / "c.json").write_text(json.dumps(catalog))
+    with ProcessServer("--catalog", "c.json", "--no-strict-catalog", cwd=tmp_path) as server:
+        body = httpx.get(f"{server.base}/negotiate.json").text
+        assert "one" in body and "SECRET" not in body
+    log = " ".join(server.log().split())
+    assert "warning: c.json: /products/0/levrs (product 'one'): unknown field: did you mean 'levers'?" in log
+    assert "x_supplier" not in log
+
+
 def test_serve_refuses_bad_options(tmp_path):
     result = haggler("serve", "--trusted-proxy", "nope", cwd=tmp_path)
     assert result.returncode == 2 and "nope" in result.stderr

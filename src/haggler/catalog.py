@@ -2,24 +2,26 @@
 
 haggler reads the common negotiate.v1 catalog format (``{"store": {...}, "products": [...]}``)
 unchanged. Prices in the file are decimal; here they become integer cents. A bad catalog
-fails at start-up with a :class:`CatalogError` that names the product and the field.
+fails at start-up with a :class:`CatalogError` listing every problem at its JSON Pointer.
 
-Hidden fields (``floor``, ``levers``, ``inventory_note``, ``merchant_persona`` and anything
-else the file carries that we do not publish on purpose) are kept on :class:`Product`, but
-nothing in this module renders them: public views are built from explicit allow-lists in
+Hidden fields (``floor``, ``levers``, ``inventory_note``, ``merchant_persona`` and the store's
+own ``x_`` fields) are kept on :class:`Product`, but nothing in this module renders them:
+public views are built from explicit allow-lists in
 :mod:`haggler.protocols.negotiate_v1.views`.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from haggler.money import amount_cents, positive_cents, to_cents
+from haggler.money import amount_cents, currency_problem, positive_cents, to_cents
 
 #: Characters that may appear in a product id: RFC 3986 "unreserved", so an id can go in a
 #: URL path or query without encoding.
@@ -32,8 +34,37 @@ _LEVER_VALUE = re.compile(
 _LEVER_PARENTHETICAL = re.compile(r"\s*\([^)]*\)[\s.]*$")
 
 
+#: A field whose name starts with one of these is the store's own: allowed in the store, a
+#: product or the top level, never read and never published (a product keeps its own in
+#: :attr:`Product.private_fields`). Any other field haggler does not read is refused as a
+#: probable typo, unless the catalog is loaded with ``strict=False``.
+PRIVATE_FIELD_PREFIXES = ("x_", "x-")
+
+
+@dataclass(frozen=True)
+class CatalogProblem:
+    """One thing wrong with a catalog: where, as an RFC 6901 JSON Pointer into the document
+    (``""``: the document itself), which product when its id is known, and what."""
+
+    pointer: str
+    message: str
+    product_id: str | None = None
+
+    def __str__(self) -> str:
+        where = self.pointer + (f" (product {self.product_id!r})" if self.product_id else "")
+        return f"{where}: {self.message}" if where else self.message
+
+
 class CatalogError(ValueError):
-    """The catalog cannot be served; the message names the product and the field."""
+    """The catalog cannot be served. ``problems`` lists everything wrong with it, not only the
+    first, and the message shows them one per line under a count."""
+
+    def __init__(self, problems: Sequence[CatalogProblem], source: str = "catalog") -> None:
+        self.problems = tuple(problems)
+        self.source = source
+        count = len(self.problems)
+        lines = [f"{source}: {count} problem{'' if count == 1 else 's'}", *(f"  {p}" for p in self.problems)]
+        super().__init__("\n".join(lines))
 
 
 @dataclass(frozen=True)
@@ -129,6 +160,8 @@ class Product(ProductFacts):
 class Catalog:
     store: Store
     products: tuple[Product, ...]
+    #: What a non-strict load let through (fields haggler does not read), for the caller to show.
+    warnings: tuple[CatalogProblem, ...] = field(default=(), compare=False)
 
     def product(self, product_id: str) -> Product | None:
         return self._index.get(product_id)
@@ -149,163 +182,245 @@ def parse_lever(text: str) -> Lever:
     return Lever(text=text, value_cents=value)
 
 
-def _parse_levers(raw: Any, where: str) -> tuple[Lever, ...]:
+@dataclass
+class _Findings:
+    """Everything wrong with a catalog so far, so that parsing goes on past the first problem."""
+
+    strict: bool
+    problems: list[CatalogProblem] = field(default_factory=list)
+    warnings: list[CatalogProblem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _At:
+    """A place in the catalog document being parsed, and where its problems go."""
+
+    findings: _Findings
+    pointer: str = ""
+    product_id: str | None = None
+
+    def __truediv__(self, part: str | int) -> _At:
+        """The child ``part`` (a field name or a list index), escaped as RFC 6901 says."""
+        return replace(self, pointer=f"{self.pointer}/{str(part).replace('~', '~0').replace('/', '~1')}")
+
+    def fail(self, message: str) -> None:
+        self.findings.problems.append(CatalogProblem(self.pointer, message, self.product_id))
+
+    def warn(self, message: str) -> None:
+        self.findings.warnings.append(CatalogProblem(self.pointer, message, self.product_id))
+
+
+def _check_fields(raw: dict[str, Any], known: frozenset[str], at: _At, *, strict: bool, private: bool) -> None:
+    """Report each field of ``raw`` haggler does not read — a problem when ``strict``, else a
+    warning — with the known field it is probably a typo of. When ``private``, a field named
+    with a :data:`PRIVATE_FIELD_PREFIXES` prefix is the store's own and passes."""
+    for key in raw:
+        if key in known or (private and key.startswith(PRIVATE_FIELD_PREFIXES)):
+            continue
+        guess = difflib.get_close_matches(key, sorted(known), n=1)
+        if guess:
+            message = f"unknown field: did you mean {guess[0]!r}?"
+        elif private:
+            message = "unknown field: haggler reads no such field; name a field of your own x_... to keep it hidden"
+        else:
+            message = f"unknown field: only {' and '.join(map(repr, sorted(known)))} may appear here"
+        report = (at / key).fail if strict else (at / key).warn
+        report(message)
+
+
+def _parse_levers(raw: Any, at: _At) -> tuple[Lever, ...]:
     """A product's ``levers``: each a string (its retail value, if any, in the text), or an
     object ``{"text": ..., "cost": ...}`` that also states what granting it costs the store."""
     if not isinstance(raw, list):
-        raise CatalogError(f"{where}: field 'levers' must be a list")
+        at.fail("must be a list")
+        return ()
     levers = []
     for index, item in enumerate(raw):
-        at = f"{where}: field 'levers', item {index},"
+        here = at / index
         if isinstance(item, str) and item.strip():
             levers.append(parse_lever(item.strip()))
             continue
         if not isinstance(item, dict):
-            raise CatalogError(f"{at} must be a non-empty string or an object with 'text' and 'cost'")
-        unknown = sorted(set(item) - {"text", "cost"})
-        if unknown:
-            raise CatalogError(f"{at} has unknown field {unknown[0]!r} (a lever object holds 'text' and 'cost')")
-        text = item.get("text")
-        if not isinstance(text, str) or not text.strip():
-            raise CatalogError(f"{at}: field 'text' is missing or not a non-empty string")
-        try:
-            cost = amount_cents(item.get("cost"), allow_strings=True)
-        except ValueError as exc:
-            raise CatalogError(f"{at}: field 'cost' {exc}") from exc
-        if cost < 0:
-            raise CatalogError(f"{at}: field 'cost' must not be negative, got {item['cost']!r}")
-        levers.append(replace(parse_lever(text.strip()), cost_cents=cost))
+            here.fail("must be a non-empty string or an object with 'text' and 'cost'")
+            continue
+        text = _required_str(item, "text", here)
+        cost = _amount(item, "cost", here, positive=False)
+        if cost is not None and cost < 0:
+            (here / "cost").fail(f"must not be negative, got {item['cost']!r}")
+        elif text is not None and cost is not None:
+            levers.append(replace(parse_lever(text), cost_cents=cost))
+        _check_fields(item, _LEVER_FIELDS, here, strict=True, private=False)
     return tuple(levers)
 
 
-def _required_str(raw: dict[str, Any], key: str, where: str) -> str:
+def _required_str(raw: dict[str, Any], key: str, at: _At) -> str | None:
     value = raw.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise CatalogError(f"{where}: field '{key}' is missing or not a non-empty string")
+        (at / key).fail("missing or not a non-empty string")
+        return None
     return value.strip()
 
 
-def _optional_str(raw: dict[str, Any], key: str, where: str) -> str | None:
+def _optional_str(raw: dict[str, Any], key: str, at: _At) -> str | None:
     value = raw.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
-        raise CatalogError(f"{where}: field '{key}' must be a string")
+        (at / key).fail(f"must be a string, got {value!r}")
+        return None
     return value.strip() or None
 
 
-def _amount(raw: dict[str, Any], key: str, where: str) -> int:
-    if key not in raw or raw[key] is None:
-        raise CatalogError(f"{where}: field '{key}' is missing")
+def _amount(raw: dict[str, Any], key: str, at: _At, *, positive: bool = True) -> int | None:
+    if raw.get(key) is None:
+        (at / key).fail("missing")
+        return None
     try:
-        return positive_cents(raw[key], allow_strings=True)
+        if positive:
+            return positive_cents(raw[key], allow_strings=True)
+        return amount_cents(raw[key], allow_strings=True)
     except ValueError as exc:
-        raise CatalogError(f"{where}: field '{key}' {exc}") from exc
+        (at / key).fail(str(exc))
+        return None
 
 
-_STORE_FIELDS = {"name", "city", "rep_name", "rep_title", "tagline", "policy_default", "policy",
-                 "headline", "about", "category_label", "currency"}
-_PRODUCT_FIELDS = {"id", "kind", "name", "subtitle", "description", "year_made", "condition",
-                   "list_price", "currency", "floor", "levers", "inventory_note", "merchant_persona"}
+def _currency(raw: dict[str, Any], at: _At, default: str) -> str:
+    """The ``currency`` field, ``default`` when absent; a bad one is reported (and ``default``
+    returned, so that the rest of the document is still checked)."""
+    code = raw.get("currency")
+    if code is None:
+        return default
+    problem = currency_problem(code)
+    if problem:
+        (at / "currency").fail(problem)
+        return default
+    return str(code)
 
 
-def parse_store(raw: Any) -> Store:
+_STORE_FIELDS = frozenset({"name", "city", "rep_name", "rep_title", "tagline", "policy_default", "policy",
+                           "headline", "about", "category_label", "currency"})
+_PRODUCT_FIELDS = frozenset({"id", "kind", "name", "subtitle", "description", "year_made", "condition",
+                             "list_price", "currency", "floor", "levers", "inventory_note", "merchant_persona"})
+_LEVER_FIELDS = frozenset({"text", "cost"})
+_CATALOG_FIELDS = frozenset({"store", "products"})
+
+
+def _parse_store(raw: Any, at: _At) -> Store | None:
     if not isinstance(raw, dict):
-        raise CatalogError("store: must be an object")
-    where = "store"
+        at.fail("missing or not an object")
+        return None
+    before = len(at.findings.problems)
+    name, rep_name, tagline = (_required_str(raw, key, at) for key in ("name", "rep_name", "tagline"))
     policy = raw.get("policy_default", raw.get("policy"))
     if not isinstance(policy, str) or not policy.strip():
-        raise CatalogError("store: field 'policy_default' is missing or not a non-empty string")
-    currency = (_optional_str(raw, "currency", where) or "USD").upper()
-    return Store(
-        name=_required_str(raw, "name", where),
-        rep_name=_required_str(raw, "rep_name", where),
-        tagline=_required_str(raw, "tagline", where),
-        policy=policy.strip(),
-        city=_optional_str(raw, "city", where),
-        rep_title=_optional_str(raw, "rep_title", where),
-        headline=_optional_str(raw, "headline", where),
-        about=_optional_str(raw, "about", where),
-        category_label=_optional_str(raw, "category_label", where),
-        currency=currency,
-    )
+        (at / "policy_default").fail("missing or not a non-empty string")
+    city, rep_title, headline, about, category_label = (
+        _optional_str(raw, key, at) for key in ("city", "rep_title", "headline", "about", "category_label"))
+    currency = _currency(raw, at, "USD")
+    _check_fields(raw, _STORE_FIELDS, at, strict=at.findings.strict, private=True)
+    if len(at.findings.problems) != before:
+        return None
+    assert name and rep_name and tagline and isinstance(policy, str)  # each checked above
+    return Store(name=name, rep_name=rep_name, tagline=tagline, policy=policy.strip(), city=city,
+                 rep_title=rep_title, headline=headline, about=about, category_label=category_label,
+                 currency=currency)
 
 
-def parse_product(raw: Any, index: int, store_currency: str) -> Product:
+def _parse_product(raw: Any, at: _At, store_currency: str) -> Product | None:
     if not isinstance(raw, dict):
-        raise CatalogError(f"products[{index}]: must be an object")
+        at.fail("must be an object")
+        return None
+    before = len(at.findings.problems)
     pid = raw.get("id")
     if not isinstance(pid, str) or not pid:
-        raise CatalogError(f"products[{index}]: field 'id' is missing or not a string")
-    where = f"product '{pid}'"
-    if not PRODUCT_ID_PATTERN.match(pid):
-        raise CatalogError(
-            f"{where}: field 'id' may only hold letters, digits and . _ ~ - (1-100 characters), "
-            "so that it can go in a URL path"
-        )
-    list_price = _amount(raw, "list_price", where)
-    floor = _amount(raw, "floor", where)
-    if floor > list_price:
-        raise CatalogError(f"{where}: field 'floor' ({raw['floor']}) is above 'list_price' ({raw['list_price']})")
-    levers = _parse_levers(raw.get("levers", []), where)
+        (at / "id").fail("missing or not a non-empty string")
+    elif not PRODUCT_ID_PATTERN.match(pid):
+        (at / "id").fail(f"{pid!r} may hold only letters, digits and . _ ~ - (1-100 characters), "
+                         "so that it can go in a URL path")
+    else:
+        at = replace(at, product_id=pid)
+    name = _required_str(raw, "name", at)
+    kind, subtitle, description, condition, persona = (
+        _optional_str(raw, key, at) for key in ("kind", "subtitle", "description", "condition", "merchant_persona"))
     year = raw.get("year_made")
     if year is not None and (isinstance(year, bool) or not isinstance(year, int)):
-        raise CatalogError(f"{where}: field 'year_made' must be an integer year")
+        (at / "year_made").fail(f"must be an integer year, got {year!r}")
+    list_price = _amount(raw, "list_price", at)
+    floor = _amount(raw, "floor", at)
+    if list_price is not None and floor is not None and floor > list_price:
+        (at / "floor").fail(f"{raw['floor']} is above list_price {raw['list_price']}")
+    currency = _currency(raw, at, store_currency)
+    levers = _parse_levers(raw.get("levers", []), at / "levers")
     inventory_note = raw.get("inventory_note", "")
     if not isinstance(inventory_note, str):
-        raise CatalogError(f"{where}: field 'inventory_note' must be a string")
+        (at / "inventory_note").fail(f"must be a string, got {inventory_note!r}")
+    _check_fields(raw, _PRODUCT_FIELDS, at, strict=at.findings.strict, private=True)
+    if len(at.findings.problems) != before:
+        return None
+    assert isinstance(pid, str) and name and list_price and floor  # each checked above
     return Product(
-        id=pid,
-        name=_required_str(raw, "name", where),
-        kind=_optional_str(raw, "kind", where),
-        subtitle=_optional_str(raw, "subtitle", where) or "",
-        description=_optional_str(raw, "description", where) or "",
-        year_made=year,
-        condition=_optional_str(raw, "condition", where),
-        list_price_cents=list_price,
-        currency=(_optional_str(raw, "currency", where) or store_currency).upper(),
-        floor_cents=floor,
-        levers=levers,
-        inventory_note=inventory_note,
-        merchant_persona=_optional_str(raw, "merchant_persona", where),
+        id=pid, name=name, kind=kind, subtitle=subtitle or "", description=description or "", year_made=year,
+        condition=condition, list_price_cents=list_price, currency=currency, floor_cents=floor, levers=levers,
+        inventory_note=inventory_note, merchant_persona=persona,
         private_fields={k: v for k, v in raw.items() if k not in _PRODUCT_FIELDS},
     )
 
 
-def parse_catalog(data: Any) -> Catalog:
-    """Validate a catalog document and build the in-memory catalog."""
+def parse_catalog(data: Any, *, strict: bool = True, source: str = "catalog") -> Catalog:
+    """Validate a catalog document and build the in-memory catalog.
+
+    Every problem is found before anything is refused, so that a store owner fixes a file in one
+    pass: the :class:`CatalogError` lists them all, each at its JSON Pointer. A field haggler
+    does not read is one of them when ``strict``; otherwise it is kept hidden (as a product's
+    private field) and listed in :attr:`Catalog.warnings`. ``source`` names the document in the
+    error.
+    """
+    findings = _Findings(strict)
+    root = _At(findings)
     if not isinstance(data, dict):
-        raise CatalogError("catalog: the top level must be an object with 'store' and 'products'")
-    store = parse_store(data.get("store"))
+        root.fail("the top level must be an object with 'store' and 'products'")
+        raise CatalogError(findings.problems, source)
+    _check_fields(data, _CATALOG_FIELDS, root, strict=strict, private=True)
+    store = _parse_store(data.get("store"), root / "store")
     products_raw = data.get("products")
-    if not isinstance(products_raw, list):
-        raise CatalogError("catalog: field 'products' is missing or not a list")
     products: list[Product] = []
-    seen: set[str] = set()
-    for i, raw in enumerate(products_raw):
-        product = parse_product(raw, i, store.currency)
-        if product.id in seen:
-            raise CatalogError(f"product '{product.id}': field 'id' is a duplicate")
-        seen.add(product.id)
+    if not isinstance(products_raw, list):
+        (root / "products").fail("missing or not a list")
+        products_raw = []
+    first_at: dict[str, int] = {}
+    for index, raw in enumerate(products_raw):
+        product = _parse_product(raw, root / "products" / index, store.currency if store else "USD")
+        if product is None:
+            continue
+        if product.id in first_at:
+            at = replace(root / "products" / index / "id", product_id=product.id)
+            at.fail(f"duplicate: /products/{first_at[product.id]} has the same id")
+            continue
+        first_at[product.id] = index
         products.append(product)
-    return Catalog(store=store, products=tuple(products))
+    if findings.problems or store is None:
+        raise CatalogError(findings.problems, source)
+    return Catalog(store=store, products=tuple(products), warnings=tuple(findings.warnings))
 
 
-def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Load a catalog file, or the built-in demo store when no path is given."""
+def load_catalog(path: str | Path | None = None, *, strict: bool = True) -> Catalog:
+    """Load a catalog file, or the built-in demo store when no path is given; ``strict`` as for
+    :func:`parse_catalog`."""
     if path is None:
         text = resources.files("haggler").joinpath("data/demo_catalog.json").read_text("utf-8")
-        where = "built-in demo catalog"
+        source = "built-in demo catalog"
     else:
+        source = str(path)
         try:
             text = Path(path).read_text("utf-8-sig")
         except OSError as exc:
-            raise CatalogError(f"cannot read catalog file {path}: {exc.strerror}") from exc
+            raise CatalogError([CatalogProblem("", f"cannot read the file: {exc.strerror}")], source) from exc
         except UnicodeDecodeError as exc:
-            raise CatalogError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
-        where = str(path)
+            raise CatalogError([CatalogProblem("", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")],
+                               source) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CatalogError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-    return parse_catalog(data)
+        raise CatalogError([CatalogProblem("", f"not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})")],
+                           source) from exc
+    return parse_catalog(data, strict=strict, source=source)

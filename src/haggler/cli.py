@@ -46,7 +46,8 @@ def _main(version: Annotated[bool, typer.Option(
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
     """Print ``message`` as an error, as written: square brackets in it ("pip install
-    'haggler[llm]'", a product id, a store's words) are text, not console markup."""
+    'haggler[llm]'", a product id, a store's words) are text, not console markup, and its lines
+    are not broken at the console's width (a catalog's problems stay one per line, for grep)."""
     err.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(code=code)
 
@@ -121,6 +122,9 @@ def llm_backend(provider: str | None, model: str | None, base_url: str | None, t
 @app.command()
 def serve(
     catalog: Annotated[Optional[Path], typer.Option(help="Catalog JSON file (default: the built-in demo store).")] = None,
+    strict_catalog: Annotated[bool, typer.Option(
+        help="Refuse a catalog field haggler does not read (a typo such as 'levrs'); with --no-strict-catalog "
+             "such fields are kept hidden and listed as warnings. Fields named x_... are always allowed.")] = True,
     db: Annotated[str, typer.Option(help="Database URL: sqlite:///file.db or postgresql://user@host/db.")] = DEFAULT_DB_URL,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
@@ -212,7 +216,7 @@ def serve(
                     "processes would only queue on its lock. Serve SQLite with one worker, or use "
                     "--db postgresql://... for several.")
     try:
-        store_catalog = load_catalog(catalog)
+        store_catalog = load_catalog(catalog, strict=strict_catalog)
         limits = StoreLimits(max_chat_starts_per_hour, max_messages_per_chat, idle_ttl, max_message_length,
                              limit_loopback=limit_loopback)
         skill = load_skill(merchant_skill) if merchant_skill is not None else None
@@ -227,6 +231,8 @@ def serve(
             AllowedHosts(allowed_host)  # a bad name stops start-up here, named, rather than in create_app
     except (CatalogError, ValueError) as exc:
         raise _fail(str(exc)) from None
+    for warning in store_catalog.warnings:
+        err.print(f"[yellow]warning:[/] {escape(f'{catalog}: {warning}')} (kept hidden: --no-strict-catalog)")
     if public_url is not None and not public_url.startswith(("http://", "https://")):
         raise _fail(f"--public-url must be an absolute http(s) URL, got {public_url!r}")
     if access_log not in ("json", "off"):

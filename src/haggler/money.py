@@ -9,10 +9,31 @@ from __future__ import annotations
 
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal, InvalidOperation
 
+from haggler.iso4217 import MINOR_UNITS
+
 #: No price haggler handles comes near this; beyond it Decimal arithmetic would lose digits.
 MAX_AMOUNT = Decimal(10) ** 15
 
 CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CAD": "CA$", "AUD": "A$", "JPY": "¥"}
+
+
+def currency_problem(code: object) -> str | None:
+    """Why a store cannot price in ``code``, or None when it can: ``code`` must be a current
+    ISO 4217 code with 2 minor units, because every amount here is held in hundredths — a yen
+    price read as cents would be a hundred times off, a dinar's third decimal lost. The message
+    completes a sentence naming the field."""
+    if not isinstance(code, str):
+        return f"must be a three-letter ISO 4217 code such as 'USD', got {code!r}"
+    if code not in MINOR_UNITS:
+        if code.strip().upper() in MINOR_UNITS:
+            return f"{code!r} is not an ISO 4217 code as written: write {code.strip().upper()!r}"
+        return f"{code!r} is not a current ISO 4217 currency code"
+    units = MINOR_UNITS[code]
+    if units != 2:
+        has = "no minor unit in ISO 4217" if units is None else f"{units} minor unit{'' if units == 1 else 's'}"
+        return (f"{code!r} has {has}, and haggler holds every price in hundredths: it serves only "
+                "currencies with 2 minor units")
+    return None
 
 
 def to_cents(value: object, *, rounding: str = ROUND_HALF_UP) -> int:

@@ -22,8 +22,8 @@ try:
 except ImportError:  # pragma: no cover - rootdir-less invocation
     from conftest import SECRET_MARKERS  # type: ignore[no-redef]
 
-HIDDEN_KEYS = {"floor", "levers", "inventory_note", "merchant_persona", "supplier_cost", "supplier_contact",
-               "owner_phone", "floor_cents", "private_fields"}
+HIDDEN_KEYS = {"floor", "levers", "inventory_note", "merchant_persona", "x_supplier_cost", "x_supplier_contact",
+               "x-owner-phone", "floor_cents", "private_fields"}
 
 
 def keys_in(value: Any, found: set[str] | None = None) -> set[str]:

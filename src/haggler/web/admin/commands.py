@@ -54,7 +54,9 @@ def _catalog(path: Path | None) -> Catalog:
     from haggler.cli import _fail
 
     try:
-        return load_catalog(path)
+        # Not strict: a report reads the catalog the store serves, which may carry fields that
+        # `serve --no-strict-catalog` let through; serve is where they are judged.
+        return load_catalog(path, strict=False)
     except CatalogError as exc:
         raise _fail(str(exc)) from None
 
