@@ -11,8 +11,11 @@ prints how each negotiation ends:
 3. Jonas and Noor, whose personal agent never polls: Noor's turn waits until the negotiation
    timeout → ``stalled`` (reason ``timeout``).
 
-Exits 0 only when all three outcomes are seen; it takes about the negotiation timeout (20 s by
-default) plus a few seconds, and stops every process it started.
+Exits 0 only when all three outcomes are seen and both agents stop cleanly on Ctrl-C; it takes
+about the negotiation timeout (20 s by default) plus a few seconds on an idle machine, and stops
+every process it started. Nothing in it races the clock: it waits for the server and for each
+agent to be polling before it opens a negotiation (a slow start must not let the timeout end the
+Jonas ↔ Rachel negotiation), and gives each process a generous bound to stop.
 
     python examples/matching_demo.py [--negotiation-timeout 20] [--interval 1]
 """
@@ -29,7 +32,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import httpx
 
@@ -78,8 +81,14 @@ def haggler(*args: str) -> list[str]:
     return [sys.executable, "-m", "haggler", *args]
 
 
+#: Seconds a child may take to start answering, or to stop: far beyond an idle machine's few
+#: seconds, so that a loaded machine is slow rather than wrong (an agent killed before it can say
+#: "stopped" is not a clean stop).
+PATIENCE = 120
+
+
 def stop(proc: subprocess.Popen[bytes], *, interrupt: bool) -> None:
-    """Ctrl-C (or terminate) a child, then kill it if it does not go within a few seconds."""
+    """Ctrl-C (or terminate) a child, then kill it if it does not go within :data:`PATIENCE`."""
     if proc.poll() is not None:
         return
     if interrupt and os.name == "posix":
@@ -87,10 +96,10 @@ def stop(proc: subprocess.Popen[bytes], *, interrupt: bool) -> None:
     else:
         proc.terminate()
     try:
-        proc.wait(timeout=8)
+        proc.wait(timeout=PATIENCE)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.wait(timeout=8)
+        proc.wait(timeout=PATIENCE)
 
 
 def spawn(stack: ExitStack, args: list[str], log: Path, env: dict[str, str], *, interrupt: bool) -> subprocess.Popen[bytes]:
@@ -100,18 +109,23 @@ def spawn(stack: ExitStack, args: list[str], log: Path, env: dict[str, str], *, 
     return proc
 
 
-def wait_for_server(base: str, proc: subprocess.Popen[bytes], log: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_until(ready: Callable[[], bool], what: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Poll ``ready()`` until it holds; give up (showing the child's log) when the child exits or
+    after :data:`PATIENCE` seconds."""
+    deadline = time.monotonic() + PATIENCE
+    while not ready():
         if proc.poll() is not None:
-            raise SystemExit(f"haggler serve exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
+            raise SystemExit(f"{what} exited with {proc.returncode}:\n{log.read_text(errors='replace')}")
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what} not ready within {PATIENCE}s:\n{log.read_text(errors='replace')}")
         time.sleep(0.1)
-    raise SystemExit(f"haggler serve did not answer within {timeout:g}s:\n{log.read_text(errors='replace')}")
+
+
+def healthy(base: str) -> bool:
+    try:
+        return httpx.get(f"{base}/healthz", timeout=5).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def created(response: httpx.Response) -> dict[str, Any]:
@@ -141,7 +155,6 @@ def main() -> int:
     if not 1 <= args.negotiation_timeout <= 60:
         parser.error("--negotiation-timeout must be between 1 and 60 seconds")
     started = time.monotonic()
-    deadline = started + args.negotiation_timeout + 45  # the whole demo stays well under 90 s
 
     with tempfile.TemporaryDirectory(prefix="haggler-match-demo-") as tmp, ExitStack() as stack:
         tmpdir = Path(tmp)
@@ -156,24 +169,28 @@ def main() -> int:
             "--negotiation-timeout", str(args.negotiation_timeout),
             # Longer than the demo: the system negotiator never takes Noor's turn; the timeout ends it.
             "--parked-timeout", "600"), server_log, env, interrupt=False)
-        wait_for_server(base, server, server_log)
+        wait_until(lambda: healthy(base), "haggler serve", server, server_log)
         print(f"haggler serve on {base} (negotiation timeout {args.negotiation_timeout}s)")
 
         operator = stack.enter_context(httpx.Client(base_url=base, timeout=30,
                                                     headers={"Authorization": f"Bearer {token}"}))
         ids = {key: created(operator.post("/api/users", json=person))["id"] for key, person in PEOPLE.items()}
         names = {ids[key]: PEOPLE[key]["name"] for key in PEOPLE}
-        agent_logs: dict[str, Path] = {}
+        agents: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
         for key, online in AGENTS.items():
             agent = created(operator.post(f"/api/users/{ids[key]}/agents", json={"name": f"{PEOPLE[key]['name']}'s agent"}))
             if not online:
                 print(f"{PEOPLE[key]['name']} has a personal agent that never polls")
                 continue
-            agent_logs[key] = tmpdir / f"agent-{key}.log"
-            spawn(stack, haggler("match", "agent", "--server", base, "--agent-id", agent["id"],
-                                 "--interval", str(args.interval)),
-                  agent_logs[key], {**env, "HAGGLER_AGENT_API_KEY": agent["apiKey"]}, interrupt=True)
-            print(f"{PEOPLE[key]['name']}'s personal agent is running (haggler match agent)")
+            log = tmpdir / f"agent-{key}.log"
+            proc = spawn(stack, haggler("match", "agent", "--server", base, "--agent-id", agent["id"],
+                                        "--interval", str(args.interval)),
+                         log, {**env, "HAGGLER_AGENT_API_KEY": agent["apiKey"]}, interrupt=True)
+            agents[key] = proc, log
+        for key, (proc, log) in agents.items():  # started together, waited for in turn
+            wait_until(lambda: "polling every" in log.read_text(errors="replace"),
+                       f"{PEOPLE[key]['name']}'s agent", proc, log)
+            print(f"{PEOPLE[key]['name']}'s personal agent is polling (haggler match agent)")
 
         opened = []
         for label, source, candidate, seed, expected in PAIRS:
@@ -183,6 +200,8 @@ def main() -> int:
             print(f"opened {PEOPLE[source]['name']} ↔ {PEOPLE[candidate]['name']} ({label}): {opportunity['id']}")
 
         print("waiting for the negotiations to end ...")
+        # The last outcome comes when the timeout has passed; the slack is for a loaded machine.
+        deadline = time.monotonic() + args.negotiation_timeout + PATIENCE
         seen: dict[str, str] = {}
         while len(seen) < len(opened) and time.monotonic() < deadline:
             for label, source, candidate, expected, opportunity in opened:
@@ -201,16 +220,19 @@ def main() -> int:
             time.sleep(0.5)
 
         stack.close()  # stop the agents and the server before reading their logs and the database
-        for key, log in agent_logs.items():
+        unclean = []
+        for key, (proc, log) in agents.items():
             print(f"\n{PEOPLE[key]['name']}'s agent said:")
             for line in log.read_text(errors="replace").splitlines():
                 print(f"  {line}")
+            if proc.returncode != 0:  # the agent answers Ctrl-C with "stopped" and exit status 0
+                unclean.append(f"{PEOPLE[key]['name']}'s agent did not stop cleanly on Ctrl-C (exit {proc.returncode})")
         insights = subprocess.run(haggler("match", "insights", "--db", db), capture_output=True, text=True,
-                                  timeout=60, env=env)
+                                  timeout=PATIENCE, env=env)
         print("\nhaggler match insights:\n" + insights.stdout.rstrip())
 
     missing = [f"{PEOPLE[s]['name']} ↔ {PEOPLE[c]['name']}: expected {e}, got {seen.get(o['id'], 'no outcome in time')}"
-               for _, s, c, e, o in opened if seen.get(o["id"]) != e]
+               for _, s, c, e, o in opened if seen.get(o["id"]) != e] + unclean
     elapsed = time.monotonic() - started
     if missing:
         print(f"\nFAILED after {elapsed:.1f}s:\n  " + "\n  ".join(missing))

@@ -38,7 +38,9 @@ def fake() -> Iterator[FakeLLM]:
 
 
 def proposer(provider: str, fake: FakeLLM, **options: Any) -> Proposer:
-    return Proposer(backend_for(fake, provider, timeout=0.5), **options)
+    """No case here is about a slow model: a generous timeout, so that a loaded machine cannot turn
+    a scripted answer into a fallback."""
+    return Proposer(backend_for(fake, provider, timeout=60), **options)
 
 
 def demo(store, seed: int, model: Proposer | None = None, *, buyers: bool = True, sellers: bool = False) -> MarketDemo:

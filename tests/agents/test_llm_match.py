@@ -24,7 +24,10 @@ from tests.support.fake_llm import INPUT_TOKENS, OUTPUT_TOKENS, FakeLLM, Reply, 
 from tests.support.llm_store import backend_for
 from tests.support.matching import Caller, JONAS, Operator, RACHEL, SEED, TOKEN
 
+#: The client timeout of the case about a model too slow for it (its reply takes 3x this); the
+#: others answer at once but get PATIENT, so that a loaded machine cannot make them time out.
 TIMEOUT = 0.5
+PATIENT = 60.0
 PER_CALL = INPUT_TOKENS + OUTPUT_TOKENS
 
 
@@ -49,8 +52,8 @@ def matching(make_store, tmp_path):
     return make_store(db_url=f"sqlite:///{tmp_path}/match.db", matching=MatchingSettings(operator_token=TOKEN))
 
 
-def backend(provider: str, fake: FakeLLM) -> LLMBackend:
-    return backend_for(fake, provider, timeout=TIMEOUT)
+def backend(provider: str, fake: FakeLLM, timeout: float = PATIENT) -> LLMBackend:
+    return backend_for(fake, provider, timeout=timeout)
 
 
 class Recorder:
@@ -164,7 +167,7 @@ def test_a_hostile_or_failing_model_leaves_the_turn_to_the_system_negotiator(cas
     provider, replies, reason, requests = HOSTILE[case]
     agent, negotiation_id = opened(matching)
     fake.script(*replies)
-    proposer = Proposer(backend(provider, fake))
+    proposer = Proposer(backend(provider, fake, TIMEOUT if reason == "timeout" else PATIENT))
     recorder = Recorder(LLMMatchDecider(proposer))
 
     with runtime(matching, agent, recorder) as rt:

@@ -65,7 +65,7 @@ def scrape(base: str) -> Scrape:
     return Scrape(pid, leading, samples)
 
 
-def latest_per_worker(base: str, workers: set[int], deadline: float = 20.0) -> dict[int, Scrape]:
+def latest_per_worker(base: str, workers: set[int], deadline: float = 60.0) -> dict[int, Scrape]:
     """A fresh scrape of each of ``workers``, scraping until every one has answered."""
     seen: dict[int, Scrape] = {}
     give_up = time.monotonic() + deadline
@@ -84,7 +84,7 @@ def worker_pids(server: ProcessServer) -> set[int]:
     return {int(pid) for pid in children}
 
 
-def wait_for_workers(server: ProcessServer, count: int, timeout: float = 30.0) -> set[int]:
+def wait_for_workers(server: ProcessServer, count: int, timeout: float = 120.0) -> set[int]:
     """The supervisor's workers once there are ``count`` of them and each answers."""
     deadline = time.monotonic() + timeout
     while len(pids := worker_pids(server)) != count:
@@ -181,9 +181,20 @@ def sweeps(found: Scrape) -> float:
     return found.total("haggler_sweeps_total")
 
 
+def scrapes_when(base: str, workers: set[int], done: Callable[[dict[int, Scrape]], bool]) -> dict[int, Scrape]:
+    """Fresh scrapes of ``workers`` once ``done`` holds for them: sweeps run once a second on an
+    idle machine, a loaded one only takes longer (up to a minute)."""
+    deadline = time.monotonic() + 60
+    while not done(scrapes := latest_per_worker(base, workers)):
+        assert time.monotonic() < deadline, f"not within 60 s: {scrapes}"
+        time.sleep(0.5)
+    return scrapes
+
+
 def test_sweeps_run_in_one_worker_and_a_survivor_takes_over_when_it_dies(two_workers, database):
-    time.sleep(3)  # a few rounds at one a second
-    scrapes = latest_per_worker(two_workers.base, worker_pids(two_workers))
+    # A few rounds: every job twice in the leader.
+    scrapes = scrapes_when(two_workers.base, worker_pids(two_workers),
+                           lambda found: any(f.leading and sweeps(f) >= 2 * 4 for f in found.values()))
     (leader,) = [pid for pid, found in scrapes.items() if found.leading]
     (follower,) = set(scrapes) - {leader}
     assert sweeps(scrapes[leader]) >= 2 * 4  # every job, every round
@@ -191,7 +202,7 @@ def test_sweeps_run_in_one_worker_and_a_survivor_takes_over_when_it_dies(two_wor
     assert advisory_lock_holders(database) == [f"haggler worker {leader}"]
 
     os.kill(leader, signal.SIGKILL)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:  # the survivor (or the worker started in the dead one's place) leads within a round or two
         assert time.monotonic() < deadline, "no worker took over the sweeps"
         pids = worker_pids(two_workers)
@@ -204,9 +215,7 @@ def test_sweeps_run_in_one_worker_and_a_survivor_takes_over_when_it_dies(two_wor
     (new_leader,) = leaders
     assert follower in pids
     before = sweeps(scrapes[new_leader])
-    time.sleep(2.5)
-    after = latest_per_worker(two_workers.base, pids)
-    assert sweeps(after[new_leader]) > before
+    after = scrapes_when(two_workers.base, pids, lambda found: sweeps(found[new_leader]) > before)
     (other,) = pids - {new_leader}
     assert not after[other].leading and sweeps(after[other]) == sweeps(scrapes[other])
     assert advisory_lock_holders(database) == [f"haggler worker {new_leader}"]
@@ -295,9 +304,7 @@ def test_sigkill_of_a_worker_while_32_shoppers_haggle_loses_no_acknowledged_turn
             time.sleep(0.05)  # turns in flight on both workers
             killed.set()
             os.kill(victim, signal.SIGKILL)
-            started = time.monotonic()
-            chats = [future.result(timeout=120) for future in futures]
-        assert time.monotonic() - started < 90
+            chats = [future.result(timeout=300) for future in futures]  # no chat hangs (however slowly it ends)
         workers = wait_for_workers(server, 2)
         assert victim not in workers  # the dead one replaced by a new worker
     assert server.proc is not None and server.proc.returncode == 0  # SIGTERM: the supervisor stopped them all

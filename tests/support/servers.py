@@ -51,7 +51,8 @@ class ProcessServer:
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = cwd / f"server-{self.port}.log"
 
-    def start(self, timeout: float = 30) -> "ProcessServer":
+    def start(self, timeout: float = 120) -> "ProcessServer":
+        """Start the server and wait until it answers: seconds when idle, far longer under load."""
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.args, cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT,
                                      env={**os.environ, **self.env, "PYTHONUNBUFFERED": "1"})

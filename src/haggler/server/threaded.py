@@ -21,16 +21,20 @@ def free_port() -> int:
 
 class ThreadedServer:
     def __init__(self, app: object) -> None:
-        self.port = free_port()
+        # Bound here and handed to uvicorn, not picked free and bound later: no other process can
+        # take the port in between.
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",  # type: ignore[arg-type]
                                 proxy_headers=False, lifespan="on", http=CoalescingHttpToolsProtocol)
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     def __enter__(self) -> "ThreadedServer":
         self.thread.start()
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # seconds when idle; a loaded machine is slow, not broken
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("the server did not start")
@@ -40,3 +44,4 @@ class ThreadedServer:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=15)
+        self.socket.close()

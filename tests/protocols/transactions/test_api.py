@@ -449,7 +449,7 @@ def test_the_stores_background_sweep_cancels_expired_offers_unread(make_store):
     time.sleep(0.3)
     assert status() == ("negotiating", None)
     store.clock.advance(seconds=60)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # generous: a loaded machine is slow, not wrong
     while status()[0] == "negotiating" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert status() == ("cancelled", "offer_expired")
