@@ -8,14 +8,16 @@ the files the commands write (``haggler.db``, ``trail.json``, ``lab-out/``...) s
 
 What the test changes in a command, and only that:
 - the store listens on a free port instead of 8000 (``127.0.0.1:8000``, ``localhost:8000`` and
-  each ``scripts/serve`` or ``haggler serve`` follow it), and ``shop.example.com``, the README's
-  stand-in for "your store", is that store;
+  each ``scripts/serve`` or ``haggler serve`` follow it), on loopback even where a command says
+  ``--host 0.0.0.0`` (a test opens no port to the network), and ``shop.example.com``, the
+  README's stand-in for "your store", is that store;
 - a command shown with its output (``$ command`` then what it printed) is followed by its real
   output: ids the sample shows (a chat's ``session_id``) become the real ones in later commands,
   and every field the sample shows must be in the real answer;
 - a command that starts a store in the foreground (the Quick start's ``scripts/serve``) is run
   in the background until the store answers; a command that starts one stops the one before
-  (the README says to), and the test waits until the new one answers.
+  (the README says to), and the test waits until the new one answers (asked for the first
+  ``--allowed-host`` the command names, if any).
 
 ``scripts/test`` is not run here: it is the command that runs this test (``.ci/run`` runs it).
 """
@@ -112,9 +114,10 @@ def without_comment(line: str) -> str:
     return line.rstrip()
 
 
-def answers(url: str) -> bool:
+def answers(url: str, host: str | None = None) -> bool:
+    request = urllib.request.Request(url, headers={"Host": host} if host else {})
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=5) as response:
             return response.status == 200
     except OSError:
         return False
@@ -138,6 +141,7 @@ class Reader:
     def adapt(self, text: str) -> str:
         for old, new in self.replacements.items():
             text = text.replace(old, new)
+        text = re.sub(r"--host (0\.0\.0\.0|::)(?=\s|$)", "--host 127.0.0.1", text)  # tests listen on loopback only
         return re.sub(r"(scripts/serve|haggler serve)\b", rf"\1 --port {self.port}", text)
 
     def sh(self, command: Command) -> str:
@@ -149,7 +153,8 @@ class Reader:
                 text += " > quickstart-store.log 2>&1 &"
             self.run(text)
             self.store_pid = int(self.run("echo $!"))
-            self.wait_for_store()
+            allowed = re.findall(r"--allowed-host\s+(\S+)", text)
+            self.wait_for_store(allowed[0] if allowed else None)
         else:
             output = self.run(text)
             if command.sample is not None:
@@ -169,9 +174,10 @@ class Reader:
         assert status == 0, f"`{text}` exited {status}:\n{output}"
         return output.strip()
 
-    def wait_for_store(self) -> None:
+    def wait_for_store(self, host: str | None) -> None:
+        """Until the store answers 200, asked for ``host`` (the first ``--allowed-host``, if any)."""
         deadline = time.monotonic() + START_TIMEOUT
-        while not answers(f"http://127.0.0.1:{self.port}/negotiate.json"):
+        while not answers(f"http://127.0.0.1:{self.port}/negotiate.json", host):
             assert time.monotonic() < deadline, "the store did not answer:\n" + "\n".join(
                 path.read_text() for path in self.work.glob("*.log"))
             time.sleep(0.2)
