@@ -327,6 +327,17 @@ def test_an_error_longer_than_a_screen_stays_one_line_when_piped(tmp_path):
     assert len(result.stderr) > 200
 
 
+def test_a_usage_error_is_one_plain_line_when_piped(tmp_path):
+    """Typer's usage errors (an unknown option, a bad value) too: click's plain ``Error:`` line,
+    not a box 80 columns wide that cuts the option's name in two."""
+    option = "--" + "an-option-that-does-not-exist-" * 4
+    result = haggler("serve", option, cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"Error: No such option: {option}\n" in result.stderr and "╭" not in result.stderr
+    bad_port = haggler("serve", "--port", "eighty", cwd=tmp_path)
+    assert bad_port.returncode == 2 and "Error: Invalid value for '--port': " in bad_port.stderr
+
+
 @pytest.mark.parametrize(("args", "status"), [((), 403), (("--sandbox-deposits",), 200)],
                          ids=["default-off", "sandbox"])
 def test_serve_funds_wallets_out_of_thin_air_only_with_sandbox_deposits(tmp_path, monkeypatch, args, status):

@@ -1,3 +1,3 @@
-from haggler.cli import app
+from haggler.cli import main
 
-app(prog_name="haggler")
+main()

@@ -854,8 +854,13 @@ from haggler.web.admin.commands import register as _register_dashboard_commands 
 _register_dashboard_commands(app, match_app=match_app, market_app=market_app)
 
 
-def main() -> None:  # pragma: no cover - console entry point
-    app()
+def main() -> None:
+    """The ``haggler`` command. Typer draws a usage error (an unknown option, a bad value) in a
+    box as wide as the console, which is 80 columns when piped, so a script's ``grep`` would see
+    it broken across lines; off a terminal it is click's plain one-line ``Error: ...`` instead."""
+    if not sys.stderr.isatty():
+        app.rich_markup_mode = None
+    app(prog_name="haggler")
 
 
 if __name__ == "__main__":  # pragma: no cover
