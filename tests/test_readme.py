@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
 import urllib.request
@@ -36,6 +37,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ci_requires
 from tests.support.servers import free_port
 from tests.support.shell import ShellSession
 
@@ -46,6 +48,8 @@ README = ROOT / "README.md"
 COMMAND_TIMEOUT = 600.0
 #: Seconds a store may take to answer after it was started.
 START_TIMEOUT = 180.0
+#: Set by .ci/run: a missing curl or jq fails the test instead of skipping it.
+REQUIRE_SHELL_TOOLS_ENV = "HAGGLER_REQUIRE_SHELL_TOOLS"
 _BLOCK = re.compile(r"^```(sh|python)\n(.*?)^```", re.S | re.M)
 _STARTS_A_STORE = re.compile(r"^(?:[A-Z_]+=\S+\s+)*(?:scripts/serve|haggler serve)\b")
 
@@ -194,6 +198,12 @@ class Reader:
 @pytest.fixture
 def checkout(tmp_path):
     """A directory laid out like the repository root, sharing its scripts, examples and .venv."""
+    missing = [tool for tool in ("curl", "jq") if shutil.which(tool) is None]
+    if missing:
+        message = f"the README's commands use {' and '.join(missing)} (scripts/install-test-deps installs them)"
+        if ci_requires(REQUIRE_SHELL_TOOLS_ENV):
+            pytest.fail(f"{message}; {REQUIRE_SHELL_TOOLS_ENV}=1 is set", pytrace=False)
+        pytest.skip(message)
     venv = Path(sys.prefix)
     current = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
     stamps = [stamp.read_text().strip() for stamp in venv.glob(".haggler-installed-*")]
