@@ -6,7 +6,9 @@ surface's own error shape, with nothing stored; NUL and surrogates on SQLite and
 from __future__ import annotations
 
 import json
+import logging
 import socket
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,3 +246,24 @@ def test_a_body_of_exactly_the_cap_is_read(store, path, accepted, refusal, envel
     padded = accepted + b" " * (CAP - len(accepted))
     response = store.http.post(path.format(chat=chat), content=padded, headers={"Content-Type": "application/json"})
     assert response.status_code in (200, 201), response.text
+
+
+@pytest.mark.parametrize(("path", "accepted", "refusal", "envelope"), SIZE_ROUTES, ids=SIZE_IDS)
+def test_a_client_that_disconnects_mid_body_is_one_quiet_log_line(store, caplog, path, accepted, refusal,
+                                                                  envelope):
+    """Not a bug, so no traceback: one line at info naming the request, and nothing stored."""
+    chat = store.start().json()["session_id"]
+    before = rows(store, messages), rows(store, agent_sessions), rows(store, exchange_agents)
+    caplog.set_level(logging.INFO, logger="haggler")
+    with socket.create_connection(("127.0.0.1", store.server.port), timeout=10) as sock:
+        sock.sendall(post_head(store, path.format(chat=chat), "Content-Length: 100").encode() + b"\r\n\r\n" +
+                     accepted[:5])
+    deadline = time.monotonic() + 60
+    while not any(record.name == "haggler" for record in caplog.records):  # the edge's line, quiet or not
+        assert time.monotonic() < deadline, "the server logged nothing about the disconnect"
+        time.sleep(0.05)
+    logged = [record for record in caplog.records if record.name == "haggler"]
+    assert [(record.levelno, record.exc_info) for record in logged if "disconnected" in record.getMessage()] == [
+        (logging.INFO, None)]
+    assert not [record for record in logged if record.levelno >= logging.WARNING]
+    assert (rows(store, messages), rows(store, agent_sessions), rows(store, exchange_agents)) == before

@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from haggler.errors import (
@@ -89,7 +90,8 @@ def install_error_handlers(app: FastAPI) -> None:
 class _ContainUnexpected:
     """Turns an unexpected exception into a plain 500 in the usual error shape, and stops it there;
     a database outage into a 503 with ``Retry-After``, logged in one line (it is not a bug, and a
-    restarting database would otherwise fill the log with tracebacks).
+    restarting database would otherwise fill the log with tracebacks); a client that disconnected
+    mid-body into one info line and no answer.
 
     Starlette's own catch-all handler re-raises after answering, and uvicorn then closes the
     connection, so clients saw a reset instead of the 500. This ASGI middleware answers and
@@ -112,6 +114,11 @@ class _ContainUnexpected:
 
         try:
             await self.app(scope, receive, send_tracking)
+        except ClientDisconnect:
+            # The client went away before its body arrived: nobody is left to answer, and it is not
+            # a bug, so one line at info (each once filled the log with a 270-line traceback).
+            log.info("client disconnected before its request was read (request %s, %s %s)", request_id(scope),
+                     scope["method"], scope["path"])
         except Exception as exc:
             if started:
                 raise
