@@ -210,10 +210,12 @@ class _At:
         self.findings.warnings.append(CatalogProblem(self.pointer, message, self.product_id))
 
 
-def _check_fields(raw: dict[str, Any], known: frozenset[str], at: _At, *, strict: bool, private: bool) -> None:
-    """Report each field of ``raw`` haggler does not read — a problem when ``strict``, else a
-    warning — with the known field it is probably a typo of. When ``private``, a field named
-    with a :data:`PRIVATE_FIELD_PREFIXES` prefix is the store's own and passes."""
+def _check_fields(raw: dict[str, Any], known: frozenset[str], at: _At, *, private: bool = True) -> None:
+    """Report each field of ``raw`` haggler does not read, with the known field it is probably a
+    typo of: a problem when the load is strict, else a warning. When ``private``, a field named
+    with a :data:`PRIVATE_FIELD_PREFIXES` prefix is the store's own and passes; an object with no
+    room for fields of the store's own (a lever) is checked strictly whatever the load."""
+    strict = at.findings.strict or not private
     for key in raw:
         if key in known or (private and key.startswith(PRIVATE_FIELD_PREFIXES)):
             continue
@@ -249,7 +251,7 @@ def _parse_levers(raw: Any, at: _At) -> tuple[Lever, ...]:
             (here / "cost").fail(f"must not be negative, got {item['cost']!r}")
         elif text is not None and cost is not None:
             levers.append(replace(parse_lever(text), cost_cents=cost))
-        _check_fields(item, _LEVER_FIELDS, here, strict=True, private=False)
+        _check_fields(item, _LEVER_FIELDS, here, private=False)
     return tuple(levers)
 
 
@@ -317,7 +319,7 @@ def _parse_store(raw: Any, at: _At) -> Store | None:
     city, rep_title, headline, about, category_label = (
         _optional_str(raw, key, at) for key in ("city", "rep_title", "headline", "about", "category_label"))
     currency = _currency(raw, at, "USD")
-    _check_fields(raw, _STORE_FIELDS, at, strict=at.findings.strict, private=True)
+    _check_fields(raw, _STORE_FIELDS, at)
     if len(at.findings.problems) != before:
         return None
     assert name and rep_name and tagline and isinstance(policy, str)  # each checked above
@@ -354,7 +356,7 @@ def _parse_product(raw: Any, at: _At, store_currency: str) -> Product | None:
     inventory_note = raw.get("inventory_note", "")
     if not isinstance(inventory_note, str):
         (at / "inventory_note").fail(f"must be a string, got {inventory_note!r}")
-    _check_fields(raw, _PRODUCT_FIELDS, at, strict=at.findings.strict, private=True)
+    _check_fields(raw, _PRODUCT_FIELDS, at)
     if len(at.findings.problems) != before:
         return None
     assert isinstance(pid, str) and name and list_price and floor  # each checked above
@@ -380,7 +382,7 @@ def parse_catalog(data: Any, *, strict: bool = True, source: str = "catalog") ->
     if not isinstance(data, dict):
         root.fail("the top level must be an object with 'store' and 'products'")
         raise CatalogError(findings.problems, source)
-    _check_fields(data, _CATALOG_FIELDS, root, strict=strict, private=True)
+    _check_fields(data, _CATALOG_FIELDS, root)
     store = _parse_store(data.get("store"), root / "store")
     products_raw = data.get("products")
     products: list[Product] = []

@@ -41,7 +41,7 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _main(version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True, help="Print haggler's version and exit.")] = False) -> None:
-    """haggler: negotiable stores and shopper agents (negotiate.v1)."""
+    """The options of ``haggler`` itself (the app's help text is the Typer's, above)."""
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -404,7 +404,8 @@ def shop(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
-    view = ShopView(_message_console(), quiet=as_json)
+    # A transcript's lines: wrapped at the width on a terminal, never broken when piped.
+    view = ShopView(_stdout_console(soft_wrap=True), quiet=as_json)
 
     async def haggle() -> object:
         from haggler.shopper.client import AsyncNegotiateClient
@@ -834,17 +835,16 @@ def market_demo(
                       + (", ".join(f"{why} {n}" for why, n in sorted(model["fallbacks"].items())) or "never"))
 
 
+def _stdout_console(**piped: Any) -> Console:
+    """Standard output's console: Rich's own on a terminal; piped, made with ``piped``, so that
+    what scripts read stays one line (Rich would break it at 80 columns)."""
+    console = Console()
+    return console if console.is_terminal else Console(**piped)
+
+
 def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
-
-
-def _message_console() -> Console:
-    """A console for lines of text (a transcript): on a terminal Rich wraps them at its width;
-    piped, it never breaks one, so each message stays one line for grep."""
-    console = Console()
-    return console if console.is_terminal else Console(soft_wrap=True)
+    return _stdout_console(width=200)
 
 
 # The dashboard's commands (deals, orders, chats, chat, stats, exchange, match opportunities, market

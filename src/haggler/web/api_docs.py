@@ -20,6 +20,7 @@ from fastapi import APIRouter
 from starlette.responses import HTMLResponse, Response
 
 from haggler.errors import NotFound
+from haggler.web.widget import JAVASCRIPT_TYPE
 
 DOCS_PATH = "/docs"
 ASSETS_PATH = DOCS_PATH + "/assets"
@@ -29,13 +30,12 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'se
                            "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
 #: An asset's URL carries its content's digest, so a browser may keep it as long as it likes.
 ASSET_CACHE_CONTROL = "public, max-age=31536000, immutable"
-_JAVASCRIPT = "text/javascript"
 #: The name each file is served under → (its path in this package, its media type).
 _FILES = {
-    "swagger-ui-bundle.js": ("swagger_ui/swagger-ui-bundle.js", _JAVASCRIPT),
+    "swagger-ui-bundle.js": ("swagger_ui/swagger-ui-bundle.js", JAVASCRIPT_TYPE),
     "swagger-ui.css": ("swagger_ui/swagger-ui.css", "text/css"),
     "favicon-32x32.png": ("swagger_ui/favicon-32x32.png", "image/png"),
-    "api-docs.js": ("api_docs.js", _JAVASCRIPT),
+    "api-docs.js": ("api_docs.js", JAVASCRIPT_TYPE),
 }
 
 
