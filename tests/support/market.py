@@ -99,8 +99,10 @@ class Trader(AgentKeys):
         assert response.status_code in (200, 201), response.text
         return response.json()
 
-    def owner_signed(self, constraints: dict[str, Any]) -> dict[str, Any]:
-        return sign_message(self.owner, {**constraints, "publicKey": self.owner_key})
+    def owner_signed(self, constraints: dict[str, Any], **context: str) -> dict[str, Any]:
+        """An embedded ownerMandate, signed by the owner for one listing or wanted ad (``context``:
+        its ``listingId`` or ``wantedId``), issued now unless ``issuedAt`` is in ``constraints``."""
+        return sign_message(self.owner, {**context, "issuedAt": self.now(), **constraints, "publicKey": self.owner_key})
 
     # -- message builders --------------------------------------------------------------------------
 
@@ -108,20 +110,26 @@ class Trader(AgentKeys):
                 condition: str = "good", accessories: tuple[str, ...] = ("charger", "case"),
                 negotiable: bool = True, listing_id: str | None = None, description: str | None = None,
                 available_until: str | None = None, item: dict[str, str] | None = None,
-                timestamp: str | None = None) -> dict[str, Any]:
+                timestamp: str | None = None, shipping: float | None = None) -> dict[str, Any]:
         pricing: dict[str, Any] = {"askPrice": ask, "currency": "EUR", "negotiable": negotiable}
         if min_price is not None:
             pricing["minPrice"] = min_price
+        listing_id = listing_id or new_id("lst")
         body: dict[str, Any] = {
-            "type": "listing", "version": VERSION, "listingId": listing_id or new_id("lst"),
+            "type": "listing", "version": VERSION, "listingId": listing_id,
             "timestamp": timestamp or self.now(), "seller": {"agentId": self.id},
             "item": {**(item or ITEM), "condition": condition, "accessories": list(accessories)},
-            "pricing": pricing, "ownerMandate": self.owner_signed({"minAcceptablePrice": floor}),
+            "pricing": pricing, "ownerMandate": self.owner_signed({"minAcceptablePrice": floor}, listingId=listing_id),
         }
         if description is not None:
             body["item"]["description"] = description
+        logistics: dict[str, Any] = {}
         if available_until is not None:
-            body["logistics"] = {"availableUntil": available_until}
+            logistics["availableUntil"] = available_until
+        if shipping is not None:
+            logistics["shippingCost"] = shipping
+        if logistics:
+            body["logistics"] = logistics
         return body
 
     def wanted(self, *, budget: float = 200, max_spend: float = 200, min_condition: str | None = "good",
@@ -134,10 +142,11 @@ class Trader(AgentKeys):
         embedded: dict[str, Any] = {"maxSpend": max_spend}
         if required_condition is not None:
             embedded["requiredCondition"] = required_condition
-        return {"type": "wanted", "version": VERSION, "wantedId": wanted_id or new_id("wnt"), "timestamp": self.now(),
+        wanted_id = wanted_id or new_id("wnt")
+        return {"type": "wanted", "version": VERSION, "wantedId": wanted_id, "timestamp": self.now(),
                 "buyer": {"agentId": self.id}, "interests": interests if interests is not None else [interest],
                 "budget": {"maxPrice": budget, "currency": "EUR", "flexible": False},
-                "ownerMandate": self.owner_signed(embedded),
+                "ownerMandate": self.owner_signed(embedded, wantedId=wanted_id),
                 "activeUntil": z(self.clock() + active_for)}
 
     def contact(self, listing_id: str, protocol: str, *, message: str | None = None,
@@ -158,9 +167,15 @@ class Trader(AgentKeys):
                 "party": party, ("maxPrice" if party == "buyer" else "minPrice"): limit}
 
     def offer(self, request_id: str, party: str, price: float | None = None, *, action: str | None = None,
-              message: str | None = None) -> dict[str, Any]:
+              message: str | None = None, sequence: int | None = None) -> dict[str, Any]:
+        """An offer; its ``sequence`` is the party's next on the request unless given (read from
+        the market, which shows a party its request's offers; 1 for an agent not registered, whose
+        messages are only built)."""
+        if sequence is None:
+            shown = self.get(f"/market/contact/{request_id}").json().get("offers", []) if self.token else []
+            sequence = sum(1 for turn in shown if turn["party"] == party) + 1
         body: dict[str, Any] = {"type": "offer", "version": VERSION, "timestamp": self.now(), "requestId": request_id,
-                                "party": party}
+                                "party": party, "sequence": sequence}
         if action is not None:
             body["action"] = action
         if price is not None:

@@ -47,7 +47,9 @@ def unsigned_examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
                         "priceJustification": "Market rate for good condition OLED"},
             "logistics": {"location": "Paris, France", "meetingOptions": ["public_place", "shipping"],
                           "shippingCost": 10, "availableFrom": "2026-02-08", "availableUntil": "2026-02-20"},
-            "ownerMandate": owner_mandate(keys.seller_owner, {"minAcceptablePrice": 150}),
+            "ownerMandate": owner_mandate(keys.seller_owner, {"listingId": "lst_abc123",
+                                                              "issuedAt": "2026-02-07T22:00:00Z",
+                                                              "minAcceptablePrice": 150}),
         }],
         "wanted": [{
             "type": "wanted", "version": "0.1.0", "wantedId": "wnt_xyz789", "timestamp": "2026-02-07T23:00:00Z",
@@ -58,7 +60,8 @@ def unsigned_examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
             "budget": {"maxPrice": 200, "currency": "EUR", "flexible": False},
             "logistics": {"location": "Paris, France", "preferredMeetingOptions": ["public_place"], "canShip": True,
                           "needsBy": "2026-02-15"},
-            "ownerMandate": owner_mandate(keys.buyer_owner, {"maxSpend": 200, "requiredCondition": "good"}),
+            "ownerMandate": owner_mandate(keys.buyer_owner, {"wantedId": "wnt_xyz789", "issuedAt": "2026-02-07T22:00:00Z",
+                                                             "maxSpend": 200, "requiredCondition": "good"}),
             "activeUntil": "2026-02-15T00:00:00Z",
         }],
         "contact_request": [{
@@ -89,9 +92,9 @@ def unsigned_examples(keys: Keys) -> dict[str, list[dict[str, Any]]]:
         }],
         "offer": [
             {"type": "offer", "version": "0.1.0", "timestamp": "2026-02-07T23:10:00Z", "requestId": "req_123",
-             "party": "buyer", "offerPrice": 165, "message": "Would you consider 165€? I see similar listings at that price."},
+             "party": "buyer", "sequence": 1, "offerPrice": 165, "message": "Would you consider 165€? I see similar listings at that price."},
             {"type": "offer", "version": "0.1.0", "timestamp": "2026-02-07T23:11:00Z", "requestId": "req_123",
-             "party": "seller", "offerPrice": 175, "message": "I can do 175€ if you pick it up today."},
+             "party": "seller", "sequence": 1, "offerPrice": 175, "message": "I can do 175€ if you pick it up today."},
         ],
         "deal_confirmed": [{
             "type": "deal_confirmed", "version": "0.1.0", "timestamp": "2026-02-07T23:15:00Z", "requestId": "req_123",

@@ -496,6 +496,10 @@ market_listings = Table(
     Column("condition", String(16), nullable=False),
     Column("ask_cents", BigInteger, nullable=False),
     Column("floor_cents", BigInteger, nullable=False),  # the embedded ownerMandate's minAcceptablePrice
+    Column("mandate_issued_at", UTCDateTime, nullable=True),  # its issuedAt: a revision may not carry an older one
+    Column("shipping_cents", BigInteger, nullable=False, server_default="0"),  # logistics.shippingCost
+    Column("version", Integer, nullable=False, server_default="1"),  # 1, then +1 on every revision
+    Column("item_hash", String(64), nullable=False),  # SHA-256 of the item, logistics and currency
     Column("currency", String(3), nullable=False),
     Column("negotiable", Boolean, nullable=False),
     Column("available_until", UTCDateTime, nullable=True),  # the end of logistics.availableUntil
@@ -532,6 +536,7 @@ market_requests = Table(
     Column("proposed_protocol", String(24), nullable=False),
     Column("protocol", String(24), nullable=True),  # the agreed one
     Column("state", String(16), nullable=False),  # proposed | agreed | closed | failed
+    Column("item_hash", String(64), nullable=True),  # the listing's item_hash when the buyer made contact
     Column("message", Text, nullable=False),  # the contact_request
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
@@ -569,7 +574,9 @@ market_deals = Table(
     Column("buyer_id", String(128), ForeignKey("market_agents.id"), nullable=False),
     Column("seller_id", String(128), ForeignKey("market_agents.id"), nullable=False),
     Column("protocol", String(24), nullable=False),
-    Column("price_cents", BigInteger, nullable=False),
+    Column("price_cents", BigInteger, nullable=False),  # a unit's
+    Column("quantity", Integer, nullable=False, server_default="1"),
+    Column("total_cents", BigInteger, nullable=False),  # price × quantity + shipping: what budgets sum
     Column("currency", String(3), nullable=False),
     Column("deal", Text, nullable=False),  # the deal_confirmed both parties sign, without signatures
     Column("buyer_signature", String(130), nullable=True),
@@ -582,6 +589,8 @@ market_deals = Table(
 )
 Index("ix_market_deals_buyer", market_deals.c.buyer_id)
 Index("ix_market_deals_seller", market_deals.c.seller_id)
+Index("ix_market_deals_buyer_status", market_deals.c.buyer_id, market_deals.c.status)
+Index("ix_market_deals_seller_status", market_deals.c.seller_id, market_deals.c.status)
 
 market_orders = Table(
     "market_orders",

@@ -292,7 +292,7 @@ def test_a_signature_that_does_not_verify_is_401_and_changes_nothing(store):
             refused(store.http.post(path, json=message), 401)
     # an embedded ownerMandate signed by the agent's own key is no owner's word either
     forged = seller.listing()
-    forged["ownerMandate"] = sign_message(seller.key, {"minAcceptablePrice": 1, "publicKey": seller.owner_key})
+    forged["ownerMandate"] = sign_message(seller.key, {**forged["ownerMandate"], "minAcceptablePrice": 1})
     with nothing_changes(store):
         refused(seller.send("/market/listings", forged), 401)
     agreed = seller.send(f"/market/contact/{request_id}/agreement", seller.agreement(request_id, "sealed_bid"))

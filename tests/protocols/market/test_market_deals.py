@@ -196,7 +196,7 @@ def test_cancel_only_ones_own_order_once(store):
     """spec 003: Protocol 4: Double Auction: DELETE /market/books/{item}/orders/{id} takes the
     caller's own open order out of the book; another agent's is 403, a second cancel 409, an
     unknown order (or one in another book) 404."""
-    seller, buyer = seller_and_buyer(store)
+    seller, buyer = seller_and_buyer(store, max_spend=510)  # 3 at 170
     order_id, r = _place(buyer, "buy", 170, 3)
     created(r)
     path = f"/market/books/{BOOK}/orders/{order_id}"
@@ -217,7 +217,7 @@ def test_the_book_shows_depth_by_price_level_only(store):
     """spec 003: Protocol 4: Double Auction: GET /market/books/{item} is open quantity by price
     level, best first, with no agent or order ids; an agent does not rest orders on both sides."""
     seller, buyer = seller_and_buyer(store, floor=100, max_spend=300)
-    other_buyer = trader(store, new_id("buyer"), maxSpend=300)
+    other_buyer = trader(store, new_id("buyer"), maxSpend=600)  # 4 at 140.50
     other_seller = trader(store, new_id("seller"), minAcceptablePrice=100)
     ids = [_place(buyer, "buy", 150, 2), _place(other_buyer, "buy", 150, 1), _place(other_buyer, "buy", 140.5, 4),
            _place(seller, "sell", 190, 1), _place(other_seller, "sell", 185, 2), _place(seller, "sell", 190, 5)]

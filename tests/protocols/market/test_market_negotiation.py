@@ -472,10 +472,11 @@ def test_a_standing_offer_whose_owner_no_longer_allows_it_cannot_be_accepted(sto
 
 def test_a_signed_offer_cannot_be_replayed(store):
     """spec 003: 7. Natural Language Offer, Security Model ("Secure (cryptographic
-    commitments)"): an offer carries no id of its own, and the counterpart receives it signed in
-    its inbox. Sending an offer its party has since moved on from — to put back a price the party
-    left behind, and accept it — is 409 and changes nothing. The party's latest offer may come
-    again: that is holding firm, as an agent repeating itself within one second would."""
+    commitments)"); issue 29, attack 6: the counterpart receives every offer signed, in its inbox.
+    Each carries its party's own sequence number, so no signed offer is taken twice — not an
+    earlier one (to put back a price the party left behind, and accept it), and not the latest
+    one (replayed by the counterpart as the party's turn, to burn it): 409, nothing changes.
+    Holding firm is a new message with the next number."""
     seller, buyer = seller_and_buyer(store)
     listing_id = listed(seller, ask=190)
     request_id = agreed_request(seller, buyer, listing_id, "natural_language")
@@ -488,11 +489,13 @@ def test_a_signed_offer_cannot_be_replayed(store):
     assert _offer(seller, request_id, "seller", 184).status_code == 200
     received = [m["body"] for m in seller.inbox()["messages"] if m["body"].get("type") == "offer"]
     first, latest = received
-    assert (first["offerPrice"], latest["offerPrice"]) == (178, 165)
+    assert (first["offerPrice"], latest["offerPrice"], first["sequence"], latest["sequence"]) == (178, 165, 1, 2)
     with nothing_changes(store):
         refused(store.http.post(f"/market/contact/{request_id}/offers", json=first), 409)
+    with nothing_changes(store):  # the buyer's turn, taken by the seller with the buyer's own latest offer
+        refused(store.http.post(f"/market/contact/{request_id}/offers", json=latest), 409)
     with nothing_changes(store):
         refused(_offer(seller, request_id, "seller", action="accept"), 409)  # not the seller's turn
-    again = store.http.post(f"/market/contact/{request_id}/offers", json=latest)
+    again = buyer.send(f"/market/contact/{request_id}/offers", buyer.offer(request_id, "buyer", 165))
     assert again.status_code == 200 and again.json()["offerPrice"] == 165, again.text  # holding firm
     assert created(_offer(seller, request_id, "seller", action="accept"))["finalPrice"] == 165

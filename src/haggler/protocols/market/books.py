@@ -64,8 +64,11 @@ def place(conn: Connection, item: str, message: object, audit: AuditEvents, now:
     amount, side, currency = amount_cents(message["price"]), message["side"], message["currency"]
     if amount <= 0:
         raise InvalidMessage("/price", "must be greater than 0")
+    role = _role(side)
     try:
-        enforce(identity.mandate_of(conn, agent.id), _role(side), order(agent.id, amount, currency, now))
+        enforce(identity.mandate_of(conn, agent.id), role, order(agent.id, amount, currency, now,
+                                                                 quantity=message["quantity"]),
+                spent=deals.committed(conn, agent.id, role, currency))
     except MandateViolation as exc:
         audit.violation(agent.id, "order", exc.constraint, orderId=message["orderId"])
         raise
@@ -125,18 +128,50 @@ def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime) -> dic
                         .order_by(market_orders.c.seq)).all()
     mandates = identity.mandates_of(conn, {row.agent_id for row in rows})  # once per agent, not per order or trade
     rows = [row for row in rows if _still_allowed(conn, row, mandates.get(row.agent_id), audit, now)]
+    deals.lock_spend(conn, *{row.agent_id for row in rows})
     results = []
     for currency in sorted({row.currency for row in rows}):
-        results.append(_clear_currency(conn, item, currency, [row for row in rows if row.currency == currency],
-                                       mandates, now))
+        same = [row for row in rows if row.currency == currency]
+        results.append(_clear_currency(conn, item, currency, same, _caps(conn, same, mandates, currency), mandates,
+                                       now))
     return {"item": item, "clearedAt": utc_z(now), "clearings": results}
+
+
+def _caps(conn: Connection, rows: list[Any], mandates: dict[str, Mandate], currency: str) -> dict[str, int]:
+    """How many units of each order (by id) may trade now: what remains of it, capped by what its
+    agent may still commit — a buy order by ``min(maxSpend, budget left) // its limit`` (the
+    limit is at least the clearing price, so a fill's total stays within both), a sell order by
+    the seller's ``quantityOnHand`` left. An agent's orders share its allowance in arrival order.
+    A fill is capped; the mandate never is."""
+    left: dict[str, int | None] = {}
+    caps = {}
+    for row in rows:  # in arrival order
+        mandate = mandates[row.agent_id]
+        role = _role(row.side)
+        if row.agent_id not in left:
+            limit = mandate.budget if role == "buyer" else mandate.quantity_on_hand
+            left[row.agent_id] = None if limit is None else \
+                max(0, limit - deals.committed(conn, row.agent_id, role, currency))
+        allowance = left[row.agent_id]
+        if role == "buyer":
+            assert mandate.max_spend is not None  # _still_allowed checked the order against it
+            cents = mandate.max_spend if allowance is None else min(mandate.max_spend, allowance)
+            units = min(row.remaining, cents // row.price_cents)
+            spent = units * row.price_cents
+        else:
+            units = row.remaining if allowance is None else min(row.remaining, allowance)
+            spent = units
+        if allowance is not None:
+            left[row.agent_id] = allowance - spent
+        caps[row.id] = units
+    return caps
 
 
 def _still_allowed(conn: Connection, row: Any, mandate: Mandate | None, audit: AuditEvents, now: datetime) -> bool:
     """Whether the order's agent's mandate (None: none on file) still allows it; if not, the
     order is cancelled."""
     violation = identity.NO_MANDATE if mandate is None else \
-        check(mandate, _role(row.side), order(row.agent_id, row.price_cents, row.currency, now))
+        check(mandate, _role(row.side), order(row.agent_id, row.price_cents, row.currency, now))  # a unit's price
     if violation is None:
         return True
     conn.execute(update(market_orders).where(market_orders.c.id == row.id).values(status=CANCELLED))
@@ -144,10 +179,11 @@ def _still_allowed(conn: Connection, row: Any, mandate: Mandate | None, audit: A
     return False
 
 
-def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any], mandates: dict[str, Mandate],
-                    now: datetime) -> dict[str, Any]:
+def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any], caps: dict[str, int],
+                    mandates: dict[str, Mandate], now: datetime) -> dict[str, Any]:
     by_id = {row.id: row for row in rows}
-    clearing = clear_book(Order(row.id, Side(row.side), row.price_cents, row.remaining, row.seq) for row in rows)
+    clearing = clear_book(Order(row.id, Side(row.side), row.price_cents, caps[row.id], row.seq)
+                          for row in rows if caps[row.id])
     clearing_id = "clr_" + secrets.token_hex(8)
     filled: dict[str, int] = {}
     opened = []

@@ -68,6 +68,7 @@ class MarketClient(AgentKeys):
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.token = ""
         self._ids = itertools.count(1)
+        self._offers_sent: dict[tuple[str, str], int] = {}
 
     def new_id(self, prefix: str) -> str:
         return f"{prefix}_{self.id}_{next(self._ids)}"
@@ -96,35 +97,43 @@ class MarketClient(AgentKeys):
 
     def file_mandate(self, constraints: dict[str, Any], *, currency: str = "EUR",
                      permissions: dict[str, bool] | None = None, issued: datetime | None = None) -> Any:
-        """The owner signs a mandate for this agent (``constraints`` in cents) and files it."""
+        """The owner signs a mandate for this agent (``constraints`` in cents; ``budget`` as the
+        cents of its ``max``) and files it."""
         wire = {name: (to_decimal_number(value) if name in ("maxSpend", "minAcceptablePrice") else value)
                 for name, value in constraints.items()}
+        if "budget" in constraints:
+            wire["budget"] = {"max": to_decimal_number(constraints["budget"]), "currency": currency}
         mandate = {"mandateVersion": VERSION, "issuedAt": utc_z(issued or self.clock() - timedelta(minutes=1)),
                    "agentId": self.id, "constraints": {"currency": currency, **wire},
                    "permissions": {**ALL_PERMISSIONS, **(permissions or {})}, "publicKey": self.owner_key}
         return self.call("POST", "/market/mandates", sign_message(self.owner, mandate))
 
-    def owner_signed(self, constraints: dict[str, Any]) -> dict[str, Any]:
-        """A listing's or wanted ad's embedded ``ownerMandate``, signed by the owner."""
-        return sign_message(self.owner, {**constraints, "publicKey": self.owner_key})
+    def owner_signed(self, constraints: dict[str, Any], **context: str) -> dict[str, Any]:
+        """A listing's or wanted ad's embedded ``ownerMandate``, signed by the owner for that one
+        message (``context``: its ``listingId`` or ``wantedId``) as of now."""
+        return sign_message(self.owner, {**context, "issuedAt": self.now(), **constraints,
+                                         "publicKey": self.owner_key})
 
     # -- messages -------------------------------------------------------------------------------------
 
     def post_listing(self, item: dict[str, Any], *, ask: int, floor: int, currency: str = "EUR",
                      negotiable: bool = True, listing_id: str | None = None) -> dict[str, Any]:
-        listing = {"type": "listing", "version": VERSION, "listingId": listing_id or self.new_id("lst"),
+        listing_id = listing_id or self.new_id("lst")
+        listing = {"type": "listing", "version": VERSION, "listingId": listing_id,
                    "timestamp": self.now(), "seller": {"agentId": self.id}, "item": item,
                    "pricing": {"askPrice": to_decimal_number(ask), "currency": currency, "negotiable": negotiable},
-                   "ownerMandate": self.owner_signed({"minAcceptablePrice": to_decimal_number(floor)})}
+                   "ownerMandate": self.owner_signed({"minAcceptablePrice": to_decimal_number(floor)},
+                                                     listingId=listing_id)}
         self.call("POST", "/market/listings", listing, sign=True)
         return listing
 
     def post_wanted(self, interest: dict[str, Any], *, budget: int, max_spend: int, currency: str = "EUR",
                     active_for: timedelta = timedelta(days=7)) -> dict[str, Any]:
-        wanted = {"type": "wanted", "version": VERSION, "wantedId": self.new_id("wnt"), "timestamp": self.now(),
+        wanted_id = self.new_id("wnt")
+        wanted = {"type": "wanted", "version": VERSION, "wantedId": wanted_id, "timestamp": self.now(),
                   "buyer": {"agentId": self.id}, "interests": [interest],
                   "budget": {"maxPrice": to_decimal_number(budget), "currency": currency, "flexible": False},
-                  "ownerMandate": self.owner_signed({"maxSpend": to_decimal_number(max_spend)}),
+                  "ownerMandate": self.owner_signed({"maxSpend": to_decimal_number(max_spend)}, wantedId=wanted_id),
                   "activeUntil": utc_z(self.clock() + active_for)}
         self.call("POST", "/market/wanted", wanted, sign=True)
         return wanted
@@ -151,15 +160,18 @@ class MarketClient(AgentKeys):
 
     def offer(self, request_id: str, party: str, *, price: int | None = None, action: str = "offer",
               message: str | None = None) -> Any:
+        sequence = self._offers_sent.get((request_id, party), 0) + 1
         body: dict[str, Any] = {"type": "offer", "version": VERSION, "timestamp": self.now(), "requestId": request_id,
-                                "party": party}
+                                "party": party, "sequence": sequence}
         if action != "offer":
             body["action"] = action
         if price is not None:
             body["offerPrice"] = to_decimal_number(price)
         if message:
             body["message"] = message
-        return self.call("POST", f"/market/contact/{request_id}/offers", body, sign=True)
+        answer = self.call("POST", f"/market/contact/{request_id}/offers", body, sign=True)
+        self._offers_sent[(request_id, party)] = sequence  # only once the market took it
+        return answer
 
     def instant_match(self, listing_id: str, price: int) -> Any:
         return self.call("POST", f"/market/listings/{listing_id}/instant_match",

@@ -16,6 +16,7 @@ buyer; a new wanted ad that fits a live listing notifies the seller.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import replace
@@ -35,10 +36,13 @@ from haggler.protocols.market.identity import Agent
 from haggler.protocols.market.mandates import CONDITIONS, Mandate, MandateViolation, Violation, enforce, listing
 from haggler.protocols.market.messages import InvalidMessage, validate
 from haggler.storage.rows import row_by_id
-from haggler.storage.schema import market_listings, market_wanted
+from haggler.storage.schema import market_listings, market_requests, market_wanted
 from haggler.timestamps import parse_rfc3339, utc_z
+from haggler.trust.canonical import canonical_json
 
 LIVE, SOLD = "live", "sold"
+#: Why a request on a listing whose goods were revised can go no further.
+LISTING_REVISED = "listing_revised"
 MAX_PAGE = 200
 #: The listing fields anyone may read; everything else (pricing.minPrice, the mandate's
 #: constraints) is the seller's alone.
@@ -68,7 +72,9 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
     validate(message)
     assert isinstance(message, dict)
     seller = identity.sender(conn, message["seller"]["agentId"], message)
-    identity.check_owner_signed(seller, message["ownerMandate"], "the listing's ownerMandate")
+    owner_mandate = message["ownerMandate"]
+    identity.check_owner_signed(seller, owner_mandate, "the listing's ownerMandate")
+    _signed_for(owner_mandate, "listingId", message["listingId"], "listing")
     item, pricing = message["item"], message["pricing"]
     for where, text in (("/item/description", item.get("description")),
                         ("/pricing/priceJustification", pricing.get("priceJustification"))):
@@ -79,7 +85,8 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
         raise InvalidMessage("/pricing/minPrice", "must not be above askPrice")
     if ask <= 0:
         raise InvalidMessage("/pricing/askPrice", "must be greater than 0")
-    embedded_floor = amount_cents(message["ownerMandate"]["minAcceptablePrice"])
+    embedded_floor = amount_cents(owner_mandate["minAcceptablePrice"])
+    mandate_issued = parse_rfc3339(owner_mandate["issuedAt"])
     until = _end_of_day(message.get("logistics", {}).get("availableUntil"))
     if until is not None and until <= now:
         raise InvalidMessage("/logistics/availableUntil", "is in the past: the listing would never be live")
@@ -94,6 +101,7 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
     sent_at = parse_rfc3339(message["timestamp"])  # the schema checked it: aware
     values = dict(seller_id=seller.id, category=item["category"], subcategory=item["subcategory"], name=item["name"],
                   condition=item["condition"], ask_cents=ask, floor_cents=embedded_floor,
+                  mandate_issued_at=mandate_issued, shipping_cents=shipping_cents(message), item_hash=item_hash(message),
                   currency=currency, negotiable=pricing["negotiable"], available_until=until,
                   sent_at=sent_at, listed_at=now,
                   message=stored(message), updated_at=now)
@@ -109,11 +117,53 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
             raise Conflict(f"listing {existing.id} is {existing.status}; a closed listing cannot be revised")
         if sent_at <= existing.sent_at:
             raise Conflict("a revision must carry a newer timestamp than the listing it replaces")
-        conn.execute(update(market_listings).where(market_listings.c.id == existing.id).values(**values))
+        if existing.mandate_issued_at is not None and mandate_issued < existing.mandate_issued_at:
+            raise Conflict("the revision's ownerMandate was issued before the one the listing holds: an owner's "
+                           "newer word cannot be replaced by an older one")
+        conn.execute(update(market_listings).where(market_listings.c.id == existing.id)
+                     .values(version=existing.version + 1, **values))
         status = 200
+        if values["item_hash"] != existing.item_hash:
+            _tell_revised(conn, existing.id, now)
     row = row_by_id(conn, market_listings, message["listingId"], "listing")
     notified = _notify_buyers(conn, row, now)
     return status, {"listingId": row.id, "status": LIVE, "notifiedWanted": notified}
+
+
+def _signed_for(owner_mandate: dict[str, Any], field: str, expected: str, what: str) -> None:
+    """An embedded ownerMandate is signed for one listing or wanted ad: refused on any other."""
+    if owner_mandate[field] != expected:
+        raise InvalidMessage(f"/ownerMandate/{field}", f"the owner signed this mandate for another {what}, "
+                                                      f"{owner_mandate[field]!r}, not {expected!r}")
+
+
+def item_hash(message: dict[str, Any]) -> str:
+    """SHA-256 (hex) of what a listing sells: its item block, logistics and currency (RFC 8785
+    bytes). A request and its deal are bound to it; its pricing may change, the goods may not."""
+    terms = {"item": message["item"], "logistics": message.get("logistics", {}),
+             "currency": message["pricing"]["currency"]}
+    return hashlib.sha256(canonical_json(terms)).hexdigest()
+
+
+def shipping_cents(message: dict[str, Any]) -> int:
+    """The listing's ``logistics.shippingCost`` in cents (0 when it states none): part of what
+    the buyer pays, so part of what its mandate bounds."""
+    cost = message.get("logistics", {}).get("shippingCost")
+    return 0 if cost is None else amount_cents(cost)
+
+
+def _tell_revised(conn: Connection, listing_id: str, now: datetime) -> None:
+    """The goods changed: the open requests on the listing fail (every later message on one is
+    409), and both parties of each are told. The request rows are locked after the listing's:
+    every route that locks both takes the listing first."""
+    rows = conn.execute(select(market_requests.c.id, market_requests.c.buyer_id, market_requests.c.seller_id)
+                        .where(market_requests.c.listing_id == listing_id,
+                               market_requests.c.state.in_(("proposed", "agreed")))).all()
+    conn.execute(update(market_requests).where(market_requests.c.id.in_([row.id for row in rows]))
+                 .values(state="failed", updated_at=now))
+    for row in rows:
+        inbox.notify(conn, [row.buyer_id, row.seller_id], "negotiation_failed", now, requestId=row.id,
+                     reason=LISTING_REVISED)
 
 
 def _end_of_day(value: str | None) -> datetime | None:
@@ -127,11 +177,16 @@ def listing_row(conn: Connection, listing_id: str, now: datetime, *, lock: bool 
     """The listing (404 if unknown); with ``live``, 409 once sold and 410 once expired."""
     row = row_by_id(conn, market_listings, listing_id, "listing", lock=lock)
     if live:
-        if row.status != LIVE:
-            raise Conflict(f"listing {listing_id} is {row.status}")
-        if row.available_until is not None and row.available_until <= now:
-            raise Gone(f"listing {listing_id} expired at {utc_z(row.available_until)}")
+        ensure_live(row, now)
     return row
+
+
+def ensure_live(row: Any, now: datetime) -> None:
+    """409 for a sold listing, 410 for an expired one."""
+    if row.status != LIVE:
+        raise Conflict(f"listing {row.id} is {row.status}")
+    if row.available_until is not None and row.available_until <= now:
+        raise Gone(f"listing {row.id} expired at {utc_z(row.available_until)}")
 
 
 def facts(row: Any) -> tuple[str, tuple[str, ...]]:
@@ -149,13 +204,14 @@ def public_view(row: Any, now: datetime) -> dict[str, Any]:
     if "logistics" in message:
         view["logistics"] = message["logistics"]
     view["ownerMandate"] = {"publicKey": message["ownerMandate"]["publicKey"], "verified": True}
+    view["listingVersion"] = row.version
     view["status"] = _status(row, now)
     return view
 
 
 def owner_view(row: Any, now: datetime) -> dict[str, Any]:
     """The seller's own view: the message exactly as it signed it, and the status."""
-    return {**json.loads(row.message), "status": _status(row, now)}
+    return {**json.loads(row.message), "listingVersion": row.version, "status": _status(row, now)}
 
 
 def _status(row: Any, now: datetime) -> str:
@@ -219,6 +275,7 @@ def post_wanted(conn: Connection, message: object, audit: AuditEvents, now: date
     assert isinstance(message, dict)
     buyer = identity.sender(conn, message["buyer"]["agentId"], message)
     identity.check_owner_signed(buyer, message["ownerMandate"], "the wanted ad's ownerMandate")
+    _signed_for(message["ownerMandate"], "wantedId", message["wantedId"], "wanted ad")
     active_until = parse_rfc3339(message["activeUntil"])
     if active_until <= now:
         raise InvalidMessage("/activeUntil", "is in the past: the wanted ad would never be live")

@@ -32,8 +32,17 @@ The rules, each named by the mandate field (the :attr:`Violation.constraint`) it
     a seller never lists, offers, bids (sealed ``minPrice``), asks (double auction) or confirms
     below it (exactly at it is allowed). A mandate without one does not let its agent sell.
 ``maxSpend``
-    a buyer never offers, bids (sealed ``maxPrice``, double auction), instant-matches or confirms
-    above it (exactly at it is allowed). A mandate without one does not let its agent buy.
+    bounds the *total* of every buyer action: the unit price times the quantity, plus the
+    listing's shipping cost where it states one. A buyer never offers, bids (sealed ``maxPrice``,
+    double auction), instant-matches or confirms a total above it (exactly at it is allowed). A
+    mandate without one does not let its agent buy.
+``budget``
+    (optional; AP2's open payment mandate ``payment.budget``: ``{"max", "currency"}``) bounds the
+    buyer's spend across deals: the totals of its pending and confirmed deals (``spent``, which the
+    caller reads from the market) plus this action's total never exceed ``max``.
+``quantityOnHand``
+    (optional) bounds a seller's units across deals: the units of its pending and confirmed deals
+    (``spent``) plus this action's quantity never exceed it.
 ``requiredCondition``
     a buyer never acts on a listing worse than it (``new`` > ``like_new`` > ``good`` > ``fair`` >
     ``poor``), nor on one whose condition the action does not state.
@@ -92,8 +101,13 @@ PROTOCOL_PERMISSION = {
 _CURRENCY = re.compile(r"[A-Z]{3}")
 _TOP_FIELDS = ("mandateVersion", "issuedAt", "agentId", "constraints", "permissions", "signature", "publicKey")
 _CONSTRAINT_FIELDS = (
-    "minAcceptablePrice", "maxSpend", "currency", "requiredCondition", "requiredAccessories", "dealMustCloseBy",
+    "minAcceptablePrice", "maxSpend", "budget", "quantityOnHand", "currency", "requiredCondition",
+    "requiredAccessories", "dealMustCloseBy",
 )
+_BUDGET_FIELDS = ("type", "max", "currency")
+#: AP2's type name for a cumulative budget (its open payment mandate's ``payment.budget``).
+BUDGET_TYPE = "payment.budget"
+MAX_QUANTITY = 1_000_000
 _PERMISSION_FIELDS = ("canNegotiate", "canAcceptInstantMatch", "canUseSealedBid", "requiresOwnerApproval")
 MAX_ID_LENGTH = 200
 MAX_ACCESSORIES = 50
@@ -108,6 +122,8 @@ class Mandate:
     currency: str
     min_acceptable_price: int | None = None
     max_spend: int | None = None
+    budget: int | None = None
+    quantity_on_hand: int | None = None
     required_condition: str | None = None
     required_accessories: tuple[str, ...] = ()
     deal_must_close_by: datetime | None = None
@@ -131,7 +147,9 @@ class Action:
     ``price`` is the action's amount: the ask of a listing, an offer's price, a sealed bid's
     ``minPrice`` (seller) or ``maxPrice`` (buyer), an instant match's accepted price, a double
     auction order's price, a confirmation's final price. ``condition`` and ``accessories`` are
-    the listing's, when the action concerns one (``None``: not stated).
+    the listing's, when the action concerns one (``None``: not stated); ``shipping`` the listing's
+    shipping cost (0: none stated). ``quantity`` is how many units (a double-auction order's; 1
+    otherwise).
     Build them with :func:`listing`, :func:`offer`, :func:`sealed_bid`, :func:`instant_match`,
     :func:`order` and :func:`confirm`.
     """
@@ -144,6 +162,13 @@ class Action:
     at: datetime
     condition: str | None = None
     accessories: tuple[str, ...] | None = None
+    quantity: int = 1
+    shipping: int = 0
+
+    @property
+    def total(self) -> int:
+        """What the action commits the buyer to pay: price × quantity + shipping, in cents."""
+        return self.price * self.quantity + self.shipping
 
     def __post_init__(self) -> None:
         if self.kind not in KIND_PROTOCOL:
@@ -158,6 +183,10 @@ class Action:
             raise InvalidInput(f"price must be a positive whole number of cents, not {self.price!r}")
         if not isinstance(self.at, datetime) or self.at.tzinfo is None:
             raise InvalidInput("at must be a timezone-aware datetime")
+        if isinstance(self.quantity, bool) or not isinstance(self.quantity, int) or self.quantity <= 0:
+            raise InvalidInput(f"quantity must be a positive whole number, not {self.quantity!r}")
+        if isinstance(self.shipping, bool) or not isinstance(self.shipping, int) or self.shipping < 0:
+            raise InvalidInput(f"shipping must be a whole number of cents, at least 0, not {self.shipping!r}")
         if self.condition is not None and self.condition not in CONDITIONS:
             raise InvalidInput(f"condition must be one of {', '.join(CONDITIONS)}, not {self.condition!r}")
         if self.accessories is not None and not isinstance(self.accessories, tuple):
@@ -170,33 +199,37 @@ def listing(agent_id: str, ask: int, currency: str, at: datetime) -> Action:
 
 
 def offer(agent_id: str, price: int, currency: str, at: datetime, *, condition: str | None = None,
-          accessories: tuple[str, ...] | None = None) -> Action:
+          accessories: tuple[str, ...] | None = None, shipping: int = 0) -> Action:
     """A natural-language offer (either party) of ``price`` cents."""
-    return Action("offer", "natural_language", agent_id, price, currency, at, condition, accessories)
+    return Action("offer", "natural_language", agent_id, price, currency, at, condition, accessories,
+                  shipping=shipping)
 
 
 def sealed_bid(agent_id: str, limit: int, currency: str, at: datetime, *, condition: str | None = None,
-               accessories: tuple[str, ...] | None = None) -> Action:
+               accessories: tuple[str, ...] | None = None, shipping: int = 0) -> Action:
     """A sealed bid: the seller's ``minPrice`` or the buyer's ``maxPrice``, in cents."""
-    return Action("sealed_bid", "sealed_bid", agent_id, limit, currency, at, condition, accessories)
+    return Action("sealed_bid", "sealed_bid", agent_id, limit, currency, at, condition, accessories,
+                  shipping=shipping)
 
 
 def instant_match(agent_id: str, accepted_price: int, currency: str, at: datetime, *, condition: str | None,
-                  accessories: tuple[str, ...] | None) -> Action:
+                  accessories: tuple[str, ...] | None, shipping: int = 0) -> Action:
     """A buyer accepts a listing's price at once; the listing's condition and accessories."""
-    return Action("instant_match", "instant_match", agent_id, accepted_price, currency, at, condition, accessories)
+    return Action("instant_match", "instant_match", agent_id, accepted_price, currency, at, condition, accessories,
+                  shipping=shipping)
 
 
-def order(agent_id: str, price: int, currency: str, at: datetime, *, condition: str | None = None,
-          accessories: tuple[str, ...] | None = None) -> Action:
-    """A double-auction order: a seller's ask or a buyer's bid, in cents."""
-    return Action("order", "double_auction", agent_id, price, currency, at, condition, accessories)
+def order(agent_id: str, price: int, currency: str, at: datetime, *, quantity: int = 1) -> Action:
+    """A double-auction order: a seller's ask or a buyer's bid of ``price`` cents a unit."""
+    return Action("order", "double_auction", agent_id, price, currency, at, quantity=quantity)
 
 
 def confirm(agent_id: str, final_price: int, currency: str, at: datetime, *, protocol: str,
-            condition: str | None = None, accessories: tuple[str, ...] | None = None) -> Action:
-    """A deal confirmation at ``final_price`` cents, reached through ``protocol``."""
-    return Action("confirm", protocol, agent_id, final_price, currency, at, condition, accessories)
+            condition: str | None = None, accessories: tuple[str, ...] | None = None, quantity: int = 1,
+            shipping: int = 0) -> Action:
+    """A deal confirmation at ``final_price`` cents a unit, reached through ``protocol``."""
+    return Action("confirm", protocol, agent_id, final_price, currency, at, condition, accessories, quantity,
+                  shipping)
 
 
 @dataclass(frozen=True)
@@ -225,11 +258,15 @@ def needs_owner_approval(mandate: Mandate) -> bool:
     return mandate.requires_owner_approval
 
 
-def check(mandate: Mandate, role: str, action: Action) -> Violation | None:
+def check(mandate: Mandate, role: str, action: Action, *, spent: int = 0) -> Violation | None:
     """The first constraint of ``mandate`` that ``action`` by an agent in ``role`` breaks, or None.
 
+    ``spent`` is what the agent has already committed in deals that count against its
+    cumulative limit (a buyer's cents against ``budget``, a seller's units against
+    ``quantityOnHand``), not counting this action.
+
     Order: agentId, currency, issuedAt, dealMustCloseBy, the protocol's permission, the price
-    limit, requiredCondition, requiredAccessories.
+    limit, the cumulative limit, requiredCondition, requiredAccessories.
     """
     if role not in ROLES:
         raise InvalidInput(f"role must be one of {', '.join(ROLES)}, not {role!r}")
@@ -248,32 +285,39 @@ def check(mandate: Mandate, role: str, action: Action) -> Violation | None:
         if not mandate.permits(permission):
             return Violation(permission, f"the owner does not permit the {action.protocol} protocol")
     if role == "seller":
-        return _seller_price(mandate, action)
-    return _buyer_limits(mandate, action)
+        return _seller_limits(mandate, action, spent)
+    return _buyer_limits(mandate, action, spent)
 
 
-def enforce(mandate: Mandate, role: str, action: Action) -> None:
+def enforce(mandate: Mandate, role: str, action: Action, *, spent: int = 0) -> None:
     """Raise :class:`MandateViolation` when :func:`check` finds a violation."""
-    violation = check(mandate, role, action)
+    violation = check(mandate, role, action, spent=spent)
     if violation is not None:
         raise MandateViolation(violation)
 
 
-def _seller_price(mandate: Mandate, action: Action) -> Violation | None:
+def _seller_limits(mandate: Mandate, action: Action, units_sold: int) -> Violation | None:
     floor = mandate.min_acceptable_price
     if floor is None:
         return Violation("minAcceptablePrice", "the mandate sets no minAcceptablePrice, so it does not allow selling")
     if action.price < floor:
         return Violation("minAcceptablePrice", f"{action.price} cents is below the owner's minimum of {floor}")
+    on_hand = mandate.quantity_on_hand
+    if on_hand is not None and action.kind != "list" and units_sold + action.quantity > on_hand:
+        return Violation("quantityOnHand", f"{action.quantity} more units would exceed the {on_hand} the owner has "
+                                           f"({units_sold} already in pending or confirmed deals)")
     return None
 
 
-def _buyer_limits(mandate: Mandate, action: Action) -> Violation | None:
+def _buyer_limits(mandate: Mandate, action: Action, spent: int) -> Violation | None:
     cap = mandate.max_spend
     if cap is None:
         return Violation("maxSpend", "the mandate sets no maxSpend, so it does not allow buying")
-    if action.price > cap:
-        return Violation("maxSpend", f"{action.price} cents is above the owner's maximum of {cap}")
+    if action.total > cap:
+        return Violation("maxSpend", f"a total of {action.total} cents is above the owner's maximum of {cap}")
+    if mandate.budget is not None and spent + action.total > mandate.budget:
+        return Violation("budget", f"a total of {action.total} cents would take the spend to {spent + action.total}, "
+                                   f"above the owner's budget of {mandate.budget}")
     required = mandate.required_condition
     if required is not None:
         if action.condition is None:
@@ -321,6 +365,12 @@ def parse_mandate(data: object) -> Mandate:
         raise InvalidInput(f"constraints.currency must be a three-letter upper-case code, not {_show(currency)}")
     floor = _amount(constraints, "minAcceptablePrice")
     cap = _amount(constraints, "maxSpend")
+    budget = _budget(constraints.get("budget"), currency)
+    on_hand = constraints.get("quantityOnHand")
+    if on_hand is not None and (isinstance(on_hand, bool) or not isinstance(on_hand, int)
+                                or not 1 <= on_hand <= MAX_QUANTITY):
+        raise InvalidInput(f"constraints.quantityOnHand must be a whole number from 1 to {MAX_QUANTITY}, "
+                           f"not {_show(on_hand)}")
     if floor is None and cap is None:
         raise InvalidInput("constraints must set minAcceptablePrice (a seller's) or maxSpend (a buyer's)")
     condition = constraints.get("requiredCondition")
@@ -351,6 +401,8 @@ def parse_mandate(data: object) -> Mandate:
         currency=currency,
         min_acceptable_price=floor,
         max_spend=cap,
+        budget=budget,
+        quantity_on_hand=on_hand,
         required_condition=condition,
         required_accessories=tuple(accessories),
         deal_must_close_by=close_by,
@@ -374,7 +426,7 @@ def _only(body: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
         raise InvalidInput(f"unknown field {where}.{unknown[0]}; allowed: {', '.join(allowed)}")
 
 
-def _amount(constraints: dict[str, Any], name: str) -> int | None:
+def _amount(constraints: dict[str, Any], name: str, where: str = "constraints") -> int | None:
     """A positive amount in major units as cents; a fraction of a cent is refused, not rounded."""
     if name not in constraints or constraints[name] is None:
         return None
@@ -382,11 +434,29 @@ def _amount(constraints: dict[str, Any], name: str) -> int | None:
     try:
         cents = amount_cents(value)
     except ValueError as exc:
-        raise InvalidInput(f"constraints.{name} {exc}") from exc
+        raise InvalidInput(f"{where}.{name} {exc}") from exc
     if not is_exact_cents(value, cents):  # amount_cents rounds; a mandate's limit must be exact
-        raise InvalidInput(f"constraints.{name} must be a whole number of cents, not {_show(value)}")
+        raise InvalidInput(f"{where}.{name} must be a whole number of cents, not {_show(value)}")
     if cents <= 0:
-        raise InvalidInput(f"constraints.{name} must be greater than 0, not {_show(value)}")
+        raise InvalidInput(f"{where}.{name} must be greater than 0, not {_show(value)}")
+    return cents
+
+
+def _budget(value: object, currency: str) -> int | None:
+    """``constraints.budget`` in AP2's ``payment.budget`` shape, as cents; it must be in the
+    mandate's currency (a budget in another currency would bound nothing the agent spends)."""
+    if value is None:
+        return None
+    body = json_object(value, "constraints.budget")
+    _only(body, _BUDGET_FIELDS, "constraints.budget")
+    if body.get("type", BUDGET_TYPE) != BUDGET_TYPE:
+        raise InvalidInput(f"constraints.budget.type must be {BUDGET_TYPE!r}, not {_show(body.get('type'))}")
+    if body.get("currency") != currency:
+        raise InvalidInput(f"constraints.budget.currency must be the mandate's currency {currency}, "
+                           f"not {_show(body.get('currency'))}")
+    cents = _amount(body, "max", "constraints.budget")
+    if cents is None:
+        raise InvalidInput("constraints.budget.max is required")
     return cents
 
 

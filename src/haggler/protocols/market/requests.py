@@ -28,7 +28,7 @@ from haggler.money import amount_cents, to_decimal_number
 from haggler.protocols.market import deals, identity, inbox
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.identity import Agent
-from haggler.protocols.market.listings import facts, listing_row, seller_floor, stored
+from haggler.protocols.market.listings import ensure_live, facts, listing_row, seller_floor, stored
 from haggler.protocols.market.mandates import (
     PROTOCOL_PERMISSION,
     Action,
@@ -74,10 +74,11 @@ def _party_mandate(conn: Connection, agent_id: str, role: str, floor: int | None
 
 def _enforce(conn: Connection, audit: AuditEvents, role: str, action: Action, *, floor: int | None = None,
              what: str, **about: str) -> Mandate:
-    """The acting agent's mandate must allow ``action``; 403 and an audit entry otherwise."""
+    """The acting agent's mandate must allow ``action``, with what it has committed in other
+    deals (its spend locked by the caller); 403 and an audit entry otherwise."""
     try:
         mandate = _party_mandate(conn, action.agent_id, role, floor)
-        enforce(mandate, role, action)
+        enforce(mandate, role, action, spent=deals.committed(conn, action.agent_id, role, action.currency))
     except MandateViolation as exc:
         audit.violation(action.agent_id, what, exc.constraint, **about)
         raise
@@ -94,7 +95,9 @@ def _lapsed(conn: Connection, audit: AuditEvents, request: Any, listing: Any, pa
     condition, accessories = facts(listing)
     try:
         violation = check(_party_mandate(conn, agent_id, party, listing.floor_cents), party,
-                          kind(agent_id, cents_, listing.currency, now, condition=condition, accessories=accessories))
+                          kind(agent_id, cents_, listing.currency, now, condition=condition, accessories=accessories,
+                               shipping=listing.shipping_cents),
+                          spent=deals.committed(conn, agent_id, party, listing.currency))
     except MandateViolation as exc:
         violation = exc.violation
     if violation is None:
@@ -133,8 +136,8 @@ def contact(conn: Connection, message: object, audit: AuditEvents, now: datetime
         raise Conflict(f"requestId {message['requestId']} is already taken")
     conn.execute(insert(market_requests).values(
         id=message["requestId"], listing_id=listing.id, buyer_id=buyer.id, seller_id=listing.seller_id,
-        proposed_protocol=message["protocol"], protocol=None, state=PROPOSED, message=stored(message),
-        created_at=now, updated_at=now))
+        proposed_protocol=message["protocol"], protocol=None, state=PROPOSED, item_hash=listing.item_hash,
+        message=stored(message), created_at=now, updated_at=now))
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)
     return {"requestId": message["requestId"], "state": PROPOSED}
 
@@ -173,19 +176,27 @@ def _party_agent(conn: Connection, request: Any, party: str, message: dict[str, 
 
 
 def _party_message(conn: Connection, request_id: str, message: object, audit: AuditEvents, protocol: str,
-                   text_field: str) -> tuple[dict[str, Any], Any, str, Agent]:
+                   text_field: str, now: datetime) -> tuple[dict[str, Any], Any, Any, str, Agent]:
     """What a sealed bid and an offer check first, in this order: the schema, the request in the
-    path (locked), the signature of the party the message names, its free text (screened), and
-    that the request agreed on ``protocol``. Returns the message, the request, the party, its agent."""
+    path, the signature of the party the message names, its free text (screened), that the
+    request agreed on ``protocol``, and that its listing is live. Returns the message, the
+    request, its listing, the party and its agent.
+
+    Locks, in the one order every route takes them: both parties' spend, the listing, the
+    request (a revision locks the listing and then fails the requests on it)."""
     validate(message)
     assert isinstance(message, dict)
     _same_request(message, request_id)
+    parties = _request(conn, request_id)  # who they are never changes: read before any lock
+    deals.lock_spend(conn, parties.buyer_id, parties.seller_id)
+    listing = listing_row(conn, parties.listing_id, now, lock=True, live=False)
     request = _request(conn, request_id, lock=True)
     party = message["party"]
     agent = _party_agent(conn, request, party, message)
     audit.screen(agent.id, f"/{text_field}", message.get(text_field))
     _agreed(request, protocol)
-    return message, request, party, agent
+    ensure_live(listing, now)
+    return message, request, listing, party, agent
 
 
 def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime) -> dict[str, Any]:
@@ -193,7 +204,7 @@ def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_ce
                  .values(state=CLOSED, updated_at=now))
     return deals.open_deal(conn, request_id=request.id, listing_id=listing.id, buyer_id=request.buyer_id,
                            seller_id=request.seller_id, protocol=protocol, price_cents=price_cents,
-                           currency=listing.currency, now=now)
+                           currency=listing.currency, now=now, shipping_cents=listing.shipping_cents, listing=listing)
 
 
 def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
@@ -210,15 +221,15 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
     """``POST /market/contact/{requestId}/bids``: one side's sealed bid. Hidden from the other side
     until both are in; then a deal at the midpoint (201) or a failure that reveals neither (200):
     ``no_overlap``, or ``mandate`` when the first bid's owner no longer allows it (checked first)."""
-    message, request, party, agent = _party_message(conn, request_id, message, audit, SEALED_BID, "commitment")
-    listing = listing_row(conn, request.listing_id, now, lock=True)
+    message, request, listing, party, agent = _party_message(conn, request_id, message, audit, SEALED_BID,
+                                                             "commitment", now)
     condition, accessories = facts(listing)
     field = "maxPrice" if party == "buyer" else "minPrice"
     limit = amount_cents(message[field])
     if limit <= 0:
         raise InvalidMessage(f"/{field}", "must be greater than 0")
     _enforce(conn, audit, party, sealed_bid(agent.id, limit, listing.currency, now, condition=condition,
-                                            accessories=accessories),
+                                            accessories=accessories, shipping=listing.shipping_cents),
              floor=listing.floor_cents, what="sealed_bid", requestId=request_id)
     placed = {row.party: row.limit_cents for row in
               conn.execute(select(market_bids).where(market_bids.c.request_id == request_id)).all()}
@@ -264,16 +275,16 @@ def _negotiation(rows: list[Any], opener: str, currency: str, turn_cap: int | No
     return negotiation
 
 
-def _not_a_replay(rows: list[Any], party: str, message: dict[str, Any]) -> None:
-    """409 for an offer its party has since moved on from. An offer carries no id of its own and
-    reaches the counterpart signed, in its inbox, so the same signed offer sent again — by anyone —
-    would put back a price the party had left behind, for the counterpart to accept. Sending its
-    party's latest offer again is holding firm (an agent may repeat itself within one second, when
-    the timestamp is the same); any earlier one is refused as a replay."""
-    made = [json.loads(row.message).get("signature") for row in rows if row.party == party]
-    if message["signature"] in made[:-1] and message["signature"] != made[-1]:
-        raise Conflict(f"this signed offer was already made and the {party} has offered since (a replay); "
-                       "a new offer is a new message")
+def _in_sequence(rows: list[Any], party: str, message: dict[str, Any]) -> None:
+    """409 unless the offer's ``sequence`` is its party's next: one more than the party's offers
+    so far. An offer reaches the counterpart signed, in its inbox; without a number of its own,
+    the same signed offer sent again — by anyone — would put back a price the party had left
+    behind, or burn the party's turn. A party that holds firm sends its price again, as a new
+    message with the next number."""
+    expected = sum(1 for row in rows if row.party == party) + 1
+    if message["sequence"] != expected:
+        raise Conflict(f"the {party}'s next offer on this request is number {expected}, not {message['sequence']}: "
+                       "a signed offer is sent once (a replay, or a message skipped)")
 
 
 def make_offer(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime,
@@ -281,10 +292,10 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     """``POST /market/contact/{requestId}/offers``: one turn of the natural-language protocol,
     on the engine (alternation, the turn cap). ``accept`` closes at the counterpart's standing
     offer (201, a deal) — 409 if the counterpart's owner no longer allows that offer."""
-    message, request, party, agent = _party_message(conn, request_id, message, audit, NATURAL_LANGUAGE, "message")
+    message, request, listing, party, agent = _party_message(conn, request_id, message, audit, NATURAL_LANGUAGE,
+                                                             "message", now)
     earlier = _offers(conn, request_id)  # the request row is locked: they stay as read
-    _not_a_replay(earlier, party, message)
-    listing = listing_row(conn, request.listing_id, now, lock=True)
+    _in_sequence(earlier, party, message)
     action, amount, read_from_text = _read_offer(message, listing.ask_cents)
     negotiation, count = _negotiation(earlier, party, listing.currency, turn_cap), len(earlier)
     at = max(now, negotiation.last_turn.at) if negotiation.last_turn else now
@@ -303,7 +314,7 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
     if committed is not None:
         condition, accessories = facts(listing)
         _enforce(conn, audit, party, offer(agent.id, committed, listing.currency, now, condition=condition,
-                                           accessories=accessories),
+                                           accessories=accessories, shipping=listing.shipping_cents),
                  floor=listing.floor_cents, what=f"offer ({action})", requestId=request_id)
     outcome = negotiation.apply(turn)
     conn.execute(insert(market_offers).values(request_id=request_id, seq=count + 1, party=party, action=action,
@@ -366,17 +377,22 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
         raise InvalidMessage("/listingId", f"must be the listing in the path, {listing_id}")
     buyer = identity.sender(conn, message["buyer"]["agentId"], message)
     audit.screen(buyer.id, "/message", message.get("message"))
+    deals.lock_spend(conn, buyer.id, listing_row(conn, listing_id, now, live=False).seller_id)
     listing = listing_row(conn, listing_id, now, lock=True)
     if listing.seller_id == buyer.id:
         raise Conflict("an agent cannot buy its own listing")
+    if message.get("listingVersion", listing.version) != listing.version:
+        raise Conflict(f"the listing was revised (it is version {listing.version}, not "
+                         f"{message['listingVersion']}); read it again")
     deal_price = instant_match_price(listing.ask_cents, amount_cents(message["acceptedPrice"]))
     condition, accessories = facts(listing)
     _enforce(conn, audit, "buyer", instant_match(buyer.id, deal_price, listing.currency, now, condition=condition,
-                                                 accessories=accessories),
+                                                 accessories=accessories, shipping=listing.shipping_cents),
              what="instant_match", listingId=listing_id)
     seller_mandate = _party_mandate(conn, listing.seller_id, "seller", listing.floor_cents)
     refusal = check(seller_mandate, "seller", confirm(listing.seller_id, deal_price, listing.currency, now,
-                                                      protocol=INSTANT_MATCH))
+                                                      protocol=INSTANT_MATCH),
+                    spent=deals.committed(conn, listing.seller_id, "seller", listing.currency))
     if refusal is not None:  # the seller's mandate is its own business: logged for it, not told to the buyer
         audit.violation(listing.seller_id, "accept instant_match", refusal.constraint, listingId=listing_id)
         raise Forbidden("the seller cannot accept an instant match on this listing")
@@ -385,8 +401,8 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     if request is None:
         conn.execute(insert(market_requests).values(
             id=message["requestId"], listing_id=listing_id, buyer_id=buyer.id, seller_id=listing.seller_id,
-            proposed_protocol=INSTANT_MATCH, protocol=INSTANT_MATCH, state=AGREED, message=stored(message),
-            created_at=now, updated_at=now))
+            proposed_protocol=INSTANT_MATCH, protocol=INSTANT_MATCH, state=AGREED, item_hash=listing.item_hash,
+            message=stored(message), created_at=now, updated_at=now))
         request = _request(conn, message["requestId"])
     elif request.buyer_id != buyer.id or request.listing_id != listing_id or request.state in (CLOSED, FAILED):
         raise Conflict(f"requestId {message['requestId']} is already taken"

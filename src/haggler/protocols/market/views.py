@@ -209,6 +209,8 @@ class MarketListing(WireModel):
     logistics: dict[str, Any] | None = None
     ownerMandate: dict[str, Any]
     signature: str | None = None
+    listingVersion: int = Field(description="1 when posted, one more on every revision. A request is bound to the "
+                                            "item it began on; an instant_match may name the version it read.")
     status: Literal["live", "sold", "expired"]
 
 
@@ -256,7 +258,8 @@ class MarketDelivery(WireModel):
     at: str
     body: dict[str, Any] = Field(description="A message: the signed message another agent sent. A notification: "
                                              "{event, …facts}, event one of listing_matches_wanted, "
-                                             "wanted_matches_listing, sealed_bid_waiting, negotiation_failed, "
+                                             "wanted_matches_listing, sealed_bid_waiting, negotiation_failed "
+                                             "(reason no_overlap, mandate, rejected, turn_cap or listing_revised), "
                                              "deal_closed, deal_confirmed.")
 
 
@@ -298,6 +301,7 @@ class MarketDealClosed(WireModel):
     state: Literal["closed"]
     dealId: str
     finalPrice: Amount
+    total: Amount = Field(description="What the buyer pays: finalPrice × quantity + the listing's shippingCost.")
     protocol: DealProtocol
     listingId: str
 
@@ -338,6 +342,7 @@ class MarketOfferClosed(WireModel):
     state: Literal["closed"]
     dealId: str
     finalPrice: Amount
+    total: Amount = Field(description="What the buyer pays: finalPrice + the listing's shippingCost.")
     protocol: Literal["natural_language"]
     listingId: str
 
