@@ -520,3 +520,59 @@ def test_security_model_a_compliant_action_passes(mandate: Mandate) -> None:
         action = Action("offer", "natural_language", mandate.agent_id, mandate.min_acceptable_price,
                         mandate.currency, mandate.issued_at)
         assert check(mandate, "seller", action) is None
+
+
+# -- issue 29: money, not a number ----------------------------------------------------------------------
+
+
+def _with_constraints(**constraints: object) -> dict[str, object]:
+    return {**SPEC_MANDATE, "constraints": {**SPEC_MANDATE["constraints"], **constraints}}  # type: ignore[dict-item]
+
+
+def test_max_spend_bounds_the_total_with_quantity_and_shipping() -> None:
+    """maxSpend 200 EUR: one unit at 190 + 10 shipping is exactly at it; 190 + 10.01 and three
+    units at 66.67 are over it."""
+    mandate = parse_mandate(SPEC_MANDATE)
+    at = dict(condition="good", accessories=("charger",))
+    assert check(mandate, "buyer", m.offer("buyer_switch_001", 19000, "EUR", DURING, shipping=1000, **at)) is None
+    over = check(mandate, "buyer", m.offer("buyer_switch_001", 19000, "EUR", DURING, shipping=1001, **at))
+    assert over is not None and over.constraint == "maxSpend"
+    many = check(mandate, "buyer", m.order("buyer_switch_001", 6667, "EUR", DURING, quantity=3))  # 200.01
+    assert many is not None and many.constraint == "maxSpend"
+
+
+def test_a_budget_counts_what_is_already_spent() -> None:
+    mandate = parse_mandate(_with_constraints(budget={"type": "payment.budget", "max": 500, "currency": "EUR"}))
+    assert mandate.budget == 50000
+    action = m.offer("buyer_switch_001", 20000, "EUR", DURING, condition="good", accessories=("charger",))
+    assert check(mandate, "buyer", action, spent=30000) is None
+    violation = check(mandate, "buyer", action, spent=30001)
+    assert violation is not None and violation.constraint == "budget"
+
+
+def test_quantity_on_hand_counts_units_already_sold() -> None:
+    mandate = seller_mandate(quantity_on_hand=3)
+    confirm = m.confirm("seller_switch_001", 15000, "EUR", DURING, protocol="double_auction", quantity=2)
+    assert check(mandate, "seller", confirm, spent=1) is None
+    violation = check(mandate, "seller", confirm, spent=2)
+    assert violation is not None and violation.constraint == "quantityOnHand"
+    assert check(mandate, "seller", m.listing("seller_switch_001", 15000, "EUR", DURING), spent=3) is None  # lists
+
+
+@pytest.mark.parametrize("budget, words", [
+    ({"max": 500, "currency": "USD"}, "budget.currency"),
+    ({"max": 0, "currency": "EUR"}, "budget.max"),
+    ({"currency": "EUR"}, "budget.max"),
+    ({"max": 500, "currency": "EUR", "type": "payment.amount_range"}, "budget.type"),
+    ({"max": 500, "currency": "EUR", "period": "month"}, "budget.period"),
+    (500, "budget"),
+])
+def test_a_malformed_budget_is_refused_by_name(budget: object, words: str) -> None:
+    with pytest.raises(InvalidInput, match=words.replace(".", r"\.")):
+        parse_mandate(_with_constraints(budget=budget))
+
+
+@pytest.mark.parametrize("on_hand", [0, -1, 1.5, True, "3", 10**7])
+def test_quantity_on_hand_is_a_whole_positive_number(on_hand: object) -> None:
+    with pytest.raises(InvalidInput, match="quantityOnHand"):
+        parse_mandate(_with_constraints(quantityOnHand=on_hand))

@@ -55,14 +55,12 @@ def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: s
     total = price_cents * quantity + shipping_cents
     deal: dict[str, Any] = {
         "type": "deal_confirmed", "version": VERSION, "timestamp": utc_z(now), "requestId": request_id,
-        "listingId": listing_id, "finalPrice": to_decimal_number(price_cents), "total": to_decimal_number(total),
-        "protocol": protocol, "buyer": {"agentId": buyer_id}, "seller": {"agentId": seller_id},
+        "listingId": listing_id, "finalPrice": to_decimal_number(price_cents), "quantity": quantity,
+        "total": to_decimal_number(total), "protocol": protocol, "buyer": {"agentId": buyer_id}, "seller": {"agentId": seller_id},
     }
     if listing is not None:
         deal["listingVersion"] = listing.version
         deal["item"] = json.loads(listing.message)["item"]
-    if quantity != 1:
-        deal["quantity"] = quantity
     if shipping_cents:
         deal["shippingCost"] = to_decimal_number(shipping_cents)
     known = mandates or {}
