@@ -15,7 +15,7 @@ trade with itself: it may not rest orders on both sides of one book.
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
@@ -118,8 +118,9 @@ def depth(conn: Connection, item: str) -> dict[str, Any]:
     return {"item": item, "books": [{"currency": currency, **book} for currency, book in sorted(books.items())]}
 
 
-def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime) -> dict[str, Any]:
-    """``POST /market/books/{item}/clear``: run the call auction of each currency's book."""
+def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime, deal_expiry: timedelta) -> dict[str, Any]:
+    """``POST /market/books/{item}/clear``: run the call auction of each currency's book; its
+    deals expire ``deal_expiry`` from now unless signed."""
     _lock(conn, item)
     rows = conn.execute(select(market_orders).where(market_orders.c.item == item, market_orders.c.status == OPEN)
                         .order_by(market_orders.c.seq)).all()
@@ -128,7 +129,7 @@ def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime) -> dic
     results = []
     for currency in sorted({row.currency for row in rows}):
         results.append(_clear_currency(conn, item, currency, [row for row in rows if row.currency == currency],
-                                       mandates, now))
+                                       mandates, now, now + deal_expiry))
     return {"item": item, "clearedAt": utc_z(now), "clearings": results}
 
 
@@ -145,7 +146,7 @@ def _still_allowed(conn: Connection, row: Any, mandate: Mandate | None, audit: A
 
 
 def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any], mandates: dict[str, Mandate],
-                    now: datetime) -> dict[str, Any]:
+                    now: datetime, expires_at: datetime) -> dict[str, Any]:
     by_id = {row.id: row for row in rows}
     clearing = clear_book(Order(row.id, Side(row.side), row.price_cents, row.remaining, row.seq) for row in rows)
     clearing_id = "clr_" + secrets.token_hex(8)
@@ -157,7 +158,8 @@ def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any],
         opened.append(deals.open_deal(
             conn, request_id=f"{clearing_id}:{n}", listing_id=deals.BOOK_PREFIX + item,
             buyer_id=by_id[buy_id].agent_id, seller_id=by_id[sell_id].agent_id, protocol=AUCTION,
-            price_cents=unit_price, currency=currency, now=now, quantity=quantity, mandates=mandates)["dealId"])
+            price_cents=unit_price, currency=currency, now=now, expires_at=expires_at, quantity=quantity,
+            mandates=mandates)["dealId"])
     for order_id, quantity in filled.items():
         left = by_id[order_id].remaining - quantity
         conn.execute(update(market_orders).where(market_orders.c.id == order_id)

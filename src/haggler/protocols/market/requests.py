@@ -15,7 +15,7 @@ allows, a rejection, the turn cap).
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -188,12 +188,13 @@ def _party_message(conn: Connection, request_id: str, message: object, audit: Au
     return message, request, party, agent
 
 
-def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime) -> dict[str, Any]:
+def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime,
+           deal_expiry: timedelta) -> dict[str, Any]:
     conn.execute(update(market_requests).where(market_requests.c.id == request.id)
                  .values(state=CLOSED, updated_at=now))
     return deals.open_deal(conn, request_id=request.id, listing_id=listing.id, buyer_id=request.buyer_id,
                            seller_id=request.seller_id, protocol=protocol, price_cents=price_cents,
-                           currency=listing.currency, now=now)
+                           currency=listing.currency, now=now, expires_at=now + deal_expiry)
 
 
 def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
@@ -206,7 +207,8 @@ def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
 # -- sealed bid ------------------------------------------------------------------------------------
 
 
-def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime) -> tuple[int, dict[str, Any]]:
+def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime,
+        deal_expiry: timedelta) -> tuple[int, dict[str, Any]]:
     """``POST /market/contact/{requestId}/bids``: one side's sealed bid. Hidden from the other side
     until both are in; then a deal at the midpoint (201) or a failure that reveals neither (200):
     ``no_overlap``, or ``mandate`` when the first bid's owner no longer allows it (checked first)."""
@@ -241,7 +243,7 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
     if deal_price is None:
         _fail(conn, request, "no_overlap", now)
         return 200, {"requestId": request_id, "state": FAILED, "reason": "no_overlap"}
-    summary = _close(conn, request, listing, SEALED_BID, deal_price, now)
+    summary = _close(conn, request, listing, SEALED_BID, deal_price, now, deal_expiry)
     return 201, {"requestId": request_id, "state": CLOSED, **summary}
 
 
@@ -277,7 +279,7 @@ def _not_a_replay(rows: list[Any], party: str, message: dict[str, Any]) -> None:
 
 
 def make_offer(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime,
-               turn_cap: int | None) -> tuple[int, dict[str, Any]]:
+               turn_cap: int | None, deal_expiry: timedelta) -> tuple[int, dict[str, Any]]:
     """``POST /market/contact/{requestId}/offers``: one turn of the natural-language protocol,
     on the engine (alternation, the turn cap). ``accept`` closes at the counterpart's standing
     offer (201, a deal) — 409 if the counterpart's owner no longer allows that offer."""
@@ -320,7 +322,7 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
         return 200, {**result, "state": AGREED}
     if outcome.kind is OutcomeKind.AGREED:
         assert outcome.terms is not None
-        summary = _close(conn, request, listing, NATURAL_LANGUAGE, outcome.terms.price_cents, now)
+        summary = _close(conn, request, listing, NATURAL_LANGUAGE, outcome.terms.price_cents, now, deal_expiry)
         return 201, {**result, "state": CLOSED, **summary}
     reason = "rejected" if outcome.kind is OutcomeKind.REJECTED else "turn_cap"
     _fail(conn, request, reason, now)
@@ -356,7 +358,8 @@ def _read_offer(message: dict[str, Any], ask_cents: int) -> tuple[str, int | Non
 # -- instant match ---------------------------------------------------------------------------------
 
 
-def instant(conn: Connection, listing_id: str, message: object, audit: AuditEvents, now: datetime) -> dict[str, Any]:
+def instant(conn: Connection, listing_id: str, message: object, audit: AuditEvents, now: datetime,
+            deal_expiry: timedelta) -> dict[str, Any]:
     """``POST /market/listings/{listingId}/instant_match``: the buyer takes the live ask; the deal
     closes at once. A stale price, a sold or expired listing is refused; of racing buyers exactly
     one gets the deal (the listing row is locked, and sold by a compare-and-set)."""
@@ -394,7 +397,7 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     elif request.state == PROPOSED or (request.state == AGREED and request.protocol != INSTANT_MATCH):
         raise Conflict(f"request {request.id} is negotiating by {request.protocol or request.proposed_protocol}")
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)
-    summary = _close(conn, request, listing, INSTANT_MATCH, deal_price, now)
+    summary = _close(conn, request, listing, INSTANT_MATCH, deal_price, now, deal_expiry)
     return {"requestId": request.id, "state": CLOSED, **summary}
 
 
