@@ -13,6 +13,7 @@ from haggler.storage.schema import market_deals, market_listings, market_request
 from haggler.trust.messages import sign_deal
 from tests.support.market import (
     BOOK,
+    audit_events,
     created,
     listed,
     new_id,
@@ -85,10 +86,10 @@ def test_a_seller_whose_owner_asks_for_approval_after_the_match_waits_for_it(sto
 
 
 def test_a_deal_nobody_signs_expires_on_read_and_releases_its_listing(store):
-    """Attack 5 (a deal can be stuck forever): an instant match whose buyer never signs — its
-    owner files maxSpend 1, so it cannot — expires a day after it opened. The first read past
-    that instant shows it expired, before any sweep; a signature then is 409 naming the status;
-    the listing is live again, the request failed, and both agents were told."""
+    """Attack 5 (a deal can be stuck forever): an instant match whose buyer never signs expires a
+    day after it opened (one whose owner files maxSpend 1 is void at once: the next test). The
+    first read past that instant shows it expired, before any sweep; a signature then is 409
+    naming the status; the listing is live again, the request failed, and both agents were told."""
     seller, buyer = seller_and_buyer(store)
     opened = store.clock()
     deal = _instant_deal(seller, buyer)
@@ -96,8 +97,6 @@ def test_a_deal_nobody_signs_expires_on_read_and_releases_its_listing(store):
     document = seller.deal(deal_id)
     assert (document["status"], document["expiresAt"]) == ("awaiting_signatures", z(opened + DAY))
     assert "expiresAt" not in document["deal"]  # not part of the signed terms
-    buyer.file_mandate(maxSpend=1, issued=store.clock())
-    refused(buyer.sign_deal(deal_id, "buyer"), 403, constraint="maxSpend")
     assert seller.sign_deal(deal_id, "seller").status_code == 200
     store.clock.advance(seconds=DAY.total_seconds() - 2)
     assert seller.deal(deal_id)["status"] == "awaiting_signatures"
@@ -111,7 +110,6 @@ def test_a_deal_nobody_signs_expires_on_read_and_releases_its_listing(store):
     for agent in (buyer, seller):
         assert _events(agent, "deal_expired") == [{"event": "deal_expired", "dealId": deal_id,
                                                    "requestId": deal["requestId"], "reason": "deal_expired"}]
-    buyer.file_mandate(maxSpend=200, issued=store.clock())
     refused(buyer.sign_deal(deal_id, "buyer"), 409, error=f"deal {deal_id} is expired")
     assert _sweep(store) == 0  # already expired: nothing twice
     assert len(_events(buyer, "deal_expired")) == 1
@@ -208,3 +206,32 @@ def test_the_expiry_time_is_a_setting(make_store, db_url):
 def test_the_expiry_setting_is_a_positive_whole_number_of_seconds(bad):
     with pytest.raises(ValueError, match="deal_expiry_seconds must be a whole number of seconds, at least 1"):
         MarketSettings(deal_expiry_seconds=bad)
+
+
+def test_a_new_mandate_voids_the_pending_deals_it_no_longer_allows(store):
+    """Attack 5's other half, design §2: filing a mandate re-checks the agent's pending deals, oldest first, with the
+    signing check. A deal it would not let the agent sign — signed already or not — becomes void
+    (listing released, request failed, both told `deal_void`, the constraint audited); one it
+    allows stays pending, a confirmed deal stands, and a mandate not yet in force voids nothing."""
+    seller, buyer = seller_and_buyer(store, max_spend=300)
+    confirmed = _instant_deal(seller, buyer)["dealId"]
+    buyer.sign_deal(confirmed, "buyer")
+    seller.sign_deal(confirmed, "seller")
+    signed = _instant_deal(seller, buyer)
+    buyer.sign_deal(signed["dealId"], "buyer")
+    cheap_listing = listed(seller, ask=150)
+    kept = created(buyer.send(f"/market/listings/{cheap_listing}/instant_match", buyer.instant(cheap_listing, 150)))
+
+    buyer.file_mandate(maxSpend=160, issued=store.clock() + timedelta(hours=1))  # not in force yet
+    assert buyer.deal(signed["dealId"])["status"] == "awaiting_signatures"
+    store.clock.advance(hours=2)
+    buyer.file_mandate(maxSpend=160, issued=store.clock())
+    assert {deal_id: buyer.deal(deal_id)["status"] for deal_id in (confirmed, signed["dealId"], kept["dealId"])} == \
+        {confirmed: "confirmed", signed["dealId"]: "void", kept["dealId"]: "awaiting_signatures"}
+    assert _row(store, market_listings, signed["listingId"]).status == "live"
+    assert _row(store, market_requests, signed["requestId"]).state == "failed"
+    for agent in (buyer, seller):
+        assert [(e["dealId"], e["reason"]) for e in _events(agent, "deal_void")] == [(signed["dealId"], "mandate")]
+    assert [(detail["action"], detail["dealId"]) for _, _, detail in audit_events(store, buyer.id)
+            if detail.get("constraint") == "maxSpend"] == [("deal voided by a new mandate", signed["dealId"])]
+    refused(seller.sign_deal(signed["dealId"], "seller"), 409, error=f"deal {signed['dealId']} is void")

@@ -28,7 +28,7 @@ import secrets
 from datetime import datetime
 from typing import Any, Mapping
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, or_, select, update
 
 from haggler.errors import Conflict, Forbidden
 from haggler.money import to_decimal_number
@@ -216,6 +216,39 @@ def cancel(conn: Connection, deal_id: str, caller: Agent, now: datetime) -> dict
         raise Conflict(f"the {party} has signed this deal; a party may cancel only before it signs")
     end_deal(conn, row, CANCELLED, "deal_cancelled", now)
     return document(_deal(conn, deal_id), conn)
+
+
+def void_disallowed(conn: Connection, agent_id: str, audit: AuditEvents, now: datetime) -> list[str]:
+    """After the agent's owner filed a new mandate: each of the agent's pending deals, oldest
+    first, that the mandate would not let it sign (the signing check, :func:`_enforce_confirm`)
+    ends ``void`` (reason ``mandate``; audited with the constraint); the ids of those. A deal the
+    agent already signed is held to it too: the owner's word now is what binds. A mandate not in
+    force yet (a future ``issuedAt``) voids nothing — the deal may be signed once it is — and a
+    due deal is left to expire. Confirmed deals stand."""
+    c = market_deals.c
+    pending = conn.execute(select(market_deals).where(or_(c.buyer_id == agent_id, c.seller_id == agent_id),
+                                                      c.status.in_(PENDING))
+                           .order_by(c.created_at, c.id).with_for_update()).all()
+    agent = _agent(conn, agent_id)
+    voided = []
+    for row in pending:
+        refusal = None if _due(row, now) else _confirm_refusal(conn, row, agent, now)
+        if refusal is not None and refusal != "issuedAt":
+            audit.violation(agent_id, "deal voided by a new mandate", refusal, dealId=row.id)
+            end_deal(conn, row, VOID, "mandate", now)
+            voided.append(row.id)
+    return voided
+
+
+def _confirm_refusal(conn: Connection, row: Any, agent: Agent, now: datetime) -> str | None:
+    """The constraint the agent's mandate would refuse its signature on the deal for, or None:
+    the signing check itself, its audit entry discarded (the caller logs what it does instead)."""
+    party = "buyer" if agent.id == row.buyer_id else "seller"
+    try:
+        _enforce_confirm(conn, row, party, agent, AuditEvents(), now)
+    except MandateViolation as exc:
+        return exc.constraint
+    return None
 
 
 #: What a signature or an approval may land on: a confirmed deal answers a signature sent again.

@@ -170,6 +170,7 @@ class Market:
 
         def file_mandate(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
             mandate, replaced = identity.file_mandate(conn, body, now())
+            deals.void_disallowed(conn, mandate.agent_id, events, now())
             return (200 if replaced else 201), {"agentId": mandate.agent_id, "issuedAt": body["issuedAt"],
                                                 "status": "on_file", "replaced": replaced}
         write("/mandates", file_mandate)
