@@ -8,21 +8,18 @@ from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import select, text
 
-from haggler.storage.database import Database
 from haggler.storage.schema import market_deals
 
 try:
-    from tests.support.databases import upgrade_to
+    from tests.support.databases import database_at, upgrade_to
 except ImportError:  # pragma: no cover - rootdir-less invocation
-    from support.databases import upgrade_to  # type: ignore[no-redef]
+    from support.databases import database_at, upgrade_to  # type: ignore[no-redef]
 
 OPENED = datetime(2026, 11, 1, 12, 30, tzinfo=timezone.utc)
 
 
 def test_deals_opened_before_0013_expire_a_day_after_they_opened(db_url):
-    db = Database(db_url)
-    try:
-        upgrade_to(db, "0011")
+    with database_at(db_url, "0011") as db:
         with db.write() as conn:
             for agent in ("b", "s"):
                 conn.execute(text("INSERT INTO market_agents (id, public_key, owner_public_key, token_hash, created_at) "
@@ -35,5 +32,3 @@ def test_deals_opened_before_0013_expire_a_day_after_they_opened(db_url):
         upgrade_to(db, "head")
         with db.read() as conn:
             assert conn.execute(select(market_deals.c.expires_at)).scalar_one() == OPENED + timedelta(days=1)
-    finally:
-        db.dispose()

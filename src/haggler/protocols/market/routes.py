@@ -75,13 +75,8 @@ class Market:
     def sweep(self) -> int:
         """Expire every deal still pending past its expiry, a batch per transaction (the app's
         sweep loop); returns how many it expired."""
-        now, expired = self.clock(), 0
-        while True:
-            with self.db.write() as conn:
-                batch = deals.expire_due(conn, now)
-            expired += batch
-            if batch < deals.EXPIRY_BATCH:
-                return expired
+        now = self.clock()
+        return self.db.in_batches(lambda conn: deals.expire_due(conn, now), deals.EXPIRY_BATCH)
 
     def _expire_deal(self, deal_id: str) -> None:
         """Expire the deal if it is due, in a transaction of its own, before a read or an action
