@@ -198,6 +198,7 @@ def test_orders_lists_what_people_bought_as_table_and_json(tmp_path, make_store)
     (("--offer-turn-cap", "1"), {}, "--offer-turn-cap must be a number of offers of at least 2, or 0 (no cap)"),
     (("--offer-turn-cap", "-1"), {}, "must not be negative"),
     (("--clear-interval", "-0.5"), {}, "must not be negative"),
+    (("--deal-expiry", "0"), {}, "--deal-expiry must be a whole number of seconds, at least 1, not 0"),
 ])
 def test_serve_refuses_bad_matching_options(tmp_path, args, env, needle):
     import os
@@ -210,12 +211,13 @@ def test_serve_refuses_bad_matching_options(tmp_path, args, env, needle):
 
 
 def test_serve_sweeps_at_least_as_often_as_its_shortest_deadline():
-    from haggler.cli import matching_settings, sweep_interval
+    from haggler.cli import market_settings, matching_settings, sweep_interval
 
     defaults = matching_settings(None, 6 * 3600, 24 * 3600, 24 * 3600)
     assert sweep_interval(3600, defaults) == 60.0
     assert sweep_interval(3600, matching_settings(None, 6 * 3600, 24 * 3600, 20)) == 5.0
     assert sweep_interval(2, defaults) == 1.0
+    assert sweep_interval(3600, defaults, market_settings(20, 0, 8)) == 2.0  # a deal's expiry is a deadline too
 
 
 @pytest.mark.slow

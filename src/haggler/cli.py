@@ -74,15 +74,17 @@ def matching_settings(operator_token: str | None, claim_timeout: int, parked_tim
 _MARKET_DEFAULTS = MarketSettings()
 
 
-def market_settings(offer_turn_cap: int, clear_interval: float) -> MarketSettings:
-    """``serve``'s market options as settings (0 switches each off); a bad value is a ValueError
-    naming the option."""
+def market_settings(offer_turn_cap: int, clear_interval: float, deal_expiry: int) -> MarketSettings:
+    """``serve``'s market options as settings (0 switches the cap and the clearing off); a bad
+    value is a ValueError naming the option."""
     if offer_turn_cap < 0 or clear_interval < 0:
         raise ValueError("--offer-turn-cap and --clear-interval must not be negative (0 switches them off)")
     try:
-        return MarketSettings(offer_turn_cap=offer_turn_cap or None, clear_interval_seconds=clear_interval or None)
+        return MarketSettings(offer_turn_cap=offer_turn_cap or None, clear_interval_seconds=clear_interval or None,
+                              deal_expiry_seconds=deal_expiry)
     except ValueError as exc:
-        raise ValueError(str(exc).replace("offer_turn_cap", "--offer-turn-cap").replace("None (no cap)", "0 (no cap)")) from None
+        raise ValueError(str(exc).replace("offer_turn_cap", "--offer-turn-cap").replace("None (no cap)", "0 (no cap)")
+                         .replace("deal_expiry_seconds", "--deal-expiry")) from None
 
 
 #: The options every command that can run an agent on a model takes (``serve``'s merchant,
@@ -171,6 +173,9 @@ def serve(
         = _MARKET_DEFAULTS.offer_turn_cap or 0,
     clear_interval: Annotated[float, typer.Option(
         help="Seconds between scheduled clearings of every /market order book (0: clear only on request).")] = 0,
+    deal_expiry: Annotated[int, typer.Option(
+        help="Seconds a /market deal may wait for its signatures or an owner's approval before it expires "
+             "and its listing is released (at least 1).")] = _MARKET_DEFAULTS.deal_expiry_seconds,
     merchant_mode: Annotated[str, typer.Option(
         "--merchant", help="How the merchant runs: deterministic (no model), llm-voice (it decides, a model words "
         "the replies from public facts) or llm (a model proposes moves within the guards); see docs/llm.md.")] = "deterministic",
@@ -226,7 +231,7 @@ def serve(
                                 requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
         matching = matching_settings(operator_token, claim_timeout, parked_timeout, negotiation_timeout)
-        market = market_settings(offer_turn_cap, clear_interval)
+        market = market_settings(offer_turn_cap, clear_interval, deal_expiry)
         if allowed_host:
             AllowedHosts(allowed_host)  # a bad name stops start-up here, named, rather than in create_app
     except (CatalogError, ValueError) as exc:
@@ -249,7 +254,7 @@ def serve(
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
                          matching=matching, market=market, data_dir=data_dir, seed=seed,
-                         sweep_interval_seconds=sweep_interval(idle_ttl, matching))
+                         sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
     try:
         if workers == 1:
             application = create_app(config)
@@ -304,11 +309,11 @@ def wildcard_advice(host: str, allowed_host: Sequence[str], public_url: str | No
             "--public-url), e.g. --allowed-host 192.168.1.20 --allowed-host shop.lan; until then they get 400")
 
 
-def sweep_interval(idle_ttl: int, matching: MatchingSettings) -> float:
+def sweep_interval(idle_ttl: int, matching: MatchingSettings, market: MarketSettings = _MARKET_DEFAULTS) -> float:
     """How often deadlines are swept: a quarter of the shortest of them, between 1 s and a minute
-    (reads apply a passed deadline too; the sweep catches the negotiations nobody reads)."""
+    (reads apply a passed deadline too; the sweep catches the negotiations and deals nobody reads)."""
     shortest = min(idle_ttl, matching.claim_timeout_seconds, matching.parked_timeout_seconds,
-                   matching.negotiation_timeout_seconds)
+                   matching.negotiation_timeout_seconds, market.deal_expiry_seconds)
     return min(60.0, max(1.0, shortest / 4))
 
 

@@ -73,7 +73,7 @@ def test_requests_are_counted_by_route_template_and_the_stores_figures_by_its_da
 def test_every_background_sweep_is_counted_by_job(make_store):
     store = make_store(matching=MatchingSettings(operator_token=TOKEN), sweep_interval_seconds=0.05)
     deadline = time.monotonic() + 60  # generous: a loaded machine is slow, not wrong
-    jobs = ("chats", "agent_sessions", "exchange", "matching")
+    jobs = ("chats", "agent_sessions", "exchange", "matching", "market")
     while time.monotonic() < deadline:
         samples = scrape(store)
         if all(value(samples, "haggler_sweeps_total", job=job, result="ok") >= 2 for job in jobs):

@@ -12,9 +12,9 @@ from sqlalchemy import text
 from haggler.storage.database import Database, alembic_config
 
 try:
-    from tests.support.databases import upgrade_to
+    from tests.support.databases import database_at, upgrade_to
 except ImportError:  # pragma: no cover - rootdir-less invocation
-    from support.databases import upgrade_to  # type: ignore[no-redef]
+    from support.databases import database_at, upgrade_to  # type: ignore[no-redef]
 
 AT = datetime(2026, 11, 26, 12, 0, tzinfo=timezone.utc)
 
@@ -32,9 +32,7 @@ def _without_rowid(db: Database) -> bool:
 
 
 def test_messages_survive_0011_both_ways(db_url):
-    db = Database(db_url)
-    try:
-        upgrade_to(db, "0010")
+    with database_at(db_url, "0010") as db:
         with db.write() as conn:
             for chat in ("chat_a", "chat_b"):
                 conn.execute(text("INSERT INTO chats (id, product_id, seed, client_ip, status, shopper_messages, "
@@ -58,5 +56,3 @@ def test_messages_survive_0011_both_ways(db_url):
         assert _messages(db) == before
         if db.is_sqlite:
             assert not _without_rowid(db)
-    finally:
-        db.dispose()

@@ -41,3 +41,15 @@ def upgrade_to(db: Database, revision: str) -> None:
         config = alembic_config()
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
+
+
+@contextmanager
+def database_at(db_url: str, revision: str) -> Iterator[Database]:
+    """The database at ``db_url`` brought to ``revision``, for a migration test to fill with the
+    rows of that time before it upgrades further; disposed after the block."""
+    db = Database(db_url)
+    try:
+        upgrade_to(db, revision)
+        yield db
+    finally:
+        db.dispose()

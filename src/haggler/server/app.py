@@ -108,7 +108,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
         for name, job, done in (("chats", service.sweep, "closed %d idle chats"),
                                 ("agent_sessions", agents.sweep, "ended %d expired agent sessions"),
                                 ("exchange", exchange.sweep, "cancelled %d transactions whose offer expired"),
-                                ("matching", matching.sweep, "applied deadlines to %d match negotiations")):
+                                ("matching", matching.sweep, "applied deadlines to %d match negotiations"),
+                                ("market", market.sweep, "expired %d market deals left unsigned")):
             try:
                 count = job()
             except Exception:

@@ -286,6 +286,18 @@ class Database:
         with self._transaction(self._read_engine, "BEGIN") as conn:
             yield conn
 
+    def in_batches(self, job: Callable[[Connection], int], batch: int) -> int:
+        """Run ``job`` in write transactions of its own until it does fewer than ``batch`` things
+        (it returns how many it did); the total. How a sweep works through a backlog without
+        holding one long write that every request would queue behind."""
+        done = 0
+        while True:
+            with self.write() as conn:
+                count = job(conn)
+            done += count
+            if count < batch:
+                return done
+
     def checkpoint(self) -> None:
         """Copy the SQLite write-ahead log into the database file without blocking writers
         (a PASSIVE checkpoint). Nothing to do on PostgreSQL."""

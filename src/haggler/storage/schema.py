@@ -583,11 +583,14 @@ market_deals = Table(
     Column("seller_signature", String(130), nullable=True),
     Column("approvals", Text, nullable=False),  # JSON {party: {publicKey, signature}}: owners' approvals
     Column("needs_approval", Text, nullable=False),  # JSON list of the parties whose owner must approve
-    Column("status", String(24), nullable=False),  # awaiting_signatures | awaiting_owner_approval | confirmed
+    # awaiting_signatures | awaiting_owner_approval (pending) → confirmed | expired | cancelled | void
+    Column("status", String(24), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),  # a pending deal then ends as expired
 )
 Index("ix_market_deals_buyer", market_deals.c.buyer_id)
+Index("ix_market_deals_due", market_deals.c.status, market_deals.c.expires_at)  # the expiry sweep
 Index("ix_market_deals_seller", market_deals.c.seller_id)
 Index("ix_market_deals_buyer_status", market_deals.c.buyer_id, market_deals.c.status)
 Index("ix_market_deals_seller_status", market_deals.c.seller_id, market_deals.c.status)

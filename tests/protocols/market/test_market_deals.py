@@ -130,20 +130,24 @@ def test_owner_approval_holds_the_deal_until_the_owner_signs(store):
 
 def test_a_party_whose_mandate_forbids_the_deal_cannot_sign_it(store):
     """spec 003: Owner Mandate Format ("Enforced by framework", "Constrained action space: agent
-    can't finalize deal above budget"): signing is confirming; a party whose mandate on file no
-    longer allows the deal (a newer mandate with a lower maxSpend, a passed dealMustCloseBy) is
-    403 naming the constraint, audited, and its signature is not recorded."""
+    can't finalize deal above budget"): signing is confirming; a party whose mandate no longer
+    allows the deal at the instant it signs (a passed dealMustCloseBy) is 403 naming the
+    constraint, audited, and its signature is not recorded. A newer mandate with a lower
+    maxSpend does not wait for the signature: filing it voids the deal (issue 29), so signing it
+    is 409, and the void is audited."""
     seller, buyer = seller_and_buyer(store, max_spend=200)
     seller.file_mandate(minAcceptablePrice=150, dealMustCloseBy=(store.clock() + timedelta(hours=1)).isoformat(),
                         issued=store.clock() - timedelta(minutes=30))
-    deal_id = _instant_deal(seller, buyer, ask=180)
+    voided = _instant_deal(seller, buyer, ask=180)
     buyer.file_mandate(maxSpend=179.99, issued=store.clock())
     with nothing_changes(store):
-        refused(buyer.sign_deal(deal_id, "buyer"), 403, error="mandate_violation", constraint="maxSpend")
+        refused(buyer.sign_deal(voided, "buyer"), 409, error=f"deal {voided} is void")
+    deal_id = _instant_deal(seller, buyer, ask=170)
     store.clock.advance(hours=1, seconds=1)
     with nothing_changes(store):
         refused(seller.sign_deal(deal_id, "seller"), 403, error="mandate_violation", constraint="dealMustCloseBy")
-    assert [e["detail"] for e in buyer.audit()] == [{"action": "confirm", "constraint": "maxSpend", "dealId": deal_id}]
+    assert [e["detail"] for e in buyer.audit()] == [{"action": "deal voided by a new mandate", "constraint": "maxSpend",
+                                                     "dealId": voided}]
     assert [e["detail"]["constraint"] for e in seller.audit()] == ["dealMustCloseBy"]
     row = _deal_row(store, deal_id)
     assert (row.buyer_signature, row.seller_signature) == (None, None)

@@ -155,7 +155,10 @@ def test_every_operation_answers_as_the_document_says(market):
     listing = seller.listing(ask=190)
     created(seller.send("/market/listings", listing))
     buyer.send(f"/market/listings/{listing['listingId']}/instant_match", buyer.instant(listing["listingId"], 180))
-    buyer.send(f"/market/listings/{listing['listingId']}/instant_match", buyer.instant(listing["listingId"], 190))
+    matched = buyer.send(f"/market/listings/{listing['listingId']}/instant_match",
+                         buyer.instant(listing["listingId"], 190)).json()["dealId"]
+    loner.http.post(f"/market/deals/{matched}/cancel", headers=loner.auth)  # 403
+    assert seller.http.post(f"/market/deals/{matched}/cancel", headers=seller.auth).json()["status"] == "cancelled"
     buyer.send("/market/listings/nothing/instant_match", buyer.instant("nothing", 190))
     soon = seller.listing(available_until=store.clock().date().isoformat())
     created(seller.send("/market/listings", soon))

@@ -15,7 +15,7 @@ trade with itself: it may not rest orders on both sides of one book.
 from __future__ import annotations
 
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
@@ -68,7 +68,7 @@ def place(conn: Connection, item: str, message: object, audit: AuditEvents, now:
     try:
         enforce(identity.mandate_of(conn, agent.id), role, order(agent.id, amount, currency, now,
                                                                  quantity=message["quantity"]),
-                spent=deals.committed(conn, agent.id, role, currency))
+                spent=deals.committed(conn, agent.id, role, currency, now))
     except MandateViolation as exc:
         audit.violation(agent.id, "order", exc.constraint, orderId=message["orderId"])
         raise
@@ -121,8 +121,9 @@ def depth(conn: Connection, item: str) -> dict[str, Any]:
     return {"item": item, "books": [{"currency": currency, **book} for currency, book in sorted(books.items())]}
 
 
-def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime) -> dict[str, Any]:
-    """``POST /market/books/{item}/clear``: run the call auction of each currency's book."""
+def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime, deal_expiry: timedelta) -> dict[str, Any]:
+    """``POST /market/books/{item}/clear``: run the call auction of each currency's book; its
+    deals expire ``deal_expiry`` from now unless signed."""
     _lock(conn, item)
     rows = conn.execute(select(market_orders).where(market_orders.c.item == item, market_orders.c.status == OPEN)
                         .order_by(market_orders.c.seq)).all()
@@ -132,12 +133,13 @@ def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime) -> dic
     results = []
     for currency in sorted({row.currency for row in rows}):
         same = [row for row in rows if row.currency == currency]
-        results.append(_clear_currency(conn, item, currency, same, _caps(conn, same, mandates, currency), mandates,
-                                       now))
+        caps = _caps(conn, same, mandates, currency, now)
+        results.append(_clear_currency(conn, item, currency, same, caps, mandates, now, now + deal_expiry))
     return {"item": item, "clearedAt": utc_z(now), "clearings": results}
 
 
-def _caps(conn: Connection, rows: list[Any], mandates: dict[str, Mandate], currency: str) -> dict[str, int]:
+def _caps(conn: Connection, rows: list[Any], mandates: dict[str, Mandate], currency: str,
+          now: datetime) -> dict[str, int]:
     """How many units of each order (by id) may trade now: what remains of it, capped by what its
     agent may still commit — a buy order by ``min(maxSpend, budget left) // its limit`` (the
     limit is at least the clearing price, so a fill's total stays within both), a sell order by
@@ -151,7 +153,7 @@ def _caps(conn: Connection, rows: list[Any], mandates: dict[str, Mandate], curre
         if row.agent_id not in left:
             limit = mandate.budget if role == "buyer" else mandate.quantity_on_hand
             left[row.agent_id] = None if limit is None else \
-                max(0, limit - deals.committed(conn, row.agent_id, role, currency))
+                max(0, limit - deals.committed(conn, row.agent_id, role, currency, now))
         allowance = left[row.agent_id]
         if role == "buyer":
             assert mandate.max_spend is not None  # _still_allowed checked the order against it
@@ -180,7 +182,7 @@ def _still_allowed(conn: Connection, row: Any, mandate: Mandate | None, audit: A
 
 
 def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any], caps: dict[str, int],
-                    mandates: dict[str, Mandate], now: datetime) -> dict[str, Any]:
+                    mandates: dict[str, Mandate], now: datetime, expires_at: datetime) -> dict[str, Any]:
     by_id = {row.id: row for row in rows}
     clearing = clear_book(Order(row.id, Side(row.side), row.price_cents, caps[row.id], row.seq)
                           for row in rows if caps[row.id])
@@ -193,7 +195,8 @@ def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any],
         opened.append(deals.open_deal(
             conn, request_id=f"{clearing_id}:{n}", listing_id=deals.BOOK_PREFIX + item,
             buyer_id=by_id[buy_id].agent_id, seller_id=by_id[sell_id].agent_id, protocol=AUCTION,
-            price_cents=unit_price, currency=currency, now=now, quantity=quantity, mandates=mandates)["dealId"])
+            price_cents=unit_price, currency=currency, now=now, expires_at=expires_at, quantity=quantity,
+            mandates=mandates)["dealId"])
     for order_id, quantity in filled.items():
         left = by_id[order_id].remaining - quantity
         conn.execute(update(market_orders).where(market_orders.c.id == order_id)

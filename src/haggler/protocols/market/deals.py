@@ -8,9 +8,17 @@ and accessories, the deadline): an agent cannot commit its owner to terms the ow
 even by signing.
 
 Status: ``awaiting_signatures`` until both have signed; then ``confirmed``, unless a party's
-mandate ``requiresOwnerApproval`` — then ``awaiting_owner_approval`` until that owner has signed
-the same bytes with the owner's key. ``GET /market/deals/{dealId}`` serves the document that
-``haggler market verify`` checks offline.
+mandate in force ``requiresOwnerApproval`` — then ``awaiting_owner_approval`` until that owner
+has signed the same bytes with the owner's key. The mandate is read again whenever a signature
+or an approval lands, not only when the deal opened: an owner who asks for approval later gets
+it, and the list of parties that need it only grows. ``GET /market/deals/{dealId}`` serves the
+document that ``haggler market verify`` checks offline.
+
+Nothing waits forever: a deal still pending (awaiting signatures or approval) at its
+``expires_at`` ends ``expired``; a party that has not signed may end it ``cancelled``; and other
+code ends one ``void`` when a newer mandate no longer allows it. Every end goes through
+:func:`end_deal`: the listing is released, the request failed, both parties told. Expiry is one
+code path, :func:`expire_if_due`, whether a read, an action or the sweep reaches the deal first.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import secrets
 from datetime import datetime
 from typing import Any, Mapping
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, and_, func, insert, or_, select, update
 
 from haggler.errors import Conflict, Forbidden
 from haggler.money import to_decimal_number
@@ -32,26 +40,33 @@ from haggler.protocols.market.mandates import Mandate, MandateViolation, confirm
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.database import lock_key
 from haggler.storage.rows import row_by_id
-from haggler.storage.schema import market_deals, market_listings
+from haggler.storage.schema import market_deals, market_listings, market_requests
 from haggler.timestamps import utc_z
 from haggler.trust.messages import Party, PARTIES, decode_hex_signature, verify_deal
 
 AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED = "awaiting_signatures", "awaiting_owner_approval", "confirmed"
-#: The deals that count against a buyer's budget and a seller's quantity on hand.
-COMMITTED = (AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED)
+EXPIRED, CANCELLED, VOID = "expired", "cancelled", "void"
+#: A deal's statuses, in the order of its life: pending, then confirmed or ended.
+STATUSES = (AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED, EXPIRED, CANCELLED, VOID)
+#: The statuses a deal can still leave: the ones that expire, and hold a listing sold.
+PENDING = (AWAITING_SIGNATURES, AWAITING_APPROVAL)
+#: How many due deals one sweep transaction expires.
+EXPIRY_BATCH = 100
 VERSION = "0.1.0"
 #: A double-auction deal has no listing: its ``listingId`` names the book instead.
 BOOK_PREFIX = "book:"
 
 
 def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: str, seller_id: str, protocol: str,
-              price_cents: int, currency: str, now: datetime, quantity: int = 1, shipping_cents: int = 0,
-              listing: Any = None, mandates: Mapping[str, Mandate] | None = None) -> dict[str, Any]:
+              price_cents: int, currency: str, now: datetime, expires_at: datetime, quantity: int = 1,
+              shipping_cents: int = 0, listing: Any = None,
+              mandates: Mapping[str, Mandate] | None = None) -> dict[str, Any]:
     """Record a deal a protocol has just closed, tell both parties, and return its summary.
     ``listing``: the listing row it closes on (its item, version and shipping go into the deal,
     and it is marked sold, so nothing else can close on it); None for a double-auction fill.
     ``mandates``: the parties' mandates when the caller has already read them (a clearing's
-    many trades). The caller has checked both parties' mandates, spend included."""
+    many trades). ``expires_at``: when the deal ends ``expired`` if it is still pending then.
+    The caller has checked both parties' mandates, spend included."""
     total = price_cents * quantity + shipping_cents
     deal: dict[str, Any] = {
         "type": "deal_confirmed", "version": VERSION, "timestamp": utc_z(now), "requestId": request_id,
@@ -71,7 +86,7 @@ def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: s
         id=deal_id, request_id=request_id, listing_id=listing_id, buyer_id=buyer_id, seller_id=seller_id,
         protocol=protocol, price_cents=price_cents, quantity=quantity, total_cents=total, currency=currency,
         deal=json.dumps(deal, separators=(",", ":")), approvals="{}", needs_approval=json.dumps(approvals_needed),
-        status=AWAITING_SIGNATURES, created_at=now, updated_at=now))
+        status=AWAITING_SIGNATURES, created_at=now, updated_at=now, expires_at=expires_at))
     if listing is not None:
         sold = conn.execute(update(market_listings).where(market_listings.c.id == listing_id,
                                                           market_listings.c.status == "live")
@@ -92,17 +107,20 @@ def lock_spend(conn: Connection, *agent_ids: str) -> None:
         lock_key(conn, f"market-spend:{agent_id}")
 
 
-def committed(conn: Connection, agent_id: str, role: str, currency: str, *, excluding: str | None = None) -> int:
-    """What the agent has committed in pending and confirmed deals: as buyer, the totals in
-    ``currency`` (cents, against its ``budget``); as seller, the units (against its
-    ``quantityOnHand``). ``excluding``: a deal not to count (the one being signed)."""
-    column = market_deals.c.total_cents if role == "buyer" else market_deals.c.quantity
-    party = market_deals.c.buyer_id if role == "buyer" else market_deals.c.seller_id
-    query = select(func.coalesce(func.sum(column), 0)).where(party == agent_id, market_deals.c.status.in_(COMMITTED))
+def committed(conn: Connection, agent_id: str, role: str, currency: str, now: datetime, *,
+              excluding: str | None = None) -> int:
+    """What the agent has committed in confirmed deals and pending ones not yet expired: as
+    buyer, the totals in ``currency`` (cents, against its ``budget``); as seller, the units
+    (against its ``quantityOnHand``). ``excluding``: a deal not to count (the one being signed)."""
+    c = market_deals.c
+    column = c.total_cents if role == "buyer" else c.quantity
+    party = c.buyer_id if role == "buyer" else c.seller_id
+    query = select(func.coalesce(func.sum(column), 0)).where(
+        party == agent_id, or_(c.status == CONFIRMED, and_(c.status.in_(PENDING), c.expires_at > now)))
     if role == "buyer":
-        query = query.where(market_deals.c.currency == currency)
+        query = query.where(c.currency == currency)
     if excluding is not None:
-        query = query.where(market_deals.c.id != excluding)
+        query = query.where(c.id != excluding)
     return int(conn.execute(query).scalar_one())
 
 
@@ -133,7 +151,8 @@ def _signature_body(body: object) -> tuple[Party, str]:
 
 def document(row: Any, conn: Connection) -> dict[str, Any]:
     """The deal as served: the deal_confirmed with the signatures given so far, both parties'
-    keys, the owners' approvals, and the status."""
+    keys, the owners' approvals, the status, and when a pending deal expires (``expiresAt``,
+    outside ``deal``: the signed bytes are the terms, not the market's deadline for signing them)."""
     deal = json.loads(row.deal)
     for party, signature in (("buyer", row.buyer_signature), ("seller", row.seller_signature)):
         if signature is not None:
@@ -141,7 +160,7 @@ def document(row: Any, conn: Connection) -> dict[str, Any]:
     keys = {party: _agent(conn, agent_id).public_key for party, agent_id in (("buyer", row.buyer_id),
                                                                               ("seller", row.seller_id))}
     out = {"dealId": row.id, "status": row.status, "deal": deal, "publicKeys": keys,
-           "needsOwnerApproval": json.loads(row.needs_approval)}
+           "needsOwnerApproval": json.loads(row.needs_approval), "expiresAt": utc_z(row.expires_at)}
     approvals = json.loads(row.approvals)
     if approvals:
         out["ownerApprovals"] = approvals
@@ -155,11 +174,128 @@ def _agent(conn: Connection, agent_id: str) -> Agent:
 
 
 def view(conn: Connection, deal_id: str, caller: Agent) -> dict[str, Any]:
-    """``GET /market/deals/{dealId}``, for its two parties."""
+    """``GET /market/deals/{dealId}``, for its two parties (the caller expires a due deal first:
+    :func:`expire_if_due`)."""
     row = _deal(conn, deal_id)
     if caller.id not in (row.buyer_id, row.seller_id):
         raise Forbidden("only the deal's two parties see it")
     return document(row, conn)
+
+
+# -- the end of a pending deal ---------------------------------------------------------------------
+
+
+def _due(row: Any, now: datetime) -> bool:
+    """Whether the deal is pending past its expiry: expired, whether or not anything wrote so yet."""
+    return row.status in PENDING and row.expires_at <= now
+
+
+def is_due(conn: Connection, deal_id: str, now: datetime) -> bool:
+    """Whether the deal exists and is due to expire: read first, so that a read or an action
+    opens a write transaction to expire it only when there is something to do."""
+    row = conn.execute(select(market_deals.c.status, market_deals.c.expires_at)
+                       .where(market_deals.c.id == deal_id)).first()
+    return row is not None and _due(row, now)
+
+
+def end_deal(conn: Connection, row: Any, status: str, reason: str, now: datetime) -> None:
+    """End the pending deal ``row`` (locked by the caller) as ``status`` (expired, cancelled or
+    void): its listing is released — live again, or expired if its availability ended meanwhile;
+    a double-auction deal has none, and its units do not return to the book — its request fails,
+    and both parties are told (``deal_<status>``, with ``reason``). The one way a deal ends
+    unconfirmed, so that no end forgets the listing a pending deal holds sold."""
+    assert row.status in PENDING and status in (EXPIRED, CANCELLED, VOID)
+    conn.execute(update(market_deals).where(market_deals.c.id == row.id).values(status=status, updated_at=now))
+    if not row.listing_id.startswith(BOOK_PREFIX):
+        # a listing is sold by one pending deal at a time (open_deal's compare-and-set): this one
+        conn.execute(update(market_listings).where(market_listings.c.id == row.listing_id,
+                                                   market_listings.c.status == "sold")
+                     .values(status="live", updated_at=now))
+    conn.execute(update(market_requests).where(market_requests.c.id == row.request_id)
+                 .values(state="failed", updated_at=now))
+    inbox.notify(conn, [row.buyer_id, row.seller_id], f"deal_{status}", now, dealId=row.id,
+                 requestId=row.request_id, reason=reason)
+
+
+def expire_if_due(conn: Connection, deal_id: str, now: datetime) -> bool:
+    """Expire the deal if it is due (in a write transaction); whether it did. What a read, an
+    action on the deal and the sweep all run, in a transaction of its own before an action, so
+    that the expiry stands even when the action is then refused."""
+    row = conn.execute(select(market_deals).where(market_deals.c.id == deal_id).with_for_update()).first()
+    if row is None or not _due(row, now):
+        return False
+    end_deal(conn, row, EXPIRED, "deal_expired", now)
+    return True
+
+
+def expire_due(conn: Connection, now: datetime) -> int:
+    """Expire up to :data:`EXPIRY_BATCH` due deals, the longest due first; how many it did."""
+    c = market_deals.c
+    found = conn.execute(select(c.id).where(c.status.in_(PENDING), c.expires_at <= now)
+                         .order_by(c.expires_at, c.id).limit(EXPIRY_BATCH)).scalars().all()
+    return sum(expire_if_due(conn, deal_id, now) for deal_id in found)
+
+
+def cancel(conn: Connection, deal_id: str, caller: Agent, now: datetime) -> dict[str, Any]:
+    """``POST /market/deals/{dealId}/cancel`` (the party's agent token): a party that has not
+    signed walks away before committing; one that signed is bound to wait for the other's
+    signature or the expiry (409), and so is a party whose deal is no longer pending."""
+    row = _deal(conn, deal_id, lock=True)
+    if caller.id not in (row.buyer_id, row.seller_id):
+        raise Forbidden("only the deal's two parties may cancel it")
+    _refuse_unless(row, now, PENDING)
+    party = "buyer" if caller.id == row.buyer_id else "seller"
+    if (row.buyer_signature if party == "buyer" else row.seller_signature) is not None:
+        raise Conflict(f"the {party} has signed this deal; a party may cancel only before it signs")
+    end_deal(conn, row, CANCELLED, "deal_cancelled", now)
+    return document(_deal(conn, deal_id), conn)
+
+
+def void_disallowed(conn: Connection, agent_id: str, audit: AuditEvents, now: datetime) -> list[str]:
+    """After the agent's owner filed a new mandate: each of the agent's pending deals that the
+    mandate would not let it sign (the signing check, :func:`_enforce_confirm`) ends ``void``
+    (reason ``mandate``; audited with the constraint); the ids of those. The newest is checked
+    first, counting every older one: under a lowered ``budget`` or ``quantityOnHand`` the newest
+    deals give way and the oldest keep what the limit allows. A deal the
+    agent already signed is held to it too: the owner's word now is what binds. A mandate not in
+    force yet (a future ``issuedAt``) voids nothing — the deal may be signed once it is — and a
+    due deal is left to expire. Confirmed deals stand."""
+    c = market_deals.c
+    pending = conn.execute(select(market_deals).where(or_(c.buyer_id == agent_id, c.seller_id == agent_id),
+                                                      c.status.in_(PENDING))
+                           .order_by(c.created_at.desc(), c.id.desc()).with_for_update()).all()
+    agent = _agent(conn, agent_id)
+    voided = []
+    for row in pending:
+        refusal = None if _due(row, now) else _confirm_refusal(conn, row, agent, now)
+        if refusal is not None and refusal != "issuedAt":
+            audit.violation(agent_id, "deal voided by a new mandate", refusal, dealId=row.id)
+            end_deal(conn, row, VOID, "mandate", now)
+            voided.append(row.id)
+    return voided
+
+
+def _confirm_refusal(conn: Connection, row: Any, agent: Agent, now: datetime) -> str | None:
+    """The constraint the agent's mandate would refuse its signature on the deal for, or None:
+    the signing check itself, its audit entry discarded (the caller logs what it does instead)."""
+    party = "buyer" if agent.id == row.buyer_id else "seller"
+    try:
+        _enforce_confirm(conn, row, party, agent, AuditEvents(), now)
+    except MandateViolation as exc:
+        return exc.constraint
+    return None
+
+
+#: What a signature or an approval may land on: a confirmed deal answers a signature sent again.
+SIGNABLE = (*PENDING, CONFIRMED)
+
+
+def _refuse_unless(row: Any, now: datetime, allowed: tuple[str, ...]) -> None:
+    """409 naming the deal's status (``expired`` once due, even before anything wrote so) unless
+    it is one of ``allowed``."""
+    status = EXPIRED if _due(row, now) else row.status
+    if status not in allowed:
+        raise Conflict(f"deal {row.id} is {status}")
 
 
 def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents, now: datetime) -> dict[str, Any]:
@@ -168,6 +304,7 @@ def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents, now: 
     parties = _deal(conn, deal_id)
     lock_spend(conn, parties.buyer_id, parties.seller_id)
     row = _deal(conn, deal_id, lock=True)
+    _refuse_unless(row, now, SIGNABLE)
     agent = _agent(conn, _party_of(row, party))
     deal = json.loads(row.deal)
     deal[party]["signature"] = signature
@@ -201,7 +338,7 @@ def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit
                      accessories=accessories, quantity=row.quantity,
                      shipping=row.total_cents - row.price_cents * row.quantity)
     try:
-        enforce(mandate, party, action, spent=committed(conn, agent.id, party, row.currency, excluding=row.id))
+        enforce(mandate, party, action, spent=committed(conn, agent.id, party, row.currency, now, excluding=row.id))
     except MandateViolation as exc:
         audit.violation(agent.id, "confirm", exc.constraint, dealId=row.id)
         raise
@@ -212,8 +349,9 @@ def approve(conn: Connection, deal_id: str, body: object, now: datetime) -> dict
     (with the owner's key) over the deal's signing bytes, for a mandate that requires it."""
     party, signature = _signature_body(body)
     row = _deal(conn, deal_id, lock=True)
+    _refuse_unless(row, now, SIGNABLE)
     agent = _agent(conn, _party_of(row, party))
-    if party not in json.loads(row.needs_approval):
+    if party not in _needs_approval(conn, row):
         raise Conflict(f"the {party}'s mandate does not ask for the owner's approval")
     deal = json.loads(row.deal)
     deal[party]["signature"] = signature
@@ -227,14 +365,29 @@ def approve(conn: Connection, deal_id: str, body: object, now: datetime) -> dict
     return _settle(conn, deal_id, now)
 
 
+def _needs_approval(conn: Connection, row: Any) -> list[str]:
+    """The parties whose owner must approve the deal: those recorded so far, and any whose
+    mandate in force now requires it — a protection an owner adds reaches the deals its agent
+    has not finished; one it drops does not loosen a deal that was opened under it."""
+    needed = json.loads(row.needs_approval)
+    mandates = identity.mandates_of(conn, (row.buyer_id, row.seller_id))
+    for party, agent_id in (("buyer", row.buyer_id), ("seller", row.seller_id)):
+        mandate = mandates.get(agent_id)
+        if party not in needed and mandate is not None and needs_owner_approval(mandate):
+            needed.append(party)
+    return needed
+
+
 def _settle(conn: Connection, deal_id: str, now: datetime) -> dict[str, Any]:
+    """After a signature or an approval landed: the deal's status, with the approvals the
+    mandates in force ask for now."""
     row = _deal(conn, deal_id)
-    status = row.status
-    if row.buyer_signature and row.seller_signature:
-        missing = set(json.loads(row.needs_approval)) - set(json.loads(row.approvals))
-        status = AWAITING_APPROVAL if missing else CONFIRMED
-    if status != row.status:
-        conn.execute(update(market_deals).where(market_deals.c.id == row.id).values(status=status, updated_at=now))
+    status, needed = row.status, _needs_approval(conn, row)
+    if row.buyer_signature and row.seller_signature and row.status in PENDING:
+        status = AWAITING_APPROVAL if set(needed) - set(json.loads(row.approvals)) else CONFIRMED
+    if status != row.status or needed != json.loads(row.needs_approval):
+        conn.execute(update(market_deals).where(market_deals.c.id == row.id)
+                     .values(status=status, needs_approval=json.dumps(needed), updated_at=now))
         row = _deal(conn, deal_id)
         if status == CONFIRMED:
             inbox.notify(conn, [row.buyer_id, row.seller_id], "deal_confirmed", now, dealId=row.id)

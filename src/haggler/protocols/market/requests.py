@@ -15,7 +15,7 @@ allows, a rejection, the turn cap).
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
@@ -78,7 +78,7 @@ def _enforce(conn: Connection, audit: AuditEvents, role: str, action: Action, *,
     deals (its spend locked by the caller); 403 and an audit entry otherwise."""
     try:
         mandate = _party_mandate(conn, action.agent_id, role, floor)
-        enforce(mandate, role, action, spent=deals.committed(conn, action.agent_id, role, action.currency))
+        enforce(mandate, role, action, spent=deals.committed(conn, action.agent_id, role, action.currency, action.at))
     except MandateViolation as exc:
         audit.violation(action.agent_id, what, exc.constraint, **about)
         raise
@@ -97,7 +97,7 @@ def _lapsed(conn: Connection, audit: AuditEvents, request: Any, listing: Any, pa
         violation = check(_party_mandate(conn, agent_id, party, listing.floor_cents), party,
                           kind(agent_id, cents_, listing.currency, now, condition=condition, accessories=accessories,
                                shipping=listing.shipping_cents),
-                          spent=deals.committed(conn, agent_id, party, listing.currency))
+                          spent=deals.committed(conn, agent_id, party, listing.currency, now))
     except MandateViolation as exc:
         violation = exc.violation
     if violation is None:
@@ -199,12 +199,14 @@ def _party_message(conn: Connection, request_id: str, message: object, audit: Au
     return message, request, listing, party, agent
 
 
-def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime) -> dict[str, Any]:
+def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime,
+           deal_expiry: timedelta) -> dict[str, Any]:
     conn.execute(update(market_requests).where(market_requests.c.id == request.id)
                  .values(state=CLOSED, updated_at=now))
     return deals.open_deal(conn, request_id=request.id, listing_id=listing.id, buyer_id=request.buyer_id,
                            seller_id=request.seller_id, protocol=protocol, price_cents=price_cents,
-                           currency=listing.currency, now=now, shipping_cents=listing.shipping_cents, listing=listing)
+                           currency=listing.currency, now=now, expires_at=now + deal_expiry,
+                           shipping_cents=listing.shipping_cents, listing=listing)
 
 
 def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
@@ -217,7 +219,8 @@ def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
 # -- sealed bid ------------------------------------------------------------------------------------
 
 
-def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime) -> tuple[int, dict[str, Any]]:
+def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime,
+        deal_expiry: timedelta) -> tuple[int, dict[str, Any]]:
     """``POST /market/contact/{requestId}/bids``: one side's sealed bid. Hidden from the other side
     until both are in; then a deal at the midpoint (201) or a failure that reveals neither (200):
     ``no_overlap``, or ``mandate`` when the first bid's owner no longer allows it (checked first)."""
@@ -252,7 +255,7 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
     if deal_price is None:
         _fail(conn, request, "no_overlap", now)
         return 200, {"requestId": request_id, "state": FAILED, "reason": "no_overlap"}
-    summary = _close(conn, request, listing, SEALED_BID, deal_price, now)
+    summary = _close(conn, request, listing, SEALED_BID, deal_price, now, deal_expiry)
     return 201, {"requestId": request_id, "state": CLOSED, **summary}
 
 
@@ -288,7 +291,7 @@ def _in_sequence(rows: list[Any], party: str, message: dict[str, Any]) -> None:
 
 
 def make_offer(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime,
-               turn_cap: int | None) -> tuple[int, dict[str, Any]]:
+               turn_cap: int | None, deal_expiry: timedelta) -> tuple[int, dict[str, Any]]:
     """``POST /market/contact/{requestId}/offers``: one turn of the natural-language protocol,
     on the engine (alternation, the turn cap). ``accept`` closes at the counterpart's standing
     offer (201, a deal) — 409 if the counterpart's owner no longer allows that offer."""
@@ -331,7 +334,7 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
         return 200, {**result, "state": AGREED}
     if outcome.kind is OutcomeKind.AGREED:
         assert outcome.terms is not None
-        summary = _close(conn, request, listing, NATURAL_LANGUAGE, outcome.terms.price_cents, now)
+        summary = _close(conn, request, listing, NATURAL_LANGUAGE, outcome.terms.price_cents, now, deal_expiry)
         return 201, {**result, "state": CLOSED, **summary}
     reason = "rejected" if outcome.kind is OutcomeKind.REJECTED else "turn_cap"
     _fail(conn, request, reason, now)
@@ -367,7 +370,8 @@ def _read_offer(message: dict[str, Any], ask_cents: int) -> tuple[str, int | Non
 # -- instant match ---------------------------------------------------------------------------------
 
 
-def instant(conn: Connection, listing_id: str, message: object, audit: AuditEvents, now: datetime) -> dict[str, Any]:
+def instant(conn: Connection, listing_id: str, message: object, audit: AuditEvents, now: datetime,
+            deal_expiry: timedelta) -> dict[str, Any]:
     """``POST /market/listings/{listingId}/instant_match``: the buyer takes the live ask; the deal
     closes at once. A stale price, a sold or expired listing is refused; of racing buyers exactly
     one gets the deal (the listing row is locked, and sold by a compare-and-set)."""
@@ -392,7 +396,7 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     seller_mandate = _party_mandate(conn, listing.seller_id, "seller", listing.floor_cents)
     refusal = check(seller_mandate, "seller", confirm(listing.seller_id, deal_price, listing.currency, now,
                                                       protocol=INSTANT_MATCH),
-                    spent=deals.committed(conn, listing.seller_id, "seller", listing.currency))
+                    spent=deals.committed(conn, listing.seller_id, "seller", listing.currency, now))
     if refusal is not None:  # the seller's mandate is its own business: logged for it, not told to the buyer
         audit.violation(listing.seller_id, "accept instant_match", refusal.constraint, listingId=listing_id)
         raise Forbidden("the seller cannot accept an instant match on this listing")
@@ -410,7 +414,7 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     elif request.state == PROPOSED or (request.state == AGREED and request.protocol != INSTANT_MATCH):
         raise Conflict(f"request {request.id} is negotiating by {request.protocol or request.proposed_protocol}")
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)
-    summary = _close(conn, request, listing, INSTANT_MATCH, deal_price, now)
+    summary = _close(conn, request, listing, INSTANT_MATCH, deal_price, now, deal_expiry)
     return {"requestId": request.id, "state": CLOSED, **summary}
 
 

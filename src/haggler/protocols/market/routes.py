@@ -65,12 +65,29 @@ class Market:
             try:
                 events = AuditEvents()
                 with self.db.write() as conn:
-                    result = books.clear(conn, item, events, self.clock())
+                    result = books.clear(conn, item, events, self.clock(), self.settings.deal_expiry)
                     events.write(conn, self.clock())
                 trades += sum(c["trades"] for c in result["clearings"])
             except Exception:  # noqa: BLE001 - one broken book must not stop the others
                 log.exception("could not clear book %s", item)
         return trades
+
+    def sweep(self) -> int:
+        """Expire every deal still pending past its expiry, a batch per transaction (the app's
+        sweep loop); returns how many it expired."""
+        now = self.clock()
+        return self.db.in_batches(lambda conn: deals.expire_due(conn, now), deals.EXPIRY_BATCH)
+
+    def _expire_deal(self, deal_id: str) -> None:
+        """Expire the deal if it is due, in a transaction of its own, before a read or an action
+        on it: so the read shows it expired, and the action's refusal does not roll the expiry back.
+        Writes only when there is something to expire."""
+        now = self.clock()
+        with self.db.read() as conn:
+            due = deals.is_due(conn, deal_id, now)
+        if due:
+            with self.db.write() as conn:
+                deals.expire_if_due(conn, deal_id, now)
 
     # -- who is calling -------------------------------------------------------------------------------
 
@@ -93,14 +110,17 @@ class Market:
         settings = self.settings
 
         def write(path: str, handler: Handler, *, method: str = "POST", body: bool = True,
-                 caller: bool = False) -> None:
+                  caller: bool = False, prepare: Callable[..., None] | None = None) -> None:
             """``handler(conn, [caller,] [body,] audit, **path_params) -> (status, data)`` runs in
-            one write transaction; its audit events are kept whatever happens."""
+            one write transaction; its audit events are kept whatever happens. ``prepare(**path_params)``
+            runs first, after authentication, for upkeep that must stick even if the request is refused."""
             async def endpoint(request: Request) -> Response:
                 raw = await request.body()
 
                 def handle() -> Response:
                     who = self._agent(request) if caller else None
+                    if prepare is not None:
+                        prepare(**request.path_params)
                     args: list[Any] = [who] if caller else []
                     if body:
                         args.append(parse_json_body(raw, BODY_WORDING))
@@ -145,6 +165,7 @@ class Market:
 
         def file_mandate(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
             mandate, replaced = identity.file_mandate(conn, body, now())
+            deals.void_disallowed(conn, mandate.agent_id, events, now())
             return (200 if replaced else 201), {"agentId": mandate.agent_id, "issuedAt": body["issuedAt"],
                                                 "status": "on_file", "replaced": replaced}
         write("/mandates", file_mandate)
@@ -169,7 +190,8 @@ class Market:
             return JSON(listings.view_for(conn, listing_id, viewer, now()))
         get("/listings/{listing_id}", one_listing)
         write("/listings/{listing_id}/instant_match",
-              lambda conn, body, events, listing_id: (201, requests.instant(conn, listing_id, body, events, now())))
+              lambda conn, body, events, listing_id: (201, requests.instant(conn, listing_id, body, events, now(),
+                                                                            settings.deal_expiry)))
         write("/wanted", lambda conn, body, events: (201, listings.post_wanted(conn, body, events, now())))
         get("/wanted", lambda conn, request: JSON(listings.search_wanted(conn, dict(request.query_params), now())))
 
@@ -189,19 +211,28 @@ class Market:
         write("/contact/{request_id}/agreement",
               lambda conn, body, events, request_id: (200, requests.agree(conn, request_id, body, events, now())))
         write("/contact/{request_id}/bids",
-              lambda conn, body, events, request_id: requests.bid(conn, request_id, body, events, now()))
+              lambda conn, body, events, request_id: requests.bid(conn, request_id, body, events, now(),
+                                                                 settings.deal_expiry))
         write("/contact/{request_id}/offers",
               lambda conn, body, events, request_id: requests.make_offer(conn, request_id, body, events, now(),
-                                                                        settings.offer_turn_cap))
+                                                                        settings.offer_turn_cap, settings.deal_expiry))
 
-        # deals
-        def one_deal(conn: Connection, request: Request, deal_id: str) -> Response:
-            return JSON(deals.view(conn, deal_id, _caller(conn, request)))
-        get("/deals/{deal_id}", one_deal)
+        # deals: each route expires a due deal first
+        def one_deal(request: Request, deal_id: str) -> Response:
+            caller = self._agent(request)
+            self._expire_deal(deal_id)
+            with self.db.read() as conn:
+                return JSON(deals.view(conn, deal_id, caller))
+        router.add_api_route("/deals/{deal_id}", one_deal, methods=["GET"])
         write("/deals/{deal_id}/signatures",
-              lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now())))
+              lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now())),
+              prepare=self._expire_deal)
         write("/deals/{deal_id}/approvals",
-              lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, now())))
+              lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, now())),
+              prepare=self._expire_deal)
+        write("/deals/{deal_id}/cancel",
+              lambda conn, caller, events, deal_id: (200, deals.cancel(conn, deal_id, caller, now())),
+              body=False, caller=True, prepare=self._expire_deal)
 
         # the double auction
         write("/books/{item}/orders",
@@ -218,7 +249,7 @@ class Market:
                 books.check_item(item)
                 events = AuditEvents()
                 with self.db.write() as conn:
-                    result = books.clear(conn, item, events, now())
+                    result = books.clear(conn, item, events, now(), settings.deal_expiry)
                     events.write(conn, now())
                 return JSON(result)
             return await run_in_threadpool(handle)

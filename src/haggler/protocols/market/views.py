@@ -25,7 +25,7 @@ Protocol = Literal["natural_language", "sealed_bid", "instant_match"]
 DealProtocol = Literal["natural_language", "sealed_bid", "instant_match", "double_auction"]
 Party = Literal["buyer", "seller"]
 RequestState = Literal["proposed", "agreed", "closed", "failed"]
-DealStatus = Literal["awaiting_signatures", "awaiting_owner_approval", "confirmed"]
+DealStatus = Literal["awaiting_signatures", "awaiting_owner_approval", "confirmed", "expired", "cancelled", "void"]
 #: An amount on the wire: major units, at most two decimals (180 is 180.00).
 Amount = int | float
 #: The shared definitions the bodies that are not messages (registration, signatures) take their
@@ -260,7 +260,8 @@ class MarketDelivery(WireModel):
                                              "{event, …facts}, event one of listing_matches_wanted, "
                                              "wanted_matches_listing, sealed_bid_waiting, negotiation_failed "
                                              "(reason no_overlap, mandate, rejected, turn_cap or listing_revised), "
-                                             "deal_closed, deal_confirmed.")
+                                             "deal_closed, deal_confirmed, deal_expired, deal_cancelled, "
+                                             "deal_void.")
 
 
 class MarketInbox(WireModel):
@@ -406,6 +407,8 @@ class MarketDealDocument(WireModel):
     publicKeys: MarketPartyKeys
     needsOwnerApproval: list[Party]
     ownerApprovals: dict[str, MarketApproval] | None = None
+    expiresAt: str = Field(description="When the deal expires if it is still awaiting signatures or an owner's "
+                                       "approval then (outside deal: not signed).")
 
 
 # -- the double auction -----------------------------------------------------------------------------
@@ -542,6 +545,9 @@ def openapi_operations(prefix: str) -> dict[tuple[str, str], Operation]:
         ("post", f"{deal}/approvals"): Operation(
             "A party's owner approves the deal (the owner key), when its mandate requires it",
             {200: MarketDealDocument, **e400, **e401, **e404, **e409, **e422}, body=MarketSignatureBody, tags=tag),
+        ("post", f"{deal}/cancel"): Operation(
+            "A party that has not signed cancels the pending deal; its listing is released (agent token)",
+            {200: MarketDealDocument, **e401, **e403, **e404, **e409}, tags=tag),
         # the double auction
         ("post", f"{book}/orders"): Operation("Rest a signed order in the item's book",
                                               {201: MarketOrderState, **signed, **e409}, body=MarketOrder, tags=tag),

@@ -49,13 +49,8 @@ class Exchange:
     def sweep(self) -> int:
         """Cancel transactions whose offer expired unanswered (returns how many) and forget
         idempotency keys past their time."""
-        now, cancelled = self.clock(), 0
-        while True:
-            with self.db.write() as conn:
-                batch = service.expire_due(conn, now)
-            cancelled += batch
-            if batch < service.EXPIRY_BATCH:
-                break
+        now = self.clock()
+        cancelled = self.db.in_batches(lambda conn: service.expire_due(conn, now), service.EXPIRY_BATCH)
         self.idempotency.prune(now)
         return cancelled
 

@@ -15,12 +15,9 @@ from sqlalchemy import Connection, func, select
 
 from haggler.money import to_decimal_number
 from haggler.protocols.market.books import OPEN
-from haggler.protocols.market.deals import AWAITING_APPROVAL, AWAITING_SIGNATURES, CONFIRMED
+from haggler.protocols.market.deals import STATUSES as DEAL_STATUSES
 from haggler.storage.schema import market_deals, market_orders
 from haggler.web.admin.paging import EVERYTHING, Page, Window
-
-#: A deal's statuses (spec 003), in the order of its life.
-DEAL_STATUSES = (AWAITING_SIGNATURES, AWAITING_APPROVAL, CONFIRMED)
 
 
 @dataclass(frozen=True, slots=True)
