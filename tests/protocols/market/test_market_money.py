@@ -200,12 +200,22 @@ def test_a_sell_order_is_capped_by_the_quantity_on_hand(store):
 # -- the mandate in force when the deal is signed -------------------------------------------------------------
 
 
-def test_a_signature_is_checked_against_the_mandate_on_file_then(store):
-    """A deal at 200 opened; the buyer's owner then sets a budget of 150: the buyer may not sign."""
+def test_a_lowered_budget_voids_the_newest_pending_deals_first(store):
+    """Three pending deals of 200; the owner lowers the budget to 400: the newest is void (its
+    listing live again, its signature 409), the two oldest stand and may still be signed."""
     seller, buyer = seller_and_buyer(store, floor=100, max_spend=200)
-    deal_id = created(_instant(buyer, listed(seller, ask=200, floor=100), 200))["dealId"]
-    buyer.file_mandate(maxSpend=200, budget=_budget(150), issued=store.clock())
-    refused(buyer.sign_deal(deal_id, "buyer"), 403, constraint="budget")
+    listing_ids = [listed(seller, ask=200, floor=100) for _ in range(3)]
+    deal_ids = []
+    for listing_id in listing_ids:
+        store.clock.advance(seconds=1)
+        deal_ids.append(created(_instant(buyer, listing_id, 200))["dealId"])
+    store.clock.advance(seconds=1)
+    buyer.file_mandate(maxSpend=200, budget=_budget(400), issued=store.clock())
+    assert [buyer.deal(deal_id)["status"] for deal_id in deal_ids] == ["awaiting_signatures"] * 2 + ["void"]
+    assert store.http.get(f"/market/listings/{listing_ids[2]}").json()["status"] == "live"
+    refused(buyer.sign_deal(deal_ids[2], "buyer"), 409)
+    assert buyer.sign_deal(deal_ids[0], "buyer").status_code == 200
+    assert [e["detail"]["constraint"] for e in buyer.audit() if e["event"] == "mandate_violation"] == ["budget"]
 
 
 # -- context: the embedded ownerMandate, the goods ------------------------------------------------------------
