@@ -149,7 +149,7 @@ def serve(
         help="Agents one client address may register per hour, on /v1/agents and /market/agents together.")]
         = _CLIENT_DEFAULTS.max_registrations_per_hour,
     max_agent_messages_per_hour: Annotated[int, typer.Option(
-        help="/market messages into other agents' inboxes (contact, agreements, bids, offers, instant "
+        help="/market messages to other agents (contact requests, agreements, sealed bids, offers, instant "
              "matches) one client address may send per hour.")] = _CLIENT_DEFAULTS.max_agent_messages_per_hour,
     max_contacts_per_hour: Annotated[int, typer.Option(
         help="/market contact requests one agent may send, and one agent's inbox may receive, per hour "

@@ -9,9 +9,9 @@ so a limit is counted once, wherever it is hit.
   guesser sharing the operator's address therefore cannot lock the operator out.
 - **Registrations** (``--max-registrations-per-hour``): ``POST /v1/agents`` and
   ``POST /market/agents`` together, per client address.
-- **Agent messages** (``--max-agent-messages-per-hour``): the market's writes that land in
-  another agent's inbox — contact requests, protocol agreements, sealed bids, offers, instant
-  matches — per client address.
+- **Agent messages** (``--max-agent-messages-per-hour``): the market's messages from one agent to
+  another — contact requests, protocol agreements, sealed bids, offers, instant matches — per
+  client address.
 - **Contact requests** (``--max-contacts-per-hour``): per sending agent and per receiving inbox.
   A contact request is the one message nobody asked for; every other message answers the
   recipient's own move (an agreement answers a contact, offers alternate, an instant match sells
@@ -52,7 +52,7 @@ class ClientLimits:
     max_wrong_tokens: int = 10
     #: Agents one client address may register per hour, on the exchange and the market together.
     max_registrations_per_hour: int = 20
-    #: Market messages into other agents' inboxes one client address may send per hour.
+    #: Market messages to other agents one client address may send per hour.
     max_agent_messages_per_hour: int = 300
     #: Contact requests one agent may send, and one agent's inbox may receive, per hour.
     max_contacts_per_hour: int = 30

@@ -73,12 +73,13 @@ class SlidingWindow:
         rows = conn.execute(select(rate_windows.c.window_start, rate_windows.c.count)
                             .where(rate_windows.c.client == key, rate_windows.c.window_start > now)
                             .order_by(rate_windows.c.window_start)).all()
-        if sum(count for _, count in rows) < self.limit:
+        total = sum(count for _, count in rows)
+        if total < self.limit:
             return None
-        # The oldest events leave first; the key may go on once enough have left to go under the limit.
-        over, leaves = sum(count for _, count in rows) - self.limit, rows[0][0]
-        for at, count in rows:
-            leaves = at
+        # The oldest events leave first: the key may go on once enough of them have left to bring
+        # it under the limit (more than one when the limit was lowered since they were counted).
+        over = total - self.limit
+        for leaves, count in rows:
             over -= count
             if over < 0:
                 break
