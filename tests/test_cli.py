@@ -199,6 +199,8 @@ def test_orders_lists_what_people_bought_as_table_and_json(tmp_path, make_store)
     (("--offer-turn-cap", "-1"), {}, "must not be negative"),
     (("--clear-interval", "-0.5"), {}, "must not be negative"),
     (("--deal-expiry", "0"), {}, "--deal-expiry must be a whole number of seconds, at least 1, not 0"),
+    (("--max-wrong-tokens", "0"), {}, "--max-wrong-tokens must be a whole number of at least 1"),
+    (("--max-contacts-per-hour", "0"), {}, "--max-contacts-per-hour must be a whole number of at least 1"),
 ])
 def test_serve_refuses_bad_matching_options(tmp_path, args, env, needle):
     import os

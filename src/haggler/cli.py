@@ -21,6 +21,7 @@ from haggler.money import format_money
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
+from haggler.server.limits import ClientLimits
 from haggler.storage.database import DEFAULT_DB_TIMEOUT
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
@@ -72,6 +73,7 @@ def matching_settings(operator_token: str | None, claim_timeout: int, parked_tim
 
 
 _MARKET_DEFAULTS = MarketSettings()
+_CLIENT_DEFAULTS = ClientLimits()
 
 
 def market_settings(offer_turn_cap: int, clear_interval: float, deal_expiry: int) -> MarketSettings:
@@ -138,8 +140,23 @@ def serve(
              "--limit-loopback).")] = 8,
     limit_loopback: Annotated[bool, typer.Option(
         help="Hold clients on this machine (loopback, after --trusted-proxy resolution) to "
-             "--max-chat-starts-per-hour too; by default they are exempt, so local tests and demos are "
+             "--max-chat-starts-per-hour, --max-registrations-per-hour, --max-agent-messages-per-hour and "
+             "--max-contacts-per-hour too; by default they are exempt, so local tests and demos are "
              "not locked out.")] = False,
+    max_wrong_tokens: Annotated[int, typer.Option(
+        help="Wrong operator tokens or agent keys one client address may send in 15 minutes, on every route "
+             "together; past it wrong ones get 429 (the right token is always let through).")]
+        = _CLIENT_DEFAULTS.max_wrong_tokens,
+    max_registrations_per_hour: Annotated[int, typer.Option(
+        help="Agents one client address may register per hour, on /v1/agents and /market/agents together.")]
+        = _CLIENT_DEFAULTS.max_registrations_per_hour,
+    max_agent_messages_per_hour: Annotated[int, typer.Option(
+        help="/market messages to other agents (contact requests, agreements, sealed bids, offers, instant "
+             "matches) one client address may send per hour.")] = _CLIENT_DEFAULTS.max_agent_messages_per_hour,
+    max_contacts_per_hour: Annotated[int, typer.Option(
+        help="/market contact requests one agent may send, and one agent's inbox may receive, per hour "
+             "(past it refused with 429; the market's own notices are never limited).")]
+        = _CLIENT_DEFAULTS.max_contacts_per_hour,
     max_messages_per_chat: Annotated[int, typer.Option(help="Shopper messages per chat; the merchant wraps up at the last.")] = 30,
     idle_ttl: Annotated[int, typer.Option(help="Seconds of inactivity after which a chat closes.")] = 3600,
     max_message_length: Annotated[int, typer.Option(help="Longest shopper message, in characters.")] = 2000,
@@ -232,6 +249,8 @@ def serve(
         proxies = parse_networks(trusted_proxy or [])
         matching = matching_settings(operator_token, claim_timeout, parked_timeout, negotiation_timeout)
         market = market_settings(offer_turn_cap, clear_interval, deal_expiry)
+        client_limits = ClientLimits(max_wrong_tokens, max_registrations_per_hour, max_agent_messages_per_hour,
+                                     max_contacts_per_hour)
         if allowed_host:
             AllowedHosts(allowed_host)  # a bad name stops start-up here, named, rather than in create_app
     except (CatalogError, ValueError) as exc:
@@ -253,8 +272,8 @@ def serve(
                          public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
-                         matching=matching, market=market, data_dir=data_dir, seed=seed,
-                         sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
+                         matching=matching, market=market, client_limits=client_limits, data_dir=data_dir,
+                         seed=seed, sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
     try:
         if workers == 1:
             application = create_app(config)

@@ -47,13 +47,11 @@ class RateLimited(HagglerError):
         self.retry_after_seconds = max(1, retry_after_seconds)
 
 
-def limit_words(limit: str, option: str | None) -> str:
+def limit_words(limit: str, option: str) -> str:
     """How every 429 names the limit it hit and what changes it: ``limit`` in words ("8 chat
-    starts per hour per client address") and the ``haggler serve`` option that sets it (None: a
-    fixed limit). The client learns what to expect, and the operator — often the same developer,
-    on loopback — which setting to change, without reading the source."""
-    if option is None:
-        return f"the limit is {limit}, which no option changes"
+    starts per hour per client address") and the ``haggler serve`` option that sets it. The client
+    learns what to expect, and the operator — often the same developer, on loopback — which
+    setting to change, without reading the source."""
     return f"the limit is {limit}, set with haggler serve {option}"
 
 

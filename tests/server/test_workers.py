@@ -114,6 +114,7 @@ def two_workers(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iter
     folder = tmp_path_factory.mktemp("two-workers")
     server = ProcessServer("--db", database, "--workers", "2", "--operator-token", TOKEN, "--idle-ttl", "4",
                            "--max-chat-starts-per-hour", str(LIMIT), "--limit-loopback", "--requests-per-minute", str(LIMIT),
+                           "--max-wrong-tokens", str(LIMIT), "--max-registrations-per-hour", str(LIMIT),
                            "--data-dir", str(folder / "data"), cwd=folder)
     with server:
         wait_for_workers(server, 2)
@@ -152,15 +153,21 @@ def test_agents_json_requests_per_minute_are_counted_across_workers(two_workers)
     assert sum(served.values()) == ATTEMPTS and all(served.values()), served
 
 
-def test_failed_dashboard_logins_are_counted_across_workers(two_workers):
+def test_wrong_tokens_are_counted_across_workers_and_the_right_one_still_served(two_workers):
     def guess(token: str) -> httpx.Response:
         return httpx.get(f"{two_workers.base}/admin", headers={"authorization": f"Bearer {token}"}, timeout=30)
 
     statuses = Counter(r.status_code for r in fresh_connections(ATTEMPTS, lambda: guess("a-wrong-guess-0123456789")))
     assert statuses == {401: LIMIT, 429: ATTEMPTS - LIMIT}  # 5 failures in 15 minutes, as with one worker
-    assert {guess(TOKEN).status_code for _ in range(4)} == {429}  # the address waits, right token or not
+    assert {guess(TOKEN).status_code for _ in range(4)} == {200}  # the right token is never refused
     served = counted_per_worker(two_workers, "/admin")
     assert sum(served.values()) == ATTEMPTS + 4 and all(served.values()), served
+
+
+def test_registrations_are_counted_across_workers(two_workers):
+    statuses = Counter(r.status_code for r in fresh_connections(ATTEMPTS, lambda: httpx.post(
+        f"{two_workers.base}/v1/agents", json={"name": "spam"}, timeout=30)))
+    assert statuses == {201: LIMIT, 429: ATTEMPTS - LIMIT}
 
 
 def advisory_lock_holders(database: str) -> list[str]:

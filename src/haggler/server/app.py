@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import HTTPConnection
 
 from haggler import __version__
 from haggler.agents.llm_merchant import LLMMerchant, MerchantMode
@@ -47,6 +48,7 @@ from haggler.server.edge import RequestEdge, base_url
 from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
 from haggler.server.hosts import AllowedHosts
 from haggler.server.leader import Leadership, leadership_for
+from haggler.server.limits import Limits
 from haggler.server.metrics import METRICS_PATH, Metrics
 from haggler.server.openapi import Operation, install_openapi
 from haggler.server.plain_routes import install_plain_routes
@@ -88,17 +90,19 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     trusted = config.trusted_proxies
     hosts = AllowedHosts.for_store(config.allowed_hosts, config.public_url)
 
-    def client_of(request: Request) -> str:
+    def client_of(request: HTTPConnection) -> str:
         return request_client(request.client.host if request.client else None, request.headers, trusted)
 
-    def is_local(request: Request) -> bool:
+    def is_local(request: HTTPConnection) -> bool:
         return is_local_client(request.client.host if request.client else None, request.headers, trusted)
 
+    limits = Limits(db, config.clock, config.client_limits, client_of=client_of, is_local=is_local,
+                    limit_loopback=config.limits.limit_loopback)
     agents = _agents_service(config, db)
-    exchange = Exchange(db, config.clock, config.exchange)
-    matching = Matching(db, config.clock, config.matching)
+    exchange = Exchange(db, config.clock, limits, config.exchange)
+    matching = Matching(db, config.clock, config.matching, limits)
     matching_mcp = mcp_tools.build_server(matching)
-    market = Market(db, config.clock, config.market, operator_token=config.matching.operator_token)
+    market = Market(db, config.clock, limits, config.market, operator_token=config.matching.operator_token)
 
     leadership = leadership_for(db)
     metrics = Metrics(db, config.matching.operator_token, leadership)
@@ -173,7 +177,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(exchange.router())
     app.include_router(matching.router())
     app.include_router(market.router())
-    app.include_router(admin_router(config, db, client_of))
+    app.include_router(admin_router(config, db, limits))
     app.include_router(api_docs.build_router(app.title, OPENAPI_PATH))
     # Spec 002 "MCP Tools": a plain route (not a Mount), so /mcp has no redirect and other paths
     # keep the app's own 404; it still passes the request edge and CORS like every route.
@@ -185,7 +189,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     @app.get(METRICS_PATH, include_in_schema=False)
     def metrics_text(request: Request) -> Response:
-        return metrics.endpoint(request)
+        return metrics.endpoint(request, limits)
 
     install_openapi(app, [
         negotiate_v1_views.openapi_operations(),

@@ -15,6 +15,7 @@ from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.clientip import Network
+from haggler.server.limits import ClientLimits
 from haggler.storage.database import DEFAULT_DB_TIMEOUT
 
 DEFAULT_DB_URL = "sqlite:///haggler.db"
@@ -47,6 +48,9 @@ class StoreConfig:
     #: The largest request body read, on every surface; a larger one is refused before it is read.
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     limits: StoreLimits = field(default_factory=StoreLimits)
+    #: Wrong tokens, registrations and agent messages per client (server/limits.py); clients on
+    #: this machine are exempt from the write limits unless ``limits.limit_loopback``.
+    client_limits: ClientLimits = field(default_factory=ClientLimits)
     merchant: MerchantSettings = field(default_factory=MerchantSettings)
     #: The model of an ``llm-voice`` or ``llm`` merchant (``merchant.mode``); built by the caller,
     #: so that a missing SDK or key stops start-up.

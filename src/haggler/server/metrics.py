@@ -14,7 +14,8 @@ Two kinds of figures:
   worker reports the same values.
 
 ``/metrics`` takes the operator token as ``Authorization: Bearer`` (what a Prometheus scrape job's
-``authorization`` setting sends) and answers 403 on a store without one: the figures say how a
+``authorization`` setting sends; wrong ones count toward ``--max-wrong-tokens``, ``server/limits.py``)
+and answers 403 on a store without one: the figures say how a
 business is doing. It is not in the OpenAPI document.
 """
 
@@ -32,9 +33,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from haggler.server.leader import Leadership
+from haggler.server.limits import Limits
 from haggler.storage.database import Database
 from haggler.storage.schema import chat_model_usage, deals
-from haggler.trust.hashing import is_secret
 from haggler.web.admin.store_reports import chat_counts
 
 #: Latency buckets, seconds: fine below 50 ms, where a turn should be.
@@ -102,13 +103,15 @@ class Metrics:
         children[0].inc()
         children[1].observe(seconds)
 
-    def endpoint(self, request: Request) -> Response:
-        """``GET /metrics``: the text format, for the operator only."""
+    def endpoint(self, request: Request, limits: Limits) -> Response:
+        """``GET /metrics``: the text format, for the operator only; a wrong token counts toward
+        the store's wrong-token limit (``limits``), the right one is always let through."""
         header = request.headers.get("authorization", "")
         scheme, _, credential = header.partition(" ")
         if self.operator_token is None:
             return Response("metrics need the operator token (--operator-token)\n", 403, media_type="text/plain")
-        if scheme.lower() != "bearer" or not is_secret(credential.strip(), self.operator_token):
+        if not header or not limits.operator(request, credential.strip() if scheme.lower() == "bearer" else "",
+                                             self.operator_token):
             return Response("send the operator token: Authorization: Bearer <token>\n", 401,
                             headers={"WWW-Authenticate": "Bearer"}, media_type="text/plain")
         return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)

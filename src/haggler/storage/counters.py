@@ -1,16 +1,23 @@
 """Counts per key and instant in ``rate_windows``, kept in the database so that every worker
-counts the same: agents.json's requests per client and minute, the dashboard's failed logins."""
+counts the same: agents.json's requests per client and minute (fixed windows, :func:`count_one`)
+and every sliding-window limit (:class:`SlidingWindow`: wrong credentials, registrations,
+agent messages)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import hashlib
+from datetime import datetime, timedelta
 from functools import cache
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import ReturningInsert
 
+from haggler.storage.database import lock_key
 from haggler.storage.schema import rate_windows
+
+#: The longest key ``rate_windows`` holds (its ``client`` column).
+MAX_KEY = 64
 
 
 @cache
@@ -26,3 +33,54 @@ def count_one(conn: Connection, key: str, at: datetime) -> int:
     """Add one to the count of (``key``, ``at``) and return it, in one atomic upsert: two workers
     counting at once both land."""
     return conn.execute(_upsert(conn.dialect.name), {"client": key, "window_start": at, "count": 1}).scalar_one()
+
+
+def window_key(prefix: str, subject: str) -> str:
+    """The ``rate_windows`` key of ``subject`` (a client address, an agent id) under ``prefix``:
+    the two joined, or the prefix and a digest of the subject when that would not fit the column
+    (an agent id may be 128 characters)."""
+    key = prefix + subject
+    if len(key) <= MAX_KEY:
+        return key
+    return prefix + hashlib.sha256(subject.encode()).hexdigest()[:MAX_KEY - len(prefix)]
+
+
+class SlidingWindow:
+    """At most ``limit`` events per key within any ``window``: once a key has that many, it waits
+    until the oldest of them leaves the window.
+
+    Each event is a row of ``rate_windows`` stamped with when it leaves the window rather than
+    when it happened: the agents.json sweep, which forgets the rows whose time passed two minutes
+    ago, then forgets an event only once it no longer counts. Judging an event and counting it is
+    one transaction that holds the key (:meth:`take`), so events racing on several workers cannot
+    all squeeze under the limit."""
+
+    def __init__(self, limit: int, window: timedelta) -> None:
+        self.limit = limit
+        self.window = window
+
+    def take(self, conn: Connection, key: str, now: datetime) -> int | None:
+        """Count one event of ``key`` in the caller's transaction, unless the key is at its limit:
+        then the seconds until it may have another (and nothing is counted)."""
+        lock_key(conn, key)
+        wait = self.wait(conn, key, now)
+        if wait is None:
+            count_one(conn, key, now + self.window)
+        return wait
+
+    def wait(self, conn: Connection, key: str, now: datetime) -> int | None:
+        """The seconds until ``key`` may have another event, or None when it may now."""
+        rows = conn.execute(select(rate_windows.c.window_start, rate_windows.c.count)
+                            .where(rate_windows.c.client == key, rate_windows.c.window_start > now)
+                            .order_by(rate_windows.c.window_start)).all()
+        total = sum(count for _, count in rows)
+        if total < self.limit:
+            return None
+        # The oldest events leave first: the key may go on once enough of them have left to bring
+        # it under the limit (more than one when the limit was lowered since they were counted).
+        over = total - self.limit
+        for leaves, count in rows:
+            over -= count
+            if over < 0:
+                break
+        return max(1, int((leaves - now).total_seconds()) + 1)

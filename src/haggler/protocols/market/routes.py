@@ -19,7 +19,7 @@ from fastapi.responses import Response
 from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
-from haggler.errors import Forbidden, NotFound
+from haggler.errors import Forbidden, NotFound, Unauthorized
 from haggler.protocols.fields import bearer_credential, query_integer
 from haggler.protocols.market import audit, books, deals, identity, inbox, listings, requests
 from haggler.protocols.market.audit import AuditEvents
@@ -27,8 +27,11 @@ from haggler.protocols.market.identity import Agent
 from haggler.protocols.market.messages import schema, schema_names
 from haggler.protocols.market.settings import MarketSettings
 from haggler.server.json_body import BodyWording, parse_json_body
+from haggler.server.limits import Limits
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
+from haggler.storage.rows import row_by_id
+from haggler.storage.schema import market_requests
 from haggler.trust.hashing import is_secret
 
 log = logging.getLogger("haggler")
@@ -43,13 +46,16 @@ MAX_CURSOR = 2**31 - 1
 AUDIT_PAGE = 500
 
 Handler = Callable[..., tuple[int, Any]]
+#: A check run in a write route's transaction once its handler succeeded: (conn, request, body, result).
+After = Callable[[Connection, Request, Any, Any], None]
 
 
 class Market:
-    def __init__(self, db: Database, clock: Callable[[], datetime], settings: MarketSettings | None = None,
-                 operator_token: str | None = None) -> None:
+    def __init__(self, db: Database, clock: Callable[[], datetime], limits: Limits,
+                 settings: MarketSettings | None = None, operator_token: str | None = None) -> None:
         self.db = db
         self.clock = clock
+        self.limits = limits
         self.settings = settings or MarketSettings()
         self.operator_token = operator_token
 
@@ -93,9 +99,22 @@ class Market:
 
     def _agent(self, request: Request) -> Agent:
         with self.db.read() as conn:
-            return _caller(conn, request)
+            return self._caller(conn, request)
+
+    def _caller(self, conn: Connection, request: Request) -> Agent:
+        """The agent whose token the request carries; 401 otherwise, a wrong token counted toward
+        the store's wrong-token limit (429 past it: ``server/limits.py``)."""
+        authorization = request.headers.get("authorization")
+        try:
+            return identity.authenticate(conn, authorization)
+        except Unauthorized:
+            if authorization:
+                self.limits.wrong_credential(request)
+            raise
 
     def _is_operator(self, request: Request) -> bool:
+        """Whether the request carries the operator token. A wrong one is not counted here: the
+        route then asks for an agent token, and that failing counts (once)."""
         header = request.headers.get("authorization")
         if self.operator_token is None or not header:
             return False
@@ -108,26 +127,35 @@ class Market:
         router = APIRouter(prefix=PREFIX)
         now = self.clock
         settings = self.settings
+        message = self.limits.agent_message
 
         def write(path: str, handler: Handler, *, method: str = "POST", body: bool = True,
-                  caller: bool = False, prepare: Callable[..., None] | None = None) -> None:
+                  caller: bool = False, limit: Callable[[Request], None] | None = None,
+                  after: After | None = None, prepare: Callable[..., None] | None = None) -> None:
             """``handler(conn, [caller,] [body,] audit, **path_params) -> (status, data)`` runs in
-            one write transaction; its audit events are kept whatever happens. ``prepare(**path_params)``
-            runs first, after authentication, for upkeep that must stick even if the request is refused."""
+            one write transaction; its audit events are kept whatever happens. ``limit(request)``
+            counts the request first (``server/limits.py``); ``prepare(**path_params)`` runs next,
+            after authentication, for upkeep that must stick even if the request is refused;
+            ``after`` checks a success in its transaction, so that its refusal rolls the success back."""
             async def endpoint(request: Request) -> Response:
                 raw = await request.body()
 
                 def handle() -> Response:
+                    if limit is not None:
+                        limit(request)
                     who = self._agent(request) if caller else None
                     if prepare is not None:
                         prepare(**request.path_params)
                     args: list[Any] = [who] if caller else []
+                    parsed = parse_json_body(raw, BODY_WORDING) if body else None
                     if body:
-                        args.append(parse_json_body(raw, BODY_WORDING))
+                        args.append(parsed)
                     events = AuditEvents()
                     try:
                         with self.db.write() as conn:
                             status, data = handler(conn, *args, events, **request.path_params)
+                            if after is not None:
+                                after(conn, request, parsed, data)
                             events.write(conn, now())
                     except Exception as exc:
                         if isinstance(exc, identity.BadSignature):
@@ -160,7 +188,7 @@ class Market:
         def register(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
             agent, token = identity.register(conn, body, now())
             return 201, {**agent.view(), "token": token}
-        write("/agents", register)
+        write("/agents", register, limit=self.limits.registration)
         get("/agents/{agent_id}", lambda conn, request, agent_id: JSON(_known_agent(conn, agent_id).view()))
 
         def file_mandate(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
@@ -171,7 +199,7 @@ class Market:
         write("/mandates", file_mandate)
 
         def own_mandate(conn: Connection, request: Request, agent_id: str) -> Response:
-            caller = _caller(conn, request)
+            caller = self._caller(conn, request)
             if caller.id != agent_id:
                 raise Forbidden("a mandate's constraints are shown to its own agent only")
             document = identity.mandate_document(conn, agent_id)
@@ -185,37 +213,45 @@ class Market:
         get("/listings", lambda conn, request: JSON(listings.search(conn, dict(request.query_params), now())))
 
         def one_listing(conn: Connection, request: Request, listing_id: str) -> Response:
-            viewer = _caller(conn, request) \
+            viewer = self._caller(conn, request) \
                 if request.headers.get("authorization") else None
             return JSON(listings.view_for(conn, listing_id, viewer, now()))
         get("/listings/{listing_id}", one_listing)
         write("/listings/{listing_id}/instant_match",
               lambda conn, body, events, listing_id: (201, requests.instant(conn, listing_id, body, events, now(),
-                                                                            settings.deal_expiry)))
+                                                                            settings.deal_expiry)),
+              limit=message)
         write("/wanted", lambda conn, body, events: (201, listings.post_wanted(conn, body, events, now())))
         get("/wanted", lambda conn, request: JSON(listings.search_wanted(conn, dict(request.query_params), now())))
 
         # the inbox
         def read_inbox(conn: Connection, request: Request) -> Response:
-            agent = _caller(conn, request)
+            agent = self._caller(conn, request)
             after, limit = _page(request, inbox.MAX_PAGE)
             return JSON(inbox.read(conn, agent.id, after, limit))
         get("/inbox", read_inbox)
 
         # contact, agreement, sealed bids, offers
-        write("/contact", lambda conn, body, events: (201, requests.contact(conn, body, events, now())))
+        def contact_bound(conn: Connection, request: Request, message: Any, data: Any) -> None:
+            # The handler verified the buyer's signature: the message names its real sender.
+            seller = row_by_id(conn, market_requests, data["requestId"], "request").seller_id
+            self.limits.contact(conn, request, message["buyer"]["agentId"], seller)
+        write("/contact", lambda conn, body, events: (201, requests.contact(conn, body, events, now())),
+              limit=message, after=contact_bound)
 
         def one_request(conn: Connection, request: Request, request_id: str) -> Response:
-            return JSON(requests.view(conn, request_id, _caller(conn, request)))
+            return JSON(requests.view(conn, request_id, self._caller(conn, request)))
         get("/contact/{request_id}", one_request)
         write("/contact/{request_id}/agreement",
-              lambda conn, body, events, request_id: (200, requests.agree(conn, request_id, body, events, now())))
+              lambda conn, body, events, request_id: (200, requests.agree(conn, request_id, body, events, now())),
+              limit=message)
         write("/contact/{request_id}/bids",
               lambda conn, body, events, request_id: requests.bid(conn, request_id, body, events, now(),
-                                                                 settings.deal_expiry))
+                                                                 settings.deal_expiry), limit=message)
         write("/contact/{request_id}/offers",
               lambda conn, body, events, request_id: requests.make_offer(conn, request_id, body, events, now(),
-                                                                        settings.offer_turn_cap, settings.deal_expiry))
+                                                                        settings.offer_turn_cap, settings.deal_expiry),
+              limit=message)
 
         # deals: each route expires a due deal first
         def one_deal(request: Request, deal_id: str) -> Response:
@@ -259,15 +295,10 @@ class Market:
         def read_audit(conn: Connection, request: Request) -> Response:
             after, limit = _page(request, AUDIT_PAGE)
             agent_id = None if self._is_operator(request) else \
-                _caller(conn, request).id
+                self._caller(conn, request).id
             return JSON({"entries": audit.entries(conn, agent_id, after=after, limit=limit)})
         get("/audit", read_audit)
         return router
-
-
-def _caller(conn: Connection, request: Request) -> Agent:
-    """The agent whose token the request carries; 401 otherwise."""
-    return identity.authenticate(conn, request.headers.get("authorization"))
 
 
 def _known_agent(conn: Connection, agent_id: str) -> Agent:

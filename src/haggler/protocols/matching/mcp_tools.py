@@ -22,6 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import HTTPConnection
 from starlette.routing import BaseRoute
 
 from haggler import __version__
@@ -84,8 +85,8 @@ class SuggestedRoles(BaseModel):
 
 def _agent(matching: Matching, ctx: Context) -> Principal:
     """Authenticate the HTTP request this tool call arrived on; only an agent's key takes turns."""
-    headers = ctx.headers or {}
-    caller = matching.caller(headers.get("authorization"))
+    request = ctx.request_context.request
+    caller = matching.caller(request if isinstance(request, HTTPConnection) else None)
     if caller.kind != "agent" or caller.agent_id is None:
         raise Forbidden("these tools take a personal agent's API key (Authorization: Bearer hma_...), "
                         "not a user key or the operator token")

@@ -18,12 +18,14 @@ from fastapi.responses import Response
 from sqlalchemy import Connection
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import HTTPConnection
 
-from haggler.errors import Forbidden, InvalidInput
+from haggler.errors import Forbidden, InvalidInput, Unauthorized
 from haggler.protocols.matching import insights, negotiations, opportunities, participants
 from haggler.protocols.matching.participants import Principal
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.json_body import BodyWording, parse_json_body
+from haggler.server.limits import Limits
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
 
@@ -38,10 +40,14 @@ WAITING_FILTER = negotiations.WAITING
 
 
 class Matching:
-    def __init__(self, db: Database, clock: Callable[[], datetime], settings: MatchingSettings | None = None) -> None:
+    def __init__(self, db: Database, clock: Callable[[], datetime], settings: MatchingSettings | None = None,
+                 limits: Limits | None = None) -> None:
+        """``limits``: the store's, which count the wrong keys callers present (None: nothing is
+        counted, for a Matching driven directly rather than over HTTP)."""
         self.db = db
         self.clock = clock
         self.settings = settings or MatchingSettings()
+        self.limits = limits
 
     # -- upkeep ---------------------------------------------------------------------------------------
 
@@ -88,9 +94,18 @@ class Matching:
 
     # -- operations, shared by the routes and the MCP tools ------------------------------------------
 
-    def caller(self, authorization: str | None) -> Principal:
-        with self.db.read() as conn:
-            return participants.authenticate(conn, authorization, self.settings.operator_token)
+    def caller(self, request: HTTPConnection | None) -> Principal:
+        """Who sent ``request`` (None: a call with no HTTP request, which carries no key). A wrong
+        key or operator token counts toward the store's wrong-token limit (429 past it); the right
+        one is always let through (``server/limits.py``)."""
+        authorization = request.headers.get("authorization") if request is not None else None
+        try:
+            with self.db.read() as conn:
+                return participants.authenticate(conn, authorization, self.settings.operator_token)
+        except Unauthorized:
+            if authorization and request is not None and self.limits is not None:
+                self.limits.wrong_credential(request)
+            raise
 
     def pickup(self, caller: Principal, agent_id: str) -> dict[str, Any] | None:
         with self.db.read() as conn:
@@ -250,7 +265,7 @@ class Matching:
 
         async def pickup(request: Request, agent_id: str) -> Response:
             def handle() -> Response:
-                claim = self.pickup(self.caller(request.headers.get("authorization")), agent_id)
+                claim = self.pickup(self.caller(request), agent_id)
                 return Response(status_code=204) if claim is None else JSON(claim)
             return await run_in_threadpool(handle)
 
@@ -258,7 +273,7 @@ class Matching:
             raw = await request.body()
 
             def handle() -> JSON:
-                caller = self.caller(request.headers.get("authorization"))
+                caller = self.caller(request)
                 return JSON(self.respond(caller, agent_id, negotiation_id, parse_json_body(raw, BODY_WORDING)))
             return await run_in_threadpool(handle)
 
@@ -272,7 +287,7 @@ class Matching:
         if operator and self.settings.operator_token is None:
             raise Forbidden("the operator routes are off: start the server with --operator-token "
                             "(or HAGGLER_OPERATOR_TOKEN)")
-        caller = self.caller(request.headers.get("authorization"))
+        caller = self.caller(request)
         if operator:
             caller.require_operator()
         return caller

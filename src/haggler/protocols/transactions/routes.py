@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
-from haggler.errors import Forbidden, HagglerError, InvalidInput
+from haggler.errors import Forbidden, HagglerError, InvalidInput, Unauthorized
 from haggler.protocols.transactions import accounts, ledger, service
 from haggler.protocols.transactions.views import MAX_ENTRY_ID, MAX_OFFSET, MAX_PAGE
 from haggler.protocols.transactions.accounts import Agent
@@ -24,6 +24,7 @@ from haggler.protocols.transactions.idempotency import HEADER, Idempotency, Over
 from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.errors import status_for
 from haggler.server.json_body import BodyWording, parse_json_body
+from haggler.server.limits import Limits
 from haggler.server.request_log import request_id
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
@@ -40,9 +41,11 @@ Handler = Callable[[Connection, "Agent | None", dict[str, Any]], tuple[int, Any]
 
 
 class Exchange:
-    def __init__(self, db: Database, clock: Callable[[], datetime], settings: ExchangeSettings | None = None) -> None:
+    def __init__(self, db: Database, clock: Callable[[], datetime], limits: Limits,
+                 settings: ExchangeSettings | None = None) -> None:
         self.db = db
         self.clock = clock
+        self.limits = limits
         self.settings = settings or ExchangeSettings()
         self.idempotency = Idempotency(db, clock)
 
@@ -57,13 +60,23 @@ class Exchange:
     # -- request plumbing ---------------------------------------------------------------------------
 
     def _caller(self, request: Request) -> Agent:
-        with self.db.read() as conn:
-            return accounts.authenticate(conn, request.headers.get("authorization"))
+        """The agent whose API key the request carries; 401 otherwise, a wrong key counted toward
+        the store's wrong-token limit (429 past it: ``server/limits.py``)."""
+        authorization = request.headers.get("authorization")
+        try:
+            with self.db.read() as conn:
+                return accounts.authenticate(conn, authorization)
+        except Unauthorized:
+            if authorization:
+                self.limits.wrong_credential(request)
+            raise
 
     def _post(self, request: Request, raw: bytes, handler: Handler, *, anonymous: bool = False,
               prepare: Callable[[], None] | None = None) -> JSON:
         """``prepare`` runs after authentication in a transaction of its own, for upkeep that must
         stick even when the request itself is then refused (an offer's expiry)."""
+        if anonymous:
+            self.limits.registration(request)
         caller = None if anonymous else self._caller(request)
         body = parse_json_body(raw, BODY_WORDING)
         if prepare is not None:

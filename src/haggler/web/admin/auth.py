@@ -1,4 +1,4 @@
-"""Keeping the dashboard behind the operator token: sessions, CSRF tokens and a login throttle.
+"""Keeping the dashboard behind the operator token: sessions and CSRF tokens.
 
 The operator token (``--operator-token``, the one the ``/api`` and ``/market`` operator routes
 take) is the only credential. The login form trades it for a session cookie; a script may send
@@ -17,8 +17,10 @@ form posted from another site cannot carry a valid one. The cookies are ``SameSi
 well, and a request whose ``Origin`` or ``Sec-Fetch-Site`` says it comes from elsewhere is
 refused before any of this is looked at.
 
-Failed logins are counted per client address in the database (``LoginThrottle``), so that every
-worker counts the same ones.
+Wrong tokens (at the login form or as a bearer token) count toward the store's one wrong-token
+limit per client address (``server/limits.py``), shared with every other route that takes the
+operator token and kept in the database, so that every worker counts the same ones. The right
+token is never refused by it.
 
 Every comparison of a secret is in constant time.
 """
@@ -28,27 +30,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Callable
 
-from sqlalchemy import Connection, delete, select
-
-from haggler.storage.counters import count_one
-from haggler.storage.database import Database, lock_key
-from haggler.storage.schema import rate_windows
 from haggler.trust.hashing import is_secret
 
 SESSION_COOKIE = "haggler_admin"
 LOGIN_COOKIE = "haggler_admin_login"
 COOKIE_PATH = "/admin"
 SESSION_SECONDS = 8 * 3600
-#: Failed logins one client may make within ``FAILURE_WINDOW`` before it must wait.
-MAX_FAILURES = 5
-FAILURE_WINDOW = timedelta(minutes=15)
 #: Seconds every failed login waits before it is answered.
 FAILURE_DELAY = 0.25
-#: What sets the throttle's keys in ``rate_windows`` apart from agents.json's client addresses.
-LOGIN_KEY_PREFIX = "admin-login:"
 
 
 class AdminAuth:
@@ -98,55 +90,3 @@ class AdminAuth:
 
 def new_login_nonce() -> str:
     return secrets.token_urlsafe(16)
-
-
-class LoginThrottle:
-    """Failed logins per client address, counted in the database so that N workers allow exactly
-    what one does: after ``MAX_FAILURES`` within ``FAILURE_WINDOW`` the client waits until the
-    oldest of them leaves the window, and a success forgets its failures.
-
-    Each failure is a row of ``rate_windows`` keyed ``admin-login:<address>``, stamped with when
-    it leaves the window rather than when it happened: the agents.json sweep, which forgets the
-    rows whose time passed two minutes ago, then forgets a failure only once it no longer counts.
-    Judging an attempt and counting it is one transaction that holds the client's key, so
-    attempts racing on several workers cannot all squeeze under the limit."""
-
-    def __init__(self, db: Database, clock: Callable[[], datetime]) -> None:
-        self.db = db
-        self.clock = clock
-
-    def attempt(self, client: str, *, succeeded: bool) -> int | None:
-        """Judge a login attempt by ``client`` whose token was right (``succeeded``) or wrong:
-        the seconds it must wait first (the attempt is refused, and not counted), or None when
-        it was let through — a wrong token then counts as a failure."""
-        key = LOGIN_KEY_PREFIX + client
-        now = self.clock()
-        if succeeded:
-            with self.db.read() as conn:
-                leaving = self._leaving(conn, key, now)
-            wait = self._wait(leaving, now)
-            if wait is None and leaving:
-                with self.db.write() as conn:
-                    conn.execute(delete(rate_windows).where(rate_windows.c.client == key))
-            return wait
-        with self.db.write() as conn:
-            lock_key(conn, key)
-            leaving = self._leaving(conn, key, now)
-            wait = self._wait(leaving, now)
-            if wait is None:
-                count_one(conn, key, now + FAILURE_WINDOW)
-        return wait
-
-    @staticmethod
-    def _leaving(conn: Connection, key: str, now: datetime) -> list[tuple[datetime, int]]:
-        """When each failure still in the window leaves it, and how many left at that instant."""
-        rows = conn.execute(select(rate_windows.c.window_start, rate_windows.c.count)
-                            .where(rate_windows.c.client == key, rate_windows.c.window_start > now)
-                            .order_by(rate_windows.c.window_start))
-        return [(at, count) for at, count in rows]
-
-    @staticmethod
-    def _wait(leaving: list[tuple[datetime, int]], now: datetime) -> int | None:
-        if sum(count for _, count in leaving) < MAX_FAILURES:
-            return None
-        return max(1, int((leaving[0][0] - now).total_seconds()) + 1)

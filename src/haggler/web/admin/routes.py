@@ -20,10 +20,11 @@ from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
 from haggler.catalog import Catalog
-from haggler.errors import InvalidInput, limit_words
+from haggler.errors import InvalidInput, RateLimited
 from haggler.server.config import StoreConfig
 from haggler.server.edge import base_url
 from haggler.server.form_body import read_form_body
+from haggler.server.limits import Limits
 from haggler.storage.database import Database
 from haggler.storage.secrets import store_secret
 from haggler.web.admin import (
@@ -36,13 +37,10 @@ from haggler.web.admin import (
 from haggler.web.admin.auth import (
     COOKIE_PATH,
     FAILURE_DELAY,
-    FAILURE_WINDOW,
     LOGIN_COOKIE,
-    MAX_FAILURES,
     SESSION_COOKIE,
     SESSION_SECONDS,
     AdminAuth,
-    LoginThrottle,
     new_login_nonce,
 )
 from haggler.web.admin.paging import Page, Window
@@ -96,13 +94,12 @@ class AdminDashboard:
     """The dashboard over one store's database and catalog."""
 
     def __init__(self, db: Database, catalog: Catalog, auth: AdminAuth, *, idle_ttl: timedelta,
-                 client_of: Callable[[Request], str]) -> None:
+                 limits: Limits) -> None:
         self.db = db
         self.catalog = catalog
         self.auth = auth
         self.idle_ttl = idle_ttl
-        self.client_of = client_of
-        self.throttle = LoginThrottle(db, auth.clock)
+        self.limits = limits
 
     # -- who is asking --------------------------------------------------------------------------
 
@@ -114,11 +111,16 @@ class AdminDashboard:
                             "This store runs without an operator token, so nobody can sign in to its dashboard. "
                             "Start it with --operator-token (or HAGGLER_OPERATOR_TOKEN) to switch it on.")
 
-    def _too_many(self, wait: int) -> Response:
-        limit = limit_words(f"{MAX_FAILURES} wrong tokens per client address in "
-                            f"{FAILURE_WINDOW.total_seconds() / 60:g} minutes", None)
-        return self._notice(429, "Too many attempts", f"Too many wrong tokens from your address: try again in "
-                            f"{wait} seconds ({limit}).", {"Retry-After": str(wait)})
+    async def _wrong_token(self, request: Request) -> Response | None:
+        """Count a wrong token from the request's address (``server/limits.py``): the page that
+        refuses it once the address is past the limit, else None after the failure's delay."""
+        try:
+            await run_in_threadpool(self.limits.wrong_credential, request)
+        except RateLimited as exc:
+            return self._notice(429, "Too many attempts", exc.message[:1].upper() + exc.message[1:] + ".",
+                                {"Retry-After": str(exc.retry_after_seconds)})
+        await asyncio.sleep(FAILURE_DELAY)
+        return None
 
     async def _viewer(self, request: Request) -> Viewer | Response:
         """The viewer, or the response that refuses them."""
@@ -127,15 +129,10 @@ class AdminDashboard:
         authorization = request.headers.get("authorization")
         if authorization is not None:
             scheme, _, credential = authorization.partition(" ")
-            matches = scheme.lower() == "bearer" and self.auth.token_matches(credential.strip())
-            wait = await run_in_threadpool(self.throttle.attempt, self.client_of(request), succeeded=matches)
-            if wait is not None:
-                return self._too_many(wait)
-            if matches:
+            if scheme.lower() == "bearer" and self.auth.token_matches(credential.strip()):
                 return Viewer(None)
-            await asyncio.sleep(FAILURE_DELAY)
-            return self._notice(401, "Not signed in", "That is not the operator token.",
-                                {"WWW-Authenticate": "Bearer"})
+            return await self._wrong_token(request) or self._notice(
+                401, "Not signed in", "That is not the operator token.", {"WWW-Authenticate": "Bearer"})
         cookie = request.cookies.get(SESSION_COOKIE)
         if self.auth.session_valid(cookie):
             return Viewer(cookie)
@@ -293,13 +290,9 @@ class AdminDashboard:
             if not self.auth.csrf_valid(f"login:{nonce}" if nonce else None, form.get("csrf")):
                 return self._login_form(request, 403, error="The form expired or did not come from this page: "
                                         "please sign in again.", next_path=next_path)
-            matches = self.auth.token_matches(form.get("token", ""))
-            wait = await run_in_threadpool(self.throttle.attempt, self.client_of(request), succeeded=matches)
-            if wait is not None:
-                return self._too_many(wait)
-            if not matches:
-                await asyncio.sleep(FAILURE_DELAY)
-                return self._login_form(request, 401, error="That is not the operator token.", next_path=next_path)
+            if not self.auth.token_matches(form.get("token", "")):
+                return await self._wrong_token(request) or self._login_form(
+                    request, 401, error="That is not the operator token.", next_path=next_path)
             response = _secured(RedirectResponse(next_path, 303))
             self._cookie(request, response, SESSION_COOKIE, self.auth.new_session(), SESSION_SECONDS)
             response.delete_cookie(LOGIN_COOKIE, path=COOKIE_PATH, httponly=True, samesite="strict")
@@ -319,11 +312,11 @@ class AdminDashboard:
             return response
 
 
-def admin_router(config: StoreConfig, db: Database, client_of: Callable[[Request], str]) -> APIRouter:
+def admin_router(config: StoreConfig, db: Database, limits: Limits) -> APIRouter:
     """The dashboard of the store ``config`` describes, its sessions keyed by the operator token
     and the store's ``admin-sessions`` secret."""
     token = config.matching.operator_token
     # Drawn here, at start-up, so no request waits on the write; a store without a token draws none.
     auth = AdminAuth(token, store_secret(db, "admin-sessions") if token else b"", config.clock)
     return AdminDashboard(db, config.catalog, auth, idle_ttl=timedelta(seconds=config.limits.session_idle_ttl_seconds),
-                          client_of=client_of).router()
+                          limits=limits).router()

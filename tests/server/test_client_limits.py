@@ -1,0 +1,212 @@
+"""Issue 29, points 7 and 8, over real HTTP: one wrong-token throttle shared by every route that
+takes a credential (the right token is never refused), and registrations, market messages and
+contact requests limited per client address and per agent, with 429 + ``Retry-After`` naming
+the limit and its option. The windows are passed with the store's clock, never slept out."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from haggler.protocols.matching.settings import MatchingSettings
+from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.server.limits import ClientLimits
+from tests.support.market import (
+    BOOK,
+    Trader,
+    agreed_request,
+    bearer,
+    created,
+    listed,
+    new_id,
+    refused,
+    seller_and_buyer,
+    trader,
+)
+
+TOKEN = "operator-token-for-limit-tests-0123"
+WRONG = "not-the-operator-token-0123456789"
+#: A route of each surface that takes the operator token, as (method, path).
+OPERATOR_ROUTES = [("GET", "/metrics"), ("GET", "/api/negotiations/insights"), ("GET", "/market/audit"),
+                   ("POST", f"/market/books/{BOOK}/clear"), ("GET", "/admin")]
+
+
+def limited_store(make_store, **limits: int):
+    """A store with an operator token, the given client limits, and loopback held to them."""
+    return make_store(matching=MatchingSettings(operator_token=TOKEN), client_limits=ClientLimits(**limits),
+                      limits=StoreLimits(limit_loopback=True))
+
+
+def call(store, route: tuple[str, str], token: str) -> httpx.Response:
+    method, path = route
+    return store.http.request(method, path, headers=bearer(token))
+
+
+def assert_limited(response: httpx.Response, option: str) -> None:
+    """A 429 with a Retry-After, whose error names the limit and the option that sets it."""
+    assert response.status_code == 429, (response.status_code, response.text)
+    assert int(response.headers["retry-after"]) >= 1
+    assert "the limit is " in response.text and f"set with haggler serve {option}" in response.text
+
+
+# -- credentials ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("route", OPERATOR_ROUTES, ids=[path for _, path in OPERATOR_ROUTES])
+def test_operator_token_guesses_are_throttled_on_every_route(make_store, route):
+    """Issue 29, attack 7: operator-token guessing was unthrottled on /metrics,
+    /api/negotiations/insights and /market/audit (hundreds of guesses a second)."""
+    store = limited_store(make_store, max_wrong_tokens=3)
+    for _ in range(3):
+        assert call(store, route, WRONG).status_code == 401
+    assert_limited(call(store, route, WRONG), "--max-wrong-tokens")
+    store.clock.advance(minutes=16)  # the window passes: wrong again is 401, not 429
+    assert call(store, route, WRONG).status_code == 401
+
+
+def test_the_throttle_is_shared_by_every_route_and_credential(make_store):
+    """Issue 29, attack 7: guesses spread over the routes count as one, whichever credential
+    they guess (the operator token, a market agent token, an exchange key, a match key)."""
+    store = limited_store(make_store, max_wrong_tokens=4)
+    assert call(store, ("GET", "/metrics"), WRONG).status_code == 401
+    assert call(store, ("GET", "/api/negotiations/insights"), "hma_guess").status_code == 401
+    assert call(store, ("GET", "/market/inbox"), "mkt_guess").status_code == 401
+    assert call(store, ("GET", "/v1/wallets/me"), "guess").status_code == 401
+    for route in OPERATOR_ROUTES + [("GET", "/market/inbox"), ("GET", "/v1/wallets/me")]:
+        response = call(store, route, WRONG)
+        assert response.status_code == 429 and int(response.headers["retry-after"]) >= 1, route
+
+
+def test_the_right_token_is_never_locked_out(make_store):
+    """Issue 29, attack 7: five wrong tokens from one address locked the real operator out of
+    /admin for 15 minutes. However many wrong ones its address sent, the right token is served
+    on every route, and so is a right agent token."""
+    store = limited_store(make_store, max_wrong_tokens=3)
+    agent = trader(store, new_id("agent"))
+    for _ in range(20):
+        call(store, ("GET", "/metrics"), WRONG)
+    assert call(store, ("GET", "/metrics"), WRONG).status_code == 429
+    for route in OPERATOR_ROUTES:
+        assert call(store, route, TOKEN).status_code == 200, route
+    assert call(store, ("GET", "/market/inbox"), agent.token).status_code == 200
+    assert call(store, ("GET", "/metrics"), WRONG).status_code == 429  # and wrong ones are still refused
+
+
+def test_a_missing_token_is_not_a_guess(make_store):
+    store = limited_store(make_store, max_wrong_tokens=2)
+    for _ in range(5):
+        assert store.http.get("/metrics").status_code == 401
+        assert store.http.get("/market/inbox").status_code == 401
+    assert call(store, ("GET", "/metrics"), WRONG).status_code == 401
+
+
+# -- registrations --------------------------------------------------------------------------------
+
+
+def register_market(store) -> httpx.Response:
+    agent = Trader(store.http, new_id("agent"), store.clock)
+    return store.http.post("/market/agents", json={"agentId": agent.id, "publicKey": agent.public_key,
+                                                    "ownerPublicKey": agent.owner_key})
+
+
+def register_exchange(store) -> httpx.Response:
+    return store.http.post("/v1/agents", json={"name": "spam"})
+
+
+@pytest.mark.parametrize("register", [register_market, register_exchange], ids=["market", "exchange"])
+def test_registrations_are_limited_per_address(make_store, register):
+    """Issue 29, attack 8: open registration was unbounded (/v1/agents 551 registrations a second,
+    /market/agents 376)."""
+    store = limited_store(make_store, max_registrations_per_hour=3)
+    for _ in range(3):
+        created(register(store))
+    assert_limited(register(store), "--max-registrations-per-hour")
+    store.clock.advance(hours=1, seconds=1)
+    created(register(store))
+
+
+def test_both_registration_routes_share_one_count(make_store):
+    store = limited_store(make_store, max_registrations_per_hour=2)
+    created(register_market(store))
+    created(register_exchange(store))
+    assert_limited(register_market(store), "--max-registrations-per-hour")
+    assert_limited(register_exchange(store), "--max-registrations-per-hour")
+
+
+def test_loopback_is_exempt_from_the_write_limits_unless_asked(make_store):
+    """Like the chat-start limit: a developer's own machine is not held to them without
+    --limit-loopback (a wrong token still counts: the right one is never refused anyway)."""
+    store = make_store(client_limits=ClientLimits(max_registrations_per_hour=1))
+    for _ in range(3):
+        created(register_market(store))
+
+
+# -- the inbox ------------------------------------------------------------------------------------
+
+
+def contact(buyer: Trader, listing_id: str) -> httpx.Response:
+    return buyer.send("/market/contact", buyer.contact(listing_id, "natural_language"))
+
+
+def test_contact_requests_into_one_inbox_are_bounded(make_store):
+    """Issue 29, attack 8: one agent put 200 contact requests into a seller's inbox. Past the
+    bound the request is refused (429), nothing of it is kept, and the inbox keeps what it has."""
+    store = limited_store(make_store, max_contacts_per_hour=3)
+    seller, buyer = seller_and_buyer(store)
+    listing_id = listed(seller)
+    for _ in range(3):
+        created(contact(buyer, listing_id))
+    refused_message = buyer.contact(listing_id, "natural_language")
+    assert_limited(buyer.send("/market/contact", refused_message), "--max-contacts-per-hour")
+    assert len(seller.inbox()["messages"]) == 3
+    refused(buyer.get(f"/market/contact/{refused_message['requestId']}"), 404)
+    store.clock.advance(hours=1, seconds=1)
+    created(contact(buyer, listing_id))
+
+
+def test_an_inbox_is_bounded_whoever_writes_to_it(make_store):
+    """Many agents each sending few contact requests still fill one inbox only up to the bound."""
+    store = limited_store(make_store, max_contacts_per_hour=2)
+    seller, first = seller_and_buyer(store)
+    listing_id = listed(seller)
+    created(contact(first, listing_id))
+    created(contact(trader(store, new_id("buyer"), maxSpend=200), listing_id))
+    response = contact(trader(store, new_id("buyer"), maxSpend=200), listing_id)
+    assert_limited(response, "--max-contacts-per-hour")
+    assert "inbox" in response.json()["error"]
+    assert len(seller.inbox()["messages"]) == 2
+
+
+def test_one_agent_may_send_only_so_many_contact_requests(make_store):
+    store = limited_store(make_store, max_contacts_per_hour=2)
+    buyer = trader(store, new_id("buyer"), maxSpend=200)
+    sellers = [trader(store, new_id("seller"), minAcceptablePrice=150) for _ in range(3)]
+    listings = [listed(seller) for seller in sellers]
+    created(contact(buyer, listings[0]))
+    created(contact(buyer, listings[1]))
+    response = contact(buyer, listings[2])
+    assert_limited(response, "--max-contacts-per-hour")
+    assert "sent too many contact requests" in response.json()["error"]
+    assert sellers[2].inbox()["messages"] == []
+
+
+def test_market_messages_are_limited_per_address(make_store):
+    store = limited_store(make_store, max_agent_messages_per_hour=2)
+    seller, buyer = seller_and_buyer(store)
+    request_id = agreed_request(seller, buyer, listed(seller), "natural_language")  # two messages
+    response = buyer.send(f"/market/contact/{request_id}/offers", buyer.offer(request_id, "buyer", 160))
+    assert_limited(response, "--max-agent-messages-per-hour")
+
+
+def test_market_notices_are_never_refused_or_dropped(make_store):
+    """With the seller's inbox at its bound, the market's own notices still arrive: a wanted ad
+    that matches its listing, and an instant match's closed deal."""
+    store = limited_store(make_store, max_contacts_per_hour=1)
+    seller, buyer = seller_and_buyer(store)
+    listing_id = listed(seller)
+    created(contact(buyer, listing_id))
+    assert contact(trader(store, new_id("buyer"), maxSpend=200), listing_id).status_code == 429
+    created(buyer.send("/market/wanted", buyer.wanted()))
+    created(buyer.send(f"/market/listings/{listing_id}/instant_match", buyer.instant(listing_id, 180)))
+    events = [m["body"].get("event") for m in seller.inbox()["messages"] if m["kind"] == "notification"]
+    assert "wanted_matches_listing" in events and "deal_closed" in events
