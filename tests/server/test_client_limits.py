@@ -80,16 +80,37 @@ def test_the_throttle_is_shared_by_every_route_and_credential(make_store):
 def test_the_right_token_is_never_locked_out(make_store):
     """Issue 29, attack 7: five wrong tokens from one address locked the real operator out of
     /admin for 15 minutes. However many wrong ones its address sent, the right token is served
-    on every route, and so is a right agent token."""
+    on every route (one token a second is compared from a blocked address), and so is a right
+    agent token."""
     store = limited_store(make_store, max_wrong_tokens=3)
     agent = trader(store, new_id("agent"))
     for _ in range(20):
         call(store, ("GET", "/metrics"), WRONG)
     assert call(store, ("GET", "/metrics"), WRONG).status_code == 429
     for route in OPERATOR_ROUTES:
+        store.clock.advance(seconds=1)
         assert call(store, route, TOKEN).status_code == 200, route
+    store.clock.advance(seconds=1)
     assert call(store, ("GET", "/market/inbox"), agent.token).status_code == 200
+    store.clock.advance(seconds=1)
     assert call(store, ("GET", "/metrics"), WRONG).status_code == 429  # and wrong ones are still refused
+
+
+def test_a_blocked_address_is_no_oracle(make_store):
+    """Were the right token served at once from a blocked address, 429 against 200 would tell
+    a guesser which guess was right, at full speed. From a blocked address one credential a
+    second is compared: in a burst of fifty, the right token at the end is not even looked at
+    (429 like the guesses, with Retry-After), and the next second it is served."""
+    store = limited_store(make_store, max_wrong_tokens=3)
+    for _ in range(4):
+        call(store, ("GET", "/metrics"), WRONG)
+    store.clock.advance(seconds=1)
+    burst = [call(store, ("GET", "/metrics"), WRONG) for _ in range(49)] + [call(store, ("GET", "/metrics"), TOKEN)]
+    assert {answer.status_code for answer in burst} == {429}
+    assert all(int(answer.headers["retry-after"]) >= 1 for answer in burst)
+    assert "one token a second" in burst[-1].json()["error"]
+    store.clock.advance(seconds=1)
+    assert call(store, ("GET", "/metrics"), TOKEN).status_code == 200
 
 
 def test_a_missing_token_is_not_a_guess(make_store):

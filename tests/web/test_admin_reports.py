@@ -254,7 +254,7 @@ def test_opportunities_by_status_agree_with_the_operator_api(make_store, db_url)
 
 def test_market_books_and_deals(make_store, db_url):
     store = admin_store(make_store, db_url=db_url)
-    seller, buyer = seller_and_buyer(store)
+    seller, buyer = seller_and_buyer(store, max_spend=510)  # 3 at 170
     created(seller.send(f"/market/books/{BOOK}/orders", seller.order("sell", 190, 2)))
     created(seller.send(f"/market/books/{BOOK}/orders", seller.order("sell", 185, 1)))
     created(buyer.send(f"/market/books/{BOOK}/orders", buyer.order("buy", 170, 3)))

@@ -4,9 +4,12 @@ so a limit is counted once, wherever it is hit.
 
 - **Wrong credentials** (``--max-wrong-tokens``): the operator token wherever it is taken
   (``/metrics``, ``/api``, ``/market``, ``/admin``) and the agent keys of ``/api`` and ``/market``
-  share one count per client address. The right token is compared first (in constant time) and
-  always served; only a wrong one is counted, and past the limit refused 429 without a lookup. A
-  guesser sharing the operator's address therefore cannot lock the operator out.
+  share one count per client address. Only a wrong token is counted. Past the limit the address is
+  *paced*: each worker compares at most one credential from it per :data:`PACE` (the others are
+  429 with ``Retry-After`` before any comparison, so a guesser learns nothing from them), and a
+  compared right token is served. Guessing from a blocked address drops from hundreds a second
+  to one a second per worker, while the operator, even behind the guesser's address, gets in
+  with a retry rather than being locked out for the window.
 - **Registrations** (``--max-registrations-per-hour``): ``POST /v1/agents`` and
   ``POST /market/agents`` together, per client address.
 - **Agent messages** (``--max-agent-messages-per-hour``): the market's messages from one agent to
@@ -27,6 +30,8 @@ credentials never are: the right token is never refused, so nobody local is lock
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Callable
@@ -41,6 +46,10 @@ from haggler.trust.hashing import is_secret
 
 #: The window of the wrong-credential limit.
 WRONG_TOKEN_WINDOW = timedelta(minutes=15)
+#: How often a worker compares a credential from an address past the wrong-token limit.
+PACE = timedelta(seconds=1)
+#: The most blocked addresses a worker remembers; past it, those whose block ended are forgotten.
+MAX_BLOCKED = 10_000
 HOUR = timedelta(hours=1)
 
 
@@ -101,6 +110,11 @@ class Limits:
         self.client_of = client_of
         self.is_local = is_local
         self.limit_loopback = limit_loopback
+        # Addresses past the wrong-token limit, as this worker learnt when it refused one: until
+        # when they are blocked, and when the next credential from each may be compared. In
+        # memory, so that a request from an address nobody blocked pays one dict lookup.
+        self._blocked: dict[str, tuple[datetime, datetime]] = {}
+        self._pace_lock = threading.Lock()
         minutes = f"{WRONG_TOKEN_WINDOW.total_seconds() / 60:g} minutes"
         self.wrong_tokens = _gate("wrong-token:", settings.max_wrong_tokens, WRONG_TOKEN_WINDOW,
                                   f"{settings.max_wrong_tokens} wrong tokens per client address in {minutes}",
@@ -130,15 +144,54 @@ class Limits:
 
     # -- credentials ----------------------------------------------------------------------------------
 
+    def pace(self, request: HTTPConnection) -> None:
+        """Call before comparing a credential the request presents. From an address past the
+        wrong-token limit, RateLimited unless this worker has compared none from it in the last
+        :data:`PACE` — so the comparison cannot be used as an oracle at speed. Once per request
+        (a route may compare the operator token and then an agent token)."""
+        if not self._blocked or getattr(request.state, "credential_paced", False):
+            return
+        request.state.credential_paced = True
+        client, now = self.client_of(request), self.clock()
+        with self._pace_lock:
+            blocked = self._blocked.get(client)
+            if blocked is None:
+                return
+            until, next_compare = blocked
+            if until <= now:
+                del self._blocked[client]
+                return
+            if now < next_compare:
+                wait = math.ceil((next_compare - now).total_seconds())
+                raise RateLimited("too many wrong tokens from your address: one token a second is checked from it, "
+                                  f"try again in {wait} seconds ("
+                                  + limit_words(self.wrong_tokens.words, self.wrong_tokens.option) + ")", wait)
+            self._blocked[client] = (until, now + PACE)
+
     def wrong_credential(self, request: HTTPConnection) -> None:
         """Count a wrong token or key the request presented; RateLimited, and not counted, once its
-        client address has presented ``max_wrong_tokens`` within the window."""
-        self._take(self.wrong_tokens, self.client_of(request))
+        client address has presented ``max_wrong_tokens`` within the window (from then on the
+        address is paced: :meth:`pace`)."""
+        client = self.client_of(request)
+        try:
+            self._take(self.wrong_tokens, client)
+        except RateLimited as exc:
+            self._block(client, self.clock() + timedelta(seconds=exc.retry_after_seconds))
+            raise
+
+    def _block(self, client: str, until: datetime) -> None:
+        with self._pace_lock:
+            if len(self._blocked) >= MAX_BLOCKED:
+                now = self.clock()
+                self._blocked = {address: times for address, times in self._blocked.items() if times[0] > now}
+            next_compare = self._blocked.get(client, (until, self.clock() + PACE))[1]
+            self._blocked[client] = (until, max(next_compare, self.clock() + PACE))
 
     def operator(self, request: HTTPConnection, credential: str, token: str | None) -> bool:
-        """Whether ``credential`` is the operator ``token`` (compared in constant time, before
-        anything is counted: the right token is always let through). A wrong one is counted by
-        :meth:`wrong_credential`, or refused by it (429)."""
+        """Whether ``credential`` is the operator ``token``, compared in constant time once
+        :meth:`pace` lets it be. A wrong one is counted by :meth:`wrong_credential`, or refused by
+        it (429)."""
+        self.pace(request)
         if is_secret(credential, token):
             return True
         self.wrong_credential(request)

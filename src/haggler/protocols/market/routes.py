@@ -105,6 +105,8 @@ class Market:
         """The agent whose token the request carries; 401 otherwise, a wrong token counted toward
         the store's wrong-token limit (429 past it: ``server/limits.py``)."""
         authorization = request.headers.get("authorization")
+        if authorization:
+            self.limits.pace(request)
         try:
             return identity.authenticate(conn, authorization)
         except Unauthorized:
@@ -119,6 +121,7 @@ class Market:
         if self.operator_token is None or not header:
             return False
         credential = bearer_credential(header, "your agent token or the operator token")
+        self.limits.pace(request)
         return is_secret(credential, self.operator_token)
 
     # -- routes ---------------------------------------------------------------------------------------

@@ -99,6 +99,8 @@ class Matching:
         key or operator token counts toward the store's wrong-token limit (429 past it); the right
         one is always let through (``server/limits.py``)."""
         authorization = request.headers.get("authorization") if request is not None else None
+        if authorization and request is not None and self.limits is not None:
+            self.limits.pace(request)
         try:
             with self.db.read() as conn:
                 return participants.authenticate(conn, authorization, self.settings.operator_token)

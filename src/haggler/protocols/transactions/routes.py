@@ -63,6 +63,8 @@ class Exchange:
         """The agent whose API key the request carries; 401 otherwise, a wrong key counted toward
         the store's wrong-token limit (429 past it: ``server/limits.py``)."""
         authorization = request.headers.get("authorization")
+        if authorization:
+            self.limits.pace(request)
         try:
             with self.db.read() as conn:
                 return accounts.authenticate(conn, authorization)

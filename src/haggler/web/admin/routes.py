@@ -117,10 +117,22 @@ class AdminDashboard:
         try:
             await run_in_threadpool(self.limits.wrong_credential, request)
         except RateLimited as exc:
-            return self._notice(429, "Too many attempts", exc.message[:1].upper() + exc.message[1:] + ".",
-                                {"Retry-After": str(exc.retry_after_seconds)})
+            return self._too_many(exc)
         await asyncio.sleep(FAILURE_DELAY)
         return None
+
+    def _paced(self, request: Request) -> Response | None:
+        """The page that refuses to compare a token from an address past the wrong-token limit
+        this second (``Limits.pace``), else None: the token may be compared."""
+        try:
+            self.limits.pace(request)
+        except RateLimited as exc:
+            return self._too_many(exc)
+        return None
+
+    def _too_many(self, exc: RateLimited) -> Response:
+        return self._notice(429, "Too many attempts", exc.message[:1].upper() + exc.message[1:] + ".",
+                            {"Retry-After": str(exc.retry_after_seconds)})
 
     async def _viewer(self, request: Request) -> Viewer | Response:
         """The viewer, or the response that refuses them."""
@@ -129,6 +141,9 @@ class AdminDashboard:
         authorization = request.headers.get("authorization")
         if authorization is not None:
             scheme, _, credential = authorization.partition(" ")
+            paced = self._paced(request)
+            if paced is not None:
+                return paced
             if scheme.lower() == "bearer" and self.auth.token_matches(credential.strip()):
                 return Viewer(None)
             return await self._wrong_token(request) or self._notice(
@@ -290,6 +305,9 @@ class AdminDashboard:
             if not self.auth.csrf_valid(f"login:{nonce}" if nonce else None, form.get("csrf")):
                 return self._login_form(request, 403, error="The form expired or did not come from this page: "
                                         "please sign in again.", next_path=next_path)
+            paced = self._paced(request)
+            if paced is not None:
+                return paced
             if not self.auth.token_matches(form.get("token", "")):
                 return await self._wrong_token(request) or self._login_form(
                     request, 401, error="That is not the operator token.", next_path=next_path)
