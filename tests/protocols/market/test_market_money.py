@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections import Counter
 
 import httpx
-from haggler.storage.schema import market_deals, market_orders
+from sqlalchemy import update
+
+from haggler.storage.schema import market_deals, market_orders, market_requests
 from tests.support.market import (
     BOOK,
     agreed_request,
     created,
+    database,
     listed,
     new_id,
     refused,
@@ -283,3 +286,16 @@ def test_an_instant_match_on_a_version_it_did_not_read_is_409(store):
                                                            condition="fair")), 200)
     refused(_instant(buyer, listing_id, 180, listingVersion=1), 409)
     assert created(_instant(buyer, listing_id, 180, listingVersion=2))["total"] == 180
+
+
+def test_a_request_that_began_during_a_revision_still_meets_the_new_goods_with_409(store):
+    """A contact written while a revision of the goods commits (on PostgreSQL the revision cannot
+    see it to fail it) is bound to the goods it read: every later message on it is 409. Made here
+    by giving an open request the hash of other goods."""
+    seller, buyer = seller_and_buyer(store, floor=100, max_spend=250)
+    listing_id = listed(seller, ask=200, floor=100)
+    request_id = agreed_request(seller, buyer, listing_id, "sealed_bid")
+    with database(store).write() as conn:
+        conn.execute(update(market_requests).where(market_requests.c.id == request_id).values(item_hash="0" * 64))
+    refused(buyer.send(f"/market/contact/{request_id}/bids", buyer.bid(request_id, "buyer", 190)), 409)
+    refused(_instant(buyer, listing_id, 200, requestId=request_id), 409)

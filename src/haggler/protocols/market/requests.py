@@ -28,7 +28,7 @@ from haggler.money import amount_cents, to_decimal_number
 from haggler.protocols.market import deals, identity, inbox
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.identity import Agent
-from haggler.protocols.market.listings import ensure_live, facts, listing_row, seller_floor, stored
+from haggler.protocols.market.listings import LISTING_REVISED, ensure_live, facts, listing_row, seller_floor, stored
 from haggler.protocols.market.mandates import (
     PROTOCOL_PERMISSION,
     Action,
@@ -153,6 +153,7 @@ def agree(conn: Connection, request_id: str, message: object, audit: AuditEvents
     if request.state != PROPOSED:
         raise Conflict(f"request {request_id} is {request.state}; its protocol was already settled")
     listing = listing_row(conn, request.listing_id, now)
+    _same_goods(request, listing)
     protocol = message["agreedProtocol"]
     if not listing.negotiable and protocol != INSTANT_MATCH:
         raise Conflict("the listing is not negotiable: agree to instant_match or to nothing")
@@ -196,7 +197,16 @@ def _party_message(conn: Connection, request_id: str, message: object, audit: Au
     audit.screen(agent.id, f"/{text_field}", message.get(text_field))
     _agreed(request, protocol)
     ensure_live(listing, now)
+    _same_goods(request, listing)
     return message, request, listing, party, agent
+
+
+def _same_goods(request: Any, listing: Any) -> None:
+    """409 when the listing's goods changed since the request began. A revision fails the open
+    requests it finds; this catches one that began while the revision was being written."""
+    if request.item_hash is not None and request.item_hash != listing.item_hash:
+        raise Conflict(f"the listing's item changed since request {request.id} began ({LISTING_REVISED}): "
+                       "start a new request about the listing as it is now")
 
 
 def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime,
@@ -413,6 +423,8 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
                        + (f" (its negotiation is {request.state})" if request.buyer_id == buyer.id else ""))
     elif request.state == PROPOSED or (request.state == AGREED and request.protocol != INSTANT_MATCH):
         raise Conflict(f"request {request.id} is negotiating by {request.protocol or request.proposed_protocol}")
+    else:
+        _same_goods(request, listing)
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)
     summary = _close(conn, request, listing, INSTANT_MATCH, deal_price, now, deal_expiry)
     return {"requestId": request.id, "state": CLOSED, **summary}
