@@ -10,6 +10,7 @@ import pytest
 
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.negotiate_v1.settings import StoreLimits
+from haggler.server.clientip import holder, parse_networks
 from haggler.server.limits import ClientLimits
 from tests.support.market import (
     BOOK,
@@ -186,7 +187,8 @@ def test_contact_requests_into_one_inbox_are_bounded(make_store):
 
 
 def test_an_inbox_is_bounded_whoever_writes_to_it(make_store):
-    """Many agents each sending few contact requests still fill one inbox only up to the bound."""
+    """Many agents each sending few contact requests from one address still fill one inbox only
+    up to the bound."""
     store = limited_store(make_store, max_contacts_per_hour=2)
     seller, first = seller_and_buyer(store)
     listing_id = listed(seller)
@@ -196,6 +198,46 @@ def test_an_inbox_is_bounded_whoever_writes_to_it(make_store):
     assert_limited(response, "--max-contacts-per-hour")
     assert "inbox" in response.json()["error"]
     assert len(seller.inbox()["messages"]) == 2
+
+
+def behind_proxy(make_store, **limits: int):
+    """A limited store behind a trusted proxy on loopback: ``X-Forwarded-For`` names the client."""
+    return make_store(matching=MatchingSettings(operator_token=TOKEN), client_limits=ClientLimits(**limits),
+                      limits=StoreLimits(limit_loopback=True), trusted_proxies=parse_networks(["127.0.0.1/32"]))
+
+
+def from_address(agent: Trader, address: str, path: str, message: dict) -> httpx.Response:
+    return agent.http.post(path, json=agent.sign(message), headers={"X-Forwarded-For": address})
+
+
+def test_one_address_cannot_use_up_a_sellers_inbox_for_everyone(make_store):
+    """The inbox bound counts per sending address: an agent that spends it from its address
+    leaves the seller reachable by buyers elsewhere."""
+    store = behind_proxy(make_store, max_contacts_per_hour=2)
+    seller, spammer = seller_and_buyer(store)
+    listing_id = listed(seller)
+    for _ in range(2):
+        created(from_address(spammer, "203.0.113.7", "/market/contact", spammer.contact(listing_id, "sealed_bid")))
+    assert_limited(from_address(spammer, "203.0.113.7", "/market/contact", spammer.contact(listing_id, "sealed_bid")),
+                   "--max-contacts-per-hour")
+    honest = trader(store, new_id("buyer"), maxSpend=200)
+    created(from_address(honest, "198.51.100.9", "/market/contact", honest.contact(listing_id, "sealed_bid")))
+
+
+def test_an_ipv6_client_is_counted_by_its_64():
+    """A host holds a whole /64 and may use a fresh address for every request: the limits count
+    the network, and an IPv4 address (mapped or not) as itself."""
+    assert holder("2001:db8:1:2::1") == holder("2001:db8:1:2:ffff:ffff:ffff:ffff") == "2001:db8:1:2::/64"
+    assert holder("2001:db8:1:3::1") != holder("2001:db8:1:2::1")
+    assert holder("::ffff:203.0.113.7") == holder("203.0.113.7") == "203.0.113.7"
+
+
+def test_registrations_from_one_ipv6_64_share_one_count(make_store):
+    store = behind_proxy(make_store, max_registrations_per_hour=2)
+    for n in range(2):
+        created(store.http.post("/v1/agents", json={"name": "spam"}, headers={"X-Forwarded-For": f"2001:db8::{n + 1}"}))
+    refused = store.http.post("/v1/agents", json={"name": "spam"}, headers={"X-Forwarded-For": "2001:db8::ffff"})
+    assert_limited(refused, "--max-registrations-per-hour")
 
 
 def test_one_agent_may_send_only_so_many_contact_requests(make_store):

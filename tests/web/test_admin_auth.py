@@ -88,8 +88,8 @@ def test_a_wrong_token_is_401_with_the_form_again_and_no_cookie(store):
 
 def test_failed_logins_are_throttled_per_client_but_never_the_right_token(store):
     """Issue 29, attack 7: five wrong tokens from one address locked the real operator out of
-    /admin for 15 minutes. Wrong ones are still throttled; the right one signs in (from a
-    blocked address, one token a second is compared)."""
+    /admin for 15 minutes. Wrong ones are still throttled; the right one signs in. (A blocked
+    address elsewhere than this machine is paced: tests/server/test_client_limits.py.)"""
     http = client(store)
     for _ in range(10):
         assert sign_in(http, token="guess-guess-guess-guess").status_code == 401
@@ -97,9 +97,7 @@ def test_failed_logins_are_throttled_per_client_but_never_the_right_token(store)
     assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) > 0
     assert ("the limit is 10 wrong tokens per client address in 15 minutes, set with haggler serve "
             "--max-wrong-tokens" in html.unescape(blocked.text))
-    assert sign_in(http).status_code == 429  # one token a second is compared from this address now
-    store.clock.advance(seconds=1)
-    assert sign_in(http).status_code == 303  # the same address, the right token: in
+    assert sign_in(http).status_code == 303  # the same address, the right token: in (loopback is not paced)
     store.clock.advance(minutes=16)
     assert sign_in(client(store), token="guess-guess-guess-guess").status_code == 401
 

@@ -67,6 +67,21 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequenc
     return hops[0] if hops else peer
 
 
+def holder(address: str) -> str:
+    """Who a per-client limit counts for ``address``: an IPv4 address itself, an IPv6 address its
+    /64 network — one host is handed a whole /64 and can pick a fresh address for every request,
+    so counting single IPv6 addresses would limit nobody. An IPv4-mapped one is its IPv4 address."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network(f"{ip}/64", strict=False))
+    return address
+
+
 def is_loopback(address: str) -> bool:
     """Whether ``address`` is a loopback address (an IPv4-mapped IPv6 one included)."""
     try:

@@ -13,9 +13,10 @@ so a limit is counted once, wherever it is hit.
 - **Registrations** (``--max-registrations-per-hour``): ``POST /v1/agents`` and
   ``POST /market/agents`` together, per client address.
 - **Agent messages** (``--max-agent-messages-per-hour``): the market's messages from one agent to
-  another — contact requests, protocol agreements, sealed bids, offers, instant matches — per
-  client address.
-- **Contact requests** (``--max-contacts-per-hour``): per sending agent and per receiving inbox.
+  another — contact requests, protocol agreements, sealed bids, offers, instant matches — and
+  the listings and wanted ads whose notices reach other agents' inboxes, per client address.
+- **Contact requests** (``--max-contacts-per-hour``): per sending agent, and per receiving inbox
+  from one client address (so that one sender cannot use up a seller's inbox for everyone else).
   A contact request is the one message nobody asked for; every other message answers the
   recipient's own move (an agreement answers a contact, offers alternate, an instant match sells
   a listing once), so bounding contacts bounds what lands in an inbox unasked. Past the limit the
@@ -23,9 +24,10 @@ so a limit is counted once, wherever it is hit.
   silently. The market's own notices are never limited.
 
 Counts live in the database (``storage/counters.py``, :class:`SlidingWindow`), so every worker
-counts the same ones. The client address is ``server/clientip.py``'s; like the chat-start limit,
-registrations and messages from this machine are exempt unless ``--limit-loopback`` (wrong
-credentials never are: the right token is never refused, so nobody local is locked out).
+counts the same ones. The client address is ``server/clientip.py``'s, an IPv6 one counted by
+its /64 (:func:`~haggler.server.clientip.holder`); like the chat-start limit, registrations,
+messages and the pacing of a blocked address spare this machine unless ``--limit-loopback``
+(wrong credentials from it are still counted).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from sqlalchemy import Connection
 from starlette.requests import HTTPConnection
 
 from haggler.errors import RateLimited, limit_words
+from haggler.server.clientip import holder
 from haggler.storage.counters import SlidingWindow, window_key
 from haggler.storage.database import Database
 from haggler.trust.hashing import is_secret
@@ -63,7 +66,8 @@ class ClientLimits:
     max_registrations_per_hour: int = 20
     #: Market messages to other agents one client address may send per hour.
     max_agent_messages_per_hour: int = 300
-    #: Contact requests one agent may send, and one agent's inbox may receive, per hour.
+    #: Contact requests one agent may send, and one agent's inbox may receive from one client
+    #: address, per hour.
     max_contacts_per_hour: int = 30
 
     def __post_init__(self) -> None:
@@ -107,7 +111,7 @@ class Limits:
         self.db = db
         self.clock = clock
         self.settings = settings
-        self.client_of = client_of
+        self.client_of: Callable[[HTTPConnection], str] = lambda request: holder(client_of(request))
         self.is_local = is_local
         self.limit_loopback = limit_loopback
         # Addresses past the wrong-token limit, as this worker learnt when it refused one: until
@@ -130,7 +134,8 @@ class Limits:
                                    f"{contacts} from one agent", "--max-contacts-per-hour",
                                    "this agent has sent too many contact requests")
         self.contacts_received = _gate("contact-to:", settings.max_contacts_per_hour, HOUR,
-                                       f"{contacts} into one agent's inbox", "--max-contacts-per-hour",
+                                       f"{contacts} into one agent's inbox from one client address",
+                                       "--max-contacts-per-hour",
                                        "the seller's inbox has taken all the contact requests it takes for now")
 
     def _take(self, gate: Gate, subject: str) -> None:
@@ -149,7 +154,7 @@ class Limits:
         wrong-token limit, RateLimited unless this worker has compared none from it in the last
         :data:`PACE` — so the comparison cannot be used as an oracle at speed. Once per request
         (a route may compare the operator token and then an agent token)."""
-        if not self._blocked or getattr(request.state, "credential_paced", False):
+        if not self._blocked or getattr(request.state, "credential_paced", False) or self._exempt(request):
             return
         request.state.credential_paced = True
         client, now = self.client_of(request), self.clock()
@@ -181,9 +186,12 @@ class Limits:
 
     def _block(self, client: str, until: datetime) -> None:
         with self._pace_lock:
-            if len(self._blocked) >= MAX_BLOCKED:
+            if client not in self._blocked and len(self._blocked) >= MAX_BLOCKED:
+                # forget the blocks that ended; if that is not enough, the half that end soonest
                 now = self.clock()
-                self._blocked = {address: times for address, times in self._blocked.items() if times[0] > now}
+                live = sorted((times[0], address) for address, times in self._blocked.items() if times[0] > now)
+                keep = live[len(live) - MAX_BLOCKED // 2:] if len(live) >= MAX_BLOCKED else live
+                self._blocked = {address: self._blocked[address] for _, address in keep}
             next_compare = self._blocked.get(client, (until, self.clock() + PACE))[1]
             self._blocked[client] = (until, max(next_compare, self.clock() + PACE))
 
@@ -216,4 +224,4 @@ class Limits:
         if not self._exempt(request):
             now = self.clock()
             self.contacts_sent.take(conn, sender, now)
-            self.contacts_received.take(conn, recipient, now)
+            self.contacts_received.take(conn, f"{recipient} {self.client_of(request)}", now)

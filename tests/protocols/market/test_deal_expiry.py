@@ -212,7 +212,8 @@ def test_a_new_mandate_voids_the_pending_deals_it_no_longer_allows(store):
     """Attack 5's other half, design §2: filing a mandate re-checks the agent's pending deals, oldest first, with the
     signing check. A deal it would not let the agent sign — signed already or not — becomes void
     (listing released, request failed, both told `deal_void`, the constraint audited); one it
-    allows stays pending, a confirmed deal stands, and a mandate not yet in force voids nothing."""
+    allows stays pending, a confirmed deal stands, and a mandate dated ahead voids what it will
+    forbid."""
     seller, buyer = seller_and_buyer(store, max_spend=300)
     confirmed = _instant_deal(seller, buyer)["dealId"]
     buyer.sign_deal(confirmed, "buyer")
@@ -222,10 +223,9 @@ def test_a_new_mandate_voids_the_pending_deals_it_no_longer_allows(store):
     cheap_listing = listed(seller, ask=150)
     kept = created(buyer.send(f"/market/listings/{cheap_listing}/instant_match", buyer.instant(cheap_listing, 150)))
 
-    buyer.file_mandate(maxSpend=160, issued=store.clock() + timedelta(hours=1))  # not in force yet
-    assert buyer.deal(signed["dealId"])["status"] == "awaiting_signatures"
-    store.clock.advance(hours=2)
-    buyer.file_mandate(maxSpend=160, issued=store.clock())
+    # dated ahead: judged as of its issuedAt, it voids now what it will forbid then (else the deal,
+    # signed by the buyer already, could be confirmed by the seller once it is in force)
+    buyer.file_mandate(maxSpend=160, issued=store.clock() + timedelta(hours=1))
     assert {deal_id: buyer.deal(deal_id)["status"] for deal_id in (confirmed, signed["dealId"], kept["dealId"])} == \
         {confirmed: "confirmed", signed["dealId"]: "void", kept["dealId"]: "awaiting_signatures"}
     assert _row(store, market_listings, signed["listingId"]).status == "live"

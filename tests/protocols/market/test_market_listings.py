@@ -357,3 +357,23 @@ def test_the_inbox_is_in_order_resumable_and_only_ones_own(store):
     for params in ({"after": "-1"}, {"after": "x"}, {"limit": "0"}, {"since": "3"}):
         refused(seller.get("/market/inbox", **params), 400)
     refused(store.http.get("/market/inbox"), 401)
+
+
+def test_revising_the_price_tells_a_wanted_ad_only_when_it_fits_newly(store):
+    """Each buyer hears of a listing once for the same goods: revisions that keep the goods and
+    already fit tell nobody again (a seller cannot flood an inbox by revising); one that brings
+    the ask within a budget tells that buyer; one that changes the goods tells again."""
+    seller, buyer = seller_and_buyer(store, floor=100)
+    created(buyer.send("/market/wanted", buyer.wanted(budget=170, max_spend=200)))
+    listing_id = new_id("lst")
+    answers = []
+    for ask in (200, 180, 190, 165, 160, 166):
+        store.clock.advance(seconds=1)
+        answers.append(seller.send("/market/listings", seller.listing(listing_id=listing_id, ask=ask, floor=100))
+                       .json()["notifiedWanted"])
+    assert answers == [0, 0, 0, 1, 0, 0]
+    store.clock.advance(seconds=1)
+    revised = seller.send("/market/listings", seller.listing(listing_id=listing_id, ask=160, floor=100,
+                                                             condition="like_new")).json()
+    assert revised["notifiedWanted"] == 1  # other goods: told again
+    assert len(_notices(buyer, "listing_matches_wanted")) == 2

@@ -7,6 +7,7 @@ budget races also on PostgreSQL."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import timedelta
 
 import httpx
 from sqlalchemy import update
@@ -23,6 +24,7 @@ from tests.support.market import (
     rows,
     seller_and_buyer,
     trader,
+    z,
 )
 from tests.support.matching import race
 
@@ -299,3 +301,46 @@ def test_a_request_that_began_during_a_revision_still_meets_the_new_goods_with_4
         conn.execute(update(market_requests).where(market_requests.c.id == request_id).values(item_hash="0" * 64))
     refused(buyer.send(f"/market/contact/{request_id}/bids", buyer.bid(request_id, "buyer", 190)), 409)
     refused(_instant(buyer, listing_id, 200, requestId=request_id), 409)
+
+
+# -- checked at the moment of commitment ---------------------------------------------------------------
+
+
+def test_a_deal_is_checked_against_both_mandates_when_it_would_be_confirmed(store):
+    """The buyer signs within its mandate (dealMustCloseBy in an hour); the seller signs two hours
+    later. The buyer's mandate no longer allows the deal at that moment, though nothing was
+    refiled: the deal ends void instead of confirmed, its listing live again."""
+    seller, buyer = seller_and_buyer(store, floor=100, max_spend=200,
+                                     dealMustCloseBy=z(store.clock() + timedelta(hours=1)))
+    listing_id = listed(seller, ask=180, floor=100)
+    deal_id = created(_instant(buyer, listing_id, 180))["dealId"]
+    assert buyer.sign_deal(deal_id, "buyer").status_code == 200
+    store.clock.advance(hours=2)
+    answer = seller.sign_deal(deal_id, "seller")
+    assert answer.status_code == 200 and answer.json()["status"] == "void", answer.text
+    assert store.http.get(f"/market/listings/{listing_id}").json()["status"] == "live"
+    assert [(e["detail"]["action"], e["detail"]["constraint"]) for e in buyer.audit()
+            if e["event"] == "mandate_violation"] == [("deal voided at confirmation", "dealMustCloseBy")]
+
+
+def test_a_mandate_dated_ahead_voids_at_once_what_it_will_forbid(store):
+    """The buyer signed at 180; its owner files maxSpend 160 dated a minute ahead. Were it left
+    until it is in force, the seller's signature could confirm a deal it forbids: it is void now."""
+    seller, buyer = seller_and_buyer(store, floor=100, max_spend=200)
+    deal_id = created(_instant(buyer, listed(seller, ask=180, floor=100), 180))["dealId"]
+    assert buyer.sign_deal(deal_id, "buyer").status_code == 200
+    buyer.file_mandate(maxSpend=160, issued=store.clock() + timedelta(minutes=1))
+    assert buyer.deal(deal_id)["status"] == "void"
+    store.clock.advance(minutes=2)
+    refused(seller.sign_deal(deal_id, "seller"), 409)
+
+
+def test_a_listing_named_like_a_book_is_still_a_listing(store):
+    """A seller may name a listing ``book:…``; a deal on it is a listing's deal (released when
+    cancelled, held to the listing's facts), told apart from an auction fill by its protocol."""
+    seller, buyer = seller_and_buyer(store, floor=100, max_spend=200, requiredCondition="good")
+    listing_id = listed(seller, ask=180, floor=100, listing_id="book:electronics.gaming_console.nintendo_switch")
+    deal_id = created(_instant(buyer, listing_id, 180))["dealId"]
+    assert buyer.sign_deal(deal_id, "buyer").status_code == 200  # the listing's condition is read
+    cancel = store.http.post(f"/market/deals/{deal_id}/cancel", headers=seller.auth)
+    assert cancel.status_code == 200 and store.http.get(f"/market/listings/{listing_id}").json()["status"] == "live"

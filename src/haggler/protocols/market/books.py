@@ -35,7 +35,6 @@ from haggler.storage.schema import market_orders
 from haggler.timestamps import utc_z
 
 OPEN, FILLED, CANCELLED = "open", "filled", "cancelled"
-AUCTION = "double_auction"
 _ITEM_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
@@ -127,9 +126,9 @@ def clear(conn: Connection, item: str, audit: AuditEvents, now: datetime, deal_e
     _lock(conn, item)
     rows = conn.execute(select(market_orders).where(market_orders.c.item == item, market_orders.c.status == OPEN)
                         .order_by(market_orders.c.seq)).all()
+    deals.lock_spend(conn, *{row.agent_id for row in rows})  # before their mandates: none is refiled meanwhile
     mandates = identity.mandates_of(conn, {row.agent_id for row in rows})  # once per agent, not per order or trade
     rows = [row for row in rows if _still_allowed(conn, row, mandates.get(row.agent_id), audit, now)]
-    deals.lock_spend(conn, *{row.agent_id for row in rows})
     results = []
     for currency in sorted({row.currency for row in rows}):
         same = [row for row in rows if row.currency == currency]
@@ -194,7 +193,7 @@ def _clear_currency(conn: Connection, item: str, currency: str, rows: list[Any],
         filled[sell_id] = filled.get(sell_id, 0) + quantity
         opened.append(deals.open_deal(
             conn, request_id=f"{clearing_id}:{n}", listing_id=deals.BOOK_PREFIX + item,
-            buyer_id=by_id[buy_id].agent_id, seller_id=by_id[sell_id].agent_id, protocol=AUCTION,
+            buyer_id=by_id[buy_id].agent_id, seller_id=by_id[sell_id].agent_id, protocol=deals.AUCTION,
             price_cents=unit_price, currency=currency, now=now, expires_at=expires_at, quantity=quantity,
             mandates=mandates)["dealId"])
     for order_id, quantity in filled.items():

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from sqlalchemy import Connection, and_, func, insert, or_, select, update
 
@@ -55,6 +55,9 @@ EXPIRY_BATCH = 100
 VERSION = "0.1.0"
 #: A double-auction deal has no listing: its ``listingId`` names the book instead.
 BOOK_PREFIX = "book:"
+#: The protocol of a double-auction deal (told by its protocol, never by its ``listingId``: a
+#: seller may name a listing ``book:…`` too).
+AUCTION = "double_auction"
 
 
 def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: str, seller_id: str, protocol: str,
@@ -206,7 +209,7 @@ def end_deal(conn: Connection, row: Any, status: str, reason: str, now: datetime
     unconfirmed, so that no end forgets the listing a pending deal holds sold."""
     assert row.status in PENDING and status in (EXPIRED, CANCELLED, VOID)
     conn.execute(update(market_deals).where(market_deals.c.id == row.id).values(status=status, updated_at=now))
-    if not row.listing_id.startswith(BOOK_PREFIX):
+    if row.protocol != AUCTION:
         # a listing is sold by one pending deal at a time (open_deal's compare-and-set): this one
         conn.execute(update(market_listings).where(market_listings.c.id == row.listing_id,
                                                    market_listings.c.status == "sold")
@@ -233,7 +236,8 @@ def expire_due(conn: Connection, now: datetime) -> int:
     c = market_deals.c
     found = conn.execute(select(c.id).where(c.status.in_(PENDING), c.expires_at <= now)
                          .order_by(c.expires_at, c.id).limit(EXPIRY_BATCH)).scalars().all()
-    return sum(expire_if_due(conn, deal_id, now) for deal_id in found)
+    # locked in id order, as a new mandate's voiding locks them, so neither waits on the other
+    return sum(expire_if_due(conn, deal_id, now) for deal_id in sorted(found))
 
 
 def cancel(conn: Connection, deal_id: str, caller: Agent, now: datetime) -> dict[str, Any]:
@@ -252,23 +256,25 @@ def cancel(conn: Connection, deal_id: str, caller: Agent, now: datetime) -> dict
 
 
 def void_disallowed(conn: Connection, agent_id: str, audit: AuditEvents, now: datetime) -> list[str]:
-    """After the agent's owner filed a new mandate: each of the agent's pending deals that the
-    mandate would not let it sign (the signing check, :func:`_enforce_confirm`) ends ``void``
-    (reason ``mandate``; audited with the constraint); the ids of those. The newest is checked
-    first, counting every older one: under a lowered ``budget`` or ``quantityOnHand`` the newest
-    deals give way and the oldest keep what the limit allows. A deal the
-    agent already signed is held to it too: the owner's word now is what binds. A mandate not in
-    force yet (a future ``issuedAt``) voids nothing — the deal may be signed once it is — and a
-    due deal is left to expire. Confirmed deals stand."""
+    """After the agent's owner filed a new mandate (the caller holds the agent's spend lock):
+    each of the agent's pending deals that the mandate would not let it sign (the signing check,
+    :func:`_enforce_confirm`) ends ``void`` (reason ``mandate``; audited with the constraint); the
+    ids of those. The newest is checked first, counting every older one: under a lowered
+    ``budget`` or ``quantityOnHand`` the newest deals give way and the oldest keep what the limit
+    allows. A deal the agent already signed is held to it too: the owner's word now is what
+    binds. A mandate dated in the future is judged as of its ``issuedAt`` (what it will forbid
+    then, it forbids now); a due deal is left to expire. Confirmed deals stand."""
     c = market_deals.c
+    # Locked in id order, as the sweep locks the deals it expires, so neither waits on the other.
     pending = conn.execute(select(market_deals).where(or_(c.buyer_id == agent_id, c.seller_id == agent_id),
-                                                      c.status.in_(PENDING))
-                           .order_by(c.created_at.desc(), c.id.desc()).with_for_update()).all()
+                                                      c.status.in_(PENDING), c.expires_at > now)
+                           .order_by(c.id).with_for_update()).all()
     agent = _agent(conn, agent_id)
+    at = max(now, identity.mandate_of(conn, agent_id).issued_at)
     voided = []
-    for row in pending:
-        refusal = None if _due(row, now) else _confirm_refusal(conn, row, agent, now)
-        if refusal is not None and refusal != "issuedAt":
+    for row in sorted(pending, key=lambda row: (row.created_at, row.id), reverse=True):
+        refusal = _confirm_refusal(conn, row, agent, at)
+        if refusal is not None:
             audit.violation(agent_id, "deal voided by a new mandate", refusal, dealId=row.id)
             end_deal(conn, row, VOID, "mandate", now)
             voided.append(row.id)
@@ -298,12 +304,14 @@ def _refuse_unless(row: Any, now: datetime, allowed: tuple[str, ...]) -> None:
         raise Conflict(f"deal {row.id} is {status}")
 
 
-def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents, now: datetime) -> dict[str, Any]:
-    """``POST /market/deals/{dealId}/signatures`` ``{party, signature}``."""
+def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents,
+         clock: Callable[[], datetime]) -> dict[str, Any]:
+    """``POST /market/deals/{dealId}/signatures`` ``{party, signature}``. The clock is read once
+    the parties' spend is locked: a deal judged pending here is pending for every other
+    transaction counting their spend."""
     party, signature = _signature_body(body)
-    parties = _deal(conn, deal_id)
-    lock_spend(conn, parties.buyer_id, parties.seller_id)
-    row = _deal(conn, deal_id, lock=True)
+    row = _locked(conn, deal_id)
+    now = clock()
     _refuse_unless(row, now, SIGNABLE)
     agent = _agent(conn, _party_of(row, party))
     deal = json.loads(row.deal)
@@ -319,7 +327,7 @@ def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents, now: 
     _enforce_confirm(conn, row, party, agent, audit, now)
     conn.execute(update(market_deals).where(market_deals.c.id == row.id)
                  .values(**{f"{party}_signature": signature}, updated_at=now))
-    return _settle(conn, deal_id, now)
+    return _settle(conn, deal_id, audit, now)
 
 
 def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit: AuditEvents, now: datetime) -> None:
@@ -329,7 +337,7 @@ def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit
     mandate = identity.mandate_of(conn, agent.id)
     condition: str | None = None
     accessories: tuple[str, ...] | None = None
-    if not row.listing_id.startswith(BOOK_PREFIX):
+    if row.protocol != AUCTION:
         listing = listing_row(conn, row.listing_id, now, live=False)
         condition, accessories = facts(listing)
         if party == "seller":
@@ -344,11 +352,14 @@ def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit
         raise
 
 
-def approve(conn: Connection, deal_id: str, body: object, now: datetime) -> dict[str, Any]:
+def approve(conn: Connection, deal_id: str, body: object, audit: AuditEvents,
+            clock: Callable[[], datetime]) -> dict[str, Any]:
     """``POST /market/deals/{dealId}/approvals`` ``{party, signature}``: the owner's signature
-    (with the owner's key) over the deal's signing bytes, for a mandate that requires it."""
+    (with the owner's key) over the deal's signing bytes, for a mandate that requires it. Locks
+    and reads the clock as :func:`sign` does: an approval may confirm the deal."""
     party, signature = _signature_body(body)
-    row = _deal(conn, deal_id, lock=True)
+    row = _locked(conn, deal_id)
+    now = clock()
     _refuse_unless(row, now, SIGNABLE)
     agent = _agent(conn, _party_of(row, party))
     if party not in _needs_approval(conn, row):
@@ -362,7 +373,7 @@ def approve(conn: Connection, deal_id: str, body: object, now: datetime) -> dict
     approvals[party] = {"publicKey": agent.owner_public_key, "signature": signature}
     conn.execute(update(market_deals).where(market_deals.c.id == row.id)
                  .values(approvals=json.dumps(approvals), updated_at=now))
-    return _settle(conn, deal_id, now)
+    return _settle(conn, deal_id, audit, now)
 
 
 def _needs_approval(conn: Connection, row: Any) -> list[str]:
@@ -378,13 +389,23 @@ def _needs_approval(conn: Connection, row: Any) -> list[str]:
     return needed
 
 
-def _settle(conn: Connection, deal_id: str, now: datetime) -> dict[str, Any]:
+def _settle(conn: Connection, deal_id: str, audit: AuditEvents, now: datetime) -> dict[str, Any]:
     """After a signature or an approval landed: the deal's status, with the approvals the
-    mandates in force ask for now."""
+    mandates in force ask for now. A deal about to be confirmed is checked against *both*
+    parties' mandates in force now — a party that signed earlier may have a newer mandate that
+    no longer allows it (one dated ahead of its filing voids nothing until this check) — and
+    ends ``void`` if either refuses: no deal is confirmed that a mandate in force forbids."""
     row = _deal(conn, deal_id)
     status, needed = row.status, _needs_approval(conn, row)
     if row.buyer_signature and row.seller_signature and row.status in PENDING:
         status = AWAITING_APPROVAL if set(needed) - set(json.loads(row.approvals)) else CONFIRMED
+    if status == CONFIRMED and row.status != CONFIRMED:
+        for agent_id in (row.buyer_id, row.seller_id):
+            refusal = _confirm_refusal(conn, row, _agent(conn, agent_id), now)
+            if refusal is not None:
+                audit.violation(agent_id, "deal voided at confirmation", refusal, dealId=row.id)
+                end_deal(conn, row, VOID, "mandate", now)
+                return document(_deal(conn, deal_id), conn)
     if status != row.status or needed != json.loads(row.needs_approval):
         conn.execute(update(market_deals).where(market_deals.c.id == row.id)
                      .values(status=status, needs_approval=json.dumps(needed), updated_at=now))
@@ -393,3 +414,9 @@ def _settle(conn: Connection, deal_id: str, now: datetime) -> dict[str, Any]:
             inbox.notify(conn, [row.buyer_id, row.seller_id], "deal_confirmed", now, dealId=row.id)
     return document(row, conn)
 
+
+def _locked(conn: Connection, deal_id: str) -> Any:
+    """The deal's row, locked after its parties' spend (the order every route takes them)."""
+    parties = _deal(conn, deal_id)
+    lock_spend(conn, parties.buyer_id, parties.seller_id)
+    return _deal(conn, deal_id, lock=True)

@@ -107,6 +107,7 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
                   message=stored(message), updated_at=now)
     existing = conn.execute(select(market_listings).where(market_listings.c.id == message["listingId"])
                             .with_for_update()).first()
+    told_before = None  # the listing as its buyers were last told of it: none for a new one
     if existing is None:
         conn.execute(insert(market_listings).values(id=message["listingId"], status=LIVE, created_at=now, **values))
         status = 201
@@ -125,8 +126,10 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
         status = 200
         if values["item_hash"] != existing.item_hash:
             _tell_revised(conn, existing.id, now)
+        elif _status(existing, now) == LIVE:
+            told_before = existing
     row = row_by_id(conn, market_listings, message["listingId"], "listing")
-    notified = _notify_buyers(conn, row, now)
+    notified = _notify_buyers(conn, row, now, told_before)
     return status, {"listingId": row.id, "status": LIVE, "notifiedWanted": notified}
 
 
@@ -368,12 +371,16 @@ def fits(listing_row: Any, wanted_row: Any) -> bool:
     return False
 
 
-def _notify_buyers(conn: Connection, row: Any, now: datetime) -> int:
+def _notify_buyers(conn: Connection, row: Any, now: datetime, told_before: Any = None) -> int:
+    """Tell the buyers of the live wanted ads the listing fits; how many. ``told_before``: the
+    same goods as last posted — a revision of the price tells only the ads it fits newly, so that
+    revising a listing again and again cannot flood an inbox."""
     # What the columns can tell is asked of the database; only the interests need the JSON.
     candidates = conn.execute(select(market_wanted).where(
         market_wanted.c.active_until > now, market_wanted.c.currency == row.currency,
         market_wanted.c.max_cents >= row.ask_cents, market_wanted.c.buyer_id != row.seller_id)).all()
-    matches = [wanted for wanted in candidates if fits(row, wanted)]
+    matches = [wanted for wanted in candidates
+               if fits(row, wanted) and not (told_before is not None and fits(told_before, wanted))]
     for wanted in matches:
         inbox.notify(conn, [wanted.buyer_id], "listing_matches_wanted", now, listingId=row.id, wantedId=wanted.id,
                      listing=public_view(row, now))

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
 from haggler.engine import Negotiation, OutcomeKind, RuleViolation
 from haggler.errors import Conflict, Forbidden
@@ -134,12 +135,23 @@ def contact(conn: Connection, message: object, audit: AuditEvents, now: datetime
     _permits(conn, audit, buyer.id, message["protocol"], "contact", message["requestId"])
     if conn.execute(select(market_requests.c.id).where(market_requests.c.id == message["requestId"])).first():
         raise Conflict(f"requestId {message['requestId']} is already taken")
-    conn.execute(insert(market_requests).values(
-        id=message["requestId"], listing_id=listing.id, buyer_id=buyer.id, seller_id=listing.seller_id,
-        proposed_protocol=message["protocol"], protocol=None, state=PROPOSED, item_hash=listing.item_hash,
-        message=stored(message), created_at=now, updated_at=now))
+    _open_request(conn, message, listing, buyer, message["protocol"], None, PROPOSED, now)
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)
     return {"requestId": message["requestId"], "state": PROPOSED}
+
+
+def _open_request(conn: Connection, message: dict[str, Any], listing: Any, buyer: Agent, proposed: str,
+                  protocol: str | None, state: str, now: datetime) -> None:
+    """Insert the buyer's request ``message["requestId"]``, bound to the listing's goods. The
+    caller checked the id is free; one taken meanwhile by a racing request (the unique key) is
+    the same 409, not a 500."""
+    try:
+        conn.execute(insert(market_requests).values(
+            id=message["requestId"], listing_id=listing.id, buyer_id=buyer.id, seller_id=listing.seller_id,
+            proposed_protocol=proposed, protocol=protocol, state=state, item_hash=listing.item_hash,
+            message=stored(message), created_at=now, updated_at=now))
+    except IntegrityError:
+        raise Conflict(f"requestId {message['requestId']} is already taken") from None
 
 
 def agree(conn: Connection, request_id: str, message: object, audit: AuditEvents, now: datetime) -> dict[str, Any]:
@@ -413,10 +425,7 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     request = conn.execute(select(market_requests).where(market_requests.c.id == message["requestId"])
                            .with_for_update()).first()
     if request is None:
-        conn.execute(insert(market_requests).values(
-            id=message["requestId"], listing_id=listing_id, buyer_id=buyer.id, seller_id=listing.seller_id,
-            proposed_protocol=INSTANT_MATCH, protocol=INSTANT_MATCH, state=AGREED, item_hash=listing.item_hash,
-            message=stored(message), created_at=now, updated_at=now))
+        _open_request(conn, message, listing, buyer, INSTANT_MATCH, INSTANT_MATCH, AGREED, now)
         request = _request(conn, message["requestId"])
     elif request.buyer_id != buyer.id or request.listing_id != listing_id or request.state in (CLOSED, FAILED):
         raise Conflict(f"requestId {message['requestId']} is already taken"

@@ -195,6 +195,8 @@ class Market:
         get("/agents/{agent_id}", lambda conn, request, agent_id: JSON(_known_agent(conn, agent_id).view()))
 
         def file_mandate(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
+            if isinstance(body, dict) and isinstance(body.get("agentId"), str):
+                deals.lock_spend(conn, body["agentId"])  # no deal of the agent opens while its mandate changes
             mandate, replaced = identity.file_mandate(conn, body, now())
             deals.void_disallowed(conn, mandate.agent_id, events, now())
             return (200 if replaced else 201), {"agentId": mandate.agent_id, "issuedAt": body["issuedAt"],
@@ -212,7 +214,7 @@ class Market:
         get("/mandates/{agent_id}", own_mandate)
 
         # listings and wanted ads
-        write("/listings", lambda conn, body, events: listings.post_listing(conn, body, events, now()))
+        write("/listings", lambda conn, body, events: listings.post_listing(conn, body, events, now()), limit=message)
         get("/listings", lambda conn, request: JSON(listings.search(conn, dict(request.query_params), now())))
 
         def one_listing(conn: Connection, request: Request, listing_id: str) -> Response:
@@ -224,7 +226,8 @@ class Market:
               lambda conn, body, events, listing_id: (201, requests.instant(conn, listing_id, body, events, now(),
                                                                             settings.deal_expiry)),
               limit=message)
-        write("/wanted", lambda conn, body, events: (201, listings.post_wanted(conn, body, events, now())))
+        write("/wanted", lambda conn, body, events: (201, listings.post_wanted(conn, body, events, now())),
+              limit=message)
         get("/wanted", lambda conn, request: JSON(listings.search_wanted(conn, dict(request.query_params), now())))
 
         # the inbox
@@ -264,10 +267,10 @@ class Market:
                 return JSON(deals.view(conn, deal_id, caller))
         router.add_api_route("/deals/{deal_id}", one_deal, methods=["GET"])
         write("/deals/{deal_id}/signatures",
-              lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now())),
+              lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now)),
               prepare=self._expire_deal)
         write("/deals/{deal_id}/approvals",
-              lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, now())),
+              lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, events, now)),
               prepare=self._expire_deal)
         write("/deals/{deal_id}/cancel",
               lambda conn, caller, events, deal_id: (200, deals.cancel(conn, deal_id, caller, now())),
