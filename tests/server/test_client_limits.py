@@ -254,9 +254,9 @@ def test_one_agent_may_send_only_so_many_contact_requests(make_store):
 
 
 def test_market_messages_are_limited_per_address(make_store):
-    store = limited_store(make_store, max_agent_messages_per_hour=2)
+    store = limited_store(make_store, max_agent_messages_per_hour=3)
     seller, buyer = seller_and_buyer(store)
-    request_id = agreed_request(seller, buyer, listed(seller), "natural_language")  # two messages
+    request_id = agreed_request(seller, buyer, listed(seller), "natural_language")  # a listing, a contact, an agreement
     response = buyer.send(f"/market/contact/{request_id}/offers", buyer.offer(request_id, "buyer", 160))
     assert_limited(response, "--max-agent-messages-per-hour")
 
