@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -264,14 +264,9 @@ def _system_turn(task: Any, parties: _Parties, speaker: str, history: list[Store
         return decide(context)
     run = v2.non_convergent_run(t.turn for t in history)
     deadlocked = settings.v2_deadlock and run >= settings.v2_deadlock_threshold
-    verdict = decide(v2.v1_context(context, deadlocked=deadlocked))
-    if deadlocked:
-        verdict = replace(verdict, assessment=replace(verdict.assessment, reasoning=(
-            f"Deadlock: {run} counters and questions in a row, so I bargain instead of arguing again "
-            f"and make my call now. {verdict.assessment.reasoning}")))
-    debate = _debate(history)
-    return v2.system_turn(verdict, v2.seat_of(task.source_user_id, speaker), first=not debate,
-                          final=v2.is_final(task.max_turns, len(debate) + 1))
+    return v2.play(decide, context, v2.seat_of(task.source_user_id, speaker),
+                   final=v2.is_final(task.max_turns, len(_debate(history)) + 1),
+                   deadlock_run=run if deadlocked else None)
 
 
 def _screen(task: Any, parties: _Parties) -> str:

@@ -28,7 +28,7 @@ back for it. A personal agent's runtime does the same with its decider.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from haggler.agents.match_context import MatchAction, MatchContext, MatchTurn
@@ -130,6 +130,19 @@ def system_turn(verdict: MatchTurn, seat: str, *, first: bool, final: bool) -> M
     turn = replace(verdict, action=action, message=message)
     check(turn.action, seat, first=first, final=final)
     return turn
+
+
+def play(decider: Callable[[MatchContext], MatchTurn], context: MatchContext, seat: str, *, final: bool,
+         deadlock_run: int | None = None) -> MatchTurn:
+    """A v1 decider's turn on a v2 seat: it decides from :func:`v1_context` and :func:`system_turn`
+    plays the verdict. ``deadlock_run``: the trailing run of counters/questions when it makes a
+    deadlock (the bargaining stance, said in the reasoning); None when there is none."""
+    verdict = decider(v1_context(context, deadlocked=deadlock_run is not None))
+    if deadlock_run is not None:
+        verdict = replace(verdict, assessment=replace(verdict.assessment, reasoning=(
+            f"Deadlock: {deadlock_run} counters and questions in a row, so I bargain instead of arguing "
+            f"again and make my call now. {verdict.assessment.reasoning}")))
+    return system_turn(verdict, seat, first=not as_v1(context.history), final=final)
 
 
 def screen(verdict_rejects: bool) -> str:
