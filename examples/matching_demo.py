@@ -11,13 +11,17 @@ prints how each negotiation ends:
 3. Jonas and Noor, whose personal agent never polls: Noor's turn waits until the negotiation
    timeout → ``stalled`` (reason ``timeout``).
 
+With ``--protocol v2`` the same three run under Negotiations v2 (Index Network's seats: the
+initiator reaches out, counters or withdraws, only the counterparty accepts or declines) and the
+timeout is v2's wall clock of an uncapped run; the outcomes are the same.
+
 Exits 0 only when all three outcomes are seen and both agents stop cleanly on Ctrl-C; it takes
 about the negotiation timeout (20 s by default) plus a few seconds on an idle machine, and stops
 every process it started. Nothing in it races the clock: it waits for the server and for each
 agent to be polling before it opens a negotiation (a slow start must not let the timeout end the
 Jonas ↔ Rachel negotiation), and gives each process a generous bound to stop.
 
-    python examples/matching_demo.py [--negotiation-timeout 20] [--interval 1]
+    python examples/matching_demo.py [--negotiation-timeout 20] [--interval 1] [--protocol v1|v2]
 """
 
 from __future__ import annotations
@@ -151,6 +155,9 @@ def main() -> int:
     parser.add_argument("--negotiation-timeout", type=int, default=20,
                         help="seconds a personal-vs-personal negotiation may run (default 20)")
     parser.add_argument("--interval", type=float, default=1.0, help="the agents' polling interval (default 1 s)")
+    parser.add_argument("--protocol", choices=("v1", "v2"), default="v1",
+                        help="the negotiation protocol: v1, or v2 (Index Network's seats; the timeout is then "
+                             "v2's wall clock of uncapped runs)")
     args = parser.parse_args()
     if not 1 <= args.negotiation_timeout <= 60:
         parser.error("--negotiation-timeout must be between 1 and 60 seconds")
@@ -167,10 +174,12 @@ def main() -> int:
         server = spawn(stack, haggler(
             "serve", "--port", str(port), "--db", db, "--data-dir", str(tmpdir / "data"), "--log-level", "warning",
             "--negotiation-timeout", str(args.negotiation_timeout),
+            "--negotiation-protocol", args.protocol, "--v2-wall-clock", str(args.negotiation_timeout),
             # Longer than the demo: the system negotiator never takes Noor's turn; the timeout ends it.
             "--parked-timeout", "600"), server_log, env, interrupt=False)
         wait_until(lambda: healthy(base), "haggler serve", server, server_log)
-        print(f"haggler serve on {base} (negotiation timeout {args.negotiation_timeout}s)")
+        print(f"haggler serve on {base} (negotiation protocol {args.protocol}, "
+              f"negotiation timeout {args.negotiation_timeout}s)")
 
         operator = stack.enter_context(httpx.Client(base_url=base, timeout=30,
                                                     headers={"Authorization": f"Bearer {token}"}))

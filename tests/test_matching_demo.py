@@ -33,3 +33,23 @@ def test_the_matching_demo_shows_pending_rejected_and_stalled(tmp_path):
     assert out.count("stopped") == 2  # both agent processes shut down on Ctrl-C, each given time to say so
     assert "completed negotiations" in out  # haggler match insights ran on the demo's database
     assert list(tmp_path.iterdir()) == []  # nothing left behind in the working directory
+
+
+#: What the demo prints under v2: the seats' words, and the same three outcomes as under v1.
+V2_LINES = ("negotiation protocol v2",
+            "Jonas ↔ Rachel (personal agent vs personal agent): pending", "Jonas: outreach (personal)",
+            "Rachel: accept (personal)", "Yusuf: outreach (system) → Elif: decline (system)",
+            "Yusuf ↔ Elif (system negotiator on both sides): rejected",
+            "Jonas ↔ Noor (personal agent vs personal agent, one offline): stalled (reason timeout)",
+            "all three outcomes seen")
+
+
+@pytest.mark.slow
+def test_the_matching_demo_speaks_v2_with_the_same_outcomes(tmp_path):
+    """The demo under Negotiations v2 (--protocol v2): seat vocabularies, and the stalled run ends
+    on v2's wall clock of an uncapped negotiation."""
+    result = subprocess.run([sys.executable, str(DEMO), "--protocol", "v2"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert [line for line in V2_LINES if line not in result.stdout] == [], result.stdout
+    assert not any(tmp_path.iterdir())

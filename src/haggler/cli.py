@@ -56,15 +56,19 @@ def _fail(message: str, code: int = 2) -> typer.Exit:
 _MATCHING_DEFAULTS = MatchingSettings()
 #: MatchingSettings' field names as ``serve`` spells them, for its error messages.
 _MATCHING_OPTIONS = {"claim_timeout_seconds": "--claim-timeout", "parked_timeout_seconds": "--parked-timeout",
-                     "negotiation_timeout_seconds": "--negotiation-timeout", "the operator token": "--operator-token"}
+                     "negotiation_timeout_seconds": "--negotiation-timeout", "the operator token": "--operator-token",
+                     "v2_ask_user_window_seconds": "--v2-ask-user-window", "v2_deadlock_threshold": "--v2-deadlock-threshold",
+                     "v2_wall_clock_seconds": "--v2-wall-clock", "protocol_version": "--negotiation-protocol"}
 
 
 def matching_settings(operator_token: str | None, claim_timeout: int, parked_timeout: int,
-                      negotiation_timeout: int) -> MatchingSettings:
-    """``serve``'s matching options as settings; a bad value is a ValueError naming the option."""
+                      negotiation_timeout: int, **v2_options: Any) -> MatchingSettings:
+    """``serve``'s matching options as settings; a bad value is a ValueError naming the option.
+    ``v2_options``: MatchingSettings' Negotiations v2 fields (``protocol_version``, ``v2_screen``...)."""
     try:
         return MatchingSettings(operator_token=operator_token or None, claim_timeout_seconds=claim_timeout,
-                                parked_timeout_seconds=parked_timeout, negotiation_timeout_seconds=negotiation_timeout)
+                                parked_timeout_seconds=parked_timeout, negotiation_timeout_seconds=negotiation_timeout,
+                                **v2_options)
     except ValueError as exc:
         message = str(exc)
         for name, option in _MATCHING_OPTIONS.items():
@@ -185,6 +189,29 @@ def serve(
     negotiation_timeout: Annotated[int, typer.Option(
         help="Seconds a negotiation between two personal agents may run before it ends as stalled.")]
         = _MATCHING_DEFAULTS.negotiation_timeout_seconds,
+    negotiation_protocol: Annotated[str, typer.Option(
+        envvar="HAGGLER_NEGOTIATION_PROTOCOL", show_envvar=True,
+        help="The protocol of fresh match negotiations: v1, or v2 (Index Network's seats); a continuation "
+             "keeps its predecessor's. See docs/matching-api.md, Negotiations v2.")]
+        = _MATCHING_DEFAULTS.protocol_version,
+    v2_screen: Annotated[bool, typer.Option(
+        help="v2: screen each outreach before its first turn (a pass ends it screened_out).")]
+        = _MATCHING_DEFAULTS.v2_screen,
+    v2_ask_user: Annotated[bool, typer.Option(
+        help="v2: let a personal agent pause once to ask its own user (input_required).")]
+        = _MATCHING_DEFAULTS.v2_ask_user,
+    v2_ask_user_window: Annotated[int, typer.Option(
+        help="v2: seconds a user has to answer an ask_user before the conservative default applies.")]
+        = _MATCHING_DEFAULTS.v2_ask_user_window_seconds,
+    v2_deadlock: Annotated[bool, typer.Option(
+        help="v2: deadlock detection (a run of counters/questions puts system turns in a bargaining stance).")]
+        = _MATCHING_DEFAULTS.v2_deadlock,
+    v2_deadlock_threshold: Annotated[int, typer.Option(
+        help="v2: how many counters/questions in a row make a deadlock (at least 2).")]
+        = _MATCHING_DEFAULTS.v2_deadlock_threshold,
+    v2_wall_clock: Annotated[int, typer.Option(
+        help="v2: seconds an uncapped negotiation may run before it ends stalled (reason timeout).")]
+        = _MATCHING_DEFAULTS.v2_wall_clock_seconds,
     offer_turn_cap: Annotated[int, typer.Option(
         help="Offers after which a /market natural-language negotiation ends without a deal (0: no cap).")]
         = _MARKET_DEFAULTS.offer_turn_cap or 0,
@@ -247,7 +274,10 @@ def serve(
         agents = AgentsSettings(session_ttl_seconds=session_ttl, max_sessions=max_sessions,
                                 requests_per_minute=requests_per_minute, audit_enabled=audit)
         proxies = parse_networks(trusted_proxy or [])
-        matching = matching_settings(operator_token, claim_timeout, parked_timeout, negotiation_timeout)
+        matching = matching_settings(
+            operator_token, claim_timeout, parked_timeout, negotiation_timeout, protocol_version=negotiation_protocol,
+            v2_screen=v2_screen, v2_ask_user=v2_ask_user, v2_ask_user_window_seconds=v2_ask_user_window,
+            v2_deadlock=v2_deadlock, v2_deadlock_threshold=v2_deadlock_threshold, v2_wall_clock_seconds=v2_wall_clock)
         market = market_settings(offer_turn_cap, clear_interval, deal_expiry)
         client_limits = ClientLimits(max_wrong_tokens, max_registrations_per_hour, max_agent_messages_per_hour,
                                      max_contacts_per_hour)
@@ -332,7 +362,8 @@ def sweep_interval(idle_ttl: int, matching: MatchingSettings, market: MarketSett
     """How often deadlines are swept: a quarter of the shortest of them, between 1 s and a minute
     (reads apply a passed deadline too; the sweep catches the negotiations and deals nobody reads)."""
     shortest = min(idle_ttl, matching.claim_timeout_seconds, matching.parked_timeout_seconds,
-                   matching.negotiation_timeout_seconds, market.deal_expiry_seconds)
+                   matching.negotiation_timeout_seconds, matching.v2_ask_user_window_seconds,
+                   matching.v2_wall_clock_seconds, market.deal_expiry_seconds)
     return min(60.0, max(1.0, shortest / 4))
 
 

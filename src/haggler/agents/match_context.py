@@ -31,9 +31,15 @@ class MatchAction(str, Enum):
     ACCEPT = "accept"      # the match serves this side's user
     REJECT = "reject"      # it does not
     QUESTION = "question"  # personal agents only; routes like counter
+    # Negotiations v2 (protocols/matching/v2.py): the seat vocabularies. The negotiators decide in
+    # v1's words; the matching service maps their verdicts onto the seat they play.
+    OUTREACH = "outreach"  # v2, initiator seat, first turn: v1's propose
+    WITHDRAW = "withdraw"  # v2, initiator seat: walks away (v1's reject)
+    DECLINE = "decline"    # v2, counterparty seat: says no (v1's reject)
+    ASK_USER = "ask_user"  # v2: a pause to consult one's own user; not a turn of the debate
 
 
-_TERMINAL = (MatchAction.ACCEPT, MatchAction.REJECT)
+_TERMINAL = (MatchAction.ACCEPT, MatchAction.REJECT, MatchAction.WITHDRAW, MatchAction.DECLINE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,10 @@ knobs"). The runtime first reads its agent (``GET /api/agents/{id}``); an agent 
 its user's turns after the parked timeout. Otherwise it polls ``POST .../negotiations/pickup``
 on a fixed interval; a claimed turn is decided by the *decider* (the deterministic system
 negotiator by default; any ``MatchContext -> MatchTurn`` callable, such as an LLM backend, plugs
-in) and answered with ``POST .../negotiations/{id}/respond``.
+in) and answered with ``POST .../negotiations/{id}/respond``. The decider speaks v1; on a
+Negotiations v2 claim its verdict is played from the claim's seat (docs/matching-api.md,
+"Negotiations v2": an initiator's accept becomes a counter that proposes, a reject a withdraw or a
+decline, a final-turn counterparty decides).
 
 What can go wrong, and what it does:
 
@@ -34,6 +37,7 @@ import httpx
 from haggler.agents.match_context import MatchContext, MatchTurn, parse_context
 from haggler.agents.match_negotiator import decide
 from haggler.errors import HagglerError
+from haggler.protocols.matching import v2
 
 __all__ = ["AgentError", "Decider", "MatchAgentRuntime", "Outcome", "RuntimeStats"]
 
@@ -154,7 +158,7 @@ class MatchAgentRuntime:
         key = (claim["negotiationId"], claim["turnNumber"])
         where = f"{key[0]} turn {key[1]}"
         try:
-            turn = self.decider(parse_context(claim))
+            turn = self._decide(claim)
         except Exception as exc:  # noqa: BLE001 - any decider (an LLM backend) may fail; keep polling
             detail = exc.message if isinstance(exc, HagglerError) else f"{type(exc).__name__}: {exc}"
             return self._failed(key, f"{where}: the decider failed ({detail})")
@@ -172,6 +176,18 @@ class MatchAgentRuntime:
         negotiation = _json_object(response)
         self.log(f"{where}: {turn.action.value} → {_summary(negotiation)}")
         return Outcome(RESPONDED, key)
+
+    def _decide(self, claim: dict[str, Any]) -> MatchTurn:
+        """The decider's turn for a claim. A v2 negotiation's claim names the seat, whether the turn
+        is the final one and any deadlock: the decider decides in v1's words and its verdict is
+        played from the seat (``protocols/matching/v2.py``, :func:`~haggler.protocols.matching.v2.play`)."""
+        context = parse_context(claim)
+        if claim.get("protocolVersion") != v2.V2:
+            return self.decider(context)
+        deadlock = claim.get("deadlock") if isinstance(claim.get("deadlock"), dict) else {}
+        run = deadlock.get("nonConvergentRun") if deadlock.get("bargaining") is True else None
+        return v2.play(self.decider, context, str(claim.get("seat")), final=claim.get("finalTurn") is True,
+                       deadlock_run=run if isinstance(run, int) else None)
 
     def _failed(self, key: tuple[str, int], message: str) -> Outcome:
         self.stats.failures += 1

@@ -411,7 +411,7 @@ a2a_tasks = Table(
     Column("id", String(40), primary_key=True),
     Column("conversation_id", String(40), ForeignKey("a2a_conversations.id"), nullable=False),
     Column("type", String(32), nullable=False),  # negotiation
-    # submitted | working | waiting_for_agent | claimed | completed
+    # submitted | working | waiting_for_agent | claimed | input_required (v2 ask_user) | completed
     Column("state", String(24), nullable=False),
     Column("opportunity_id", String(40), nullable=False),
     Column("source_user_id", String(40), nullable=False),
@@ -428,9 +428,16 @@ a2a_tasks = Table(
     Column("park_deadline", UTCDateTime, nullable=True),
     Column("expires_at", UTCDateTime, nullable=True),  # personal-vs-personal timeout
     Column("turn_context", Text, nullable=True),  # JSON, while parked or claimed
+    # Negotiations v2 (protocols/matching/v2.py): the version, stamped once; the outreach screen's
+    # decision (reach_out | pass); the ask_user consultations (JSON list) and the open one's deadline.
+    Column("protocol_version", String(4), nullable=False, server_default="v1"),
+    Column("screen", String(16), nullable=True),
+    Column("consultations", Text, nullable=True),
+    Column("answer_deadline", UTCDateTime, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+Index("ix_a2a_tasks_answer_deadline", a2a_tasks.c.state, a2a_tasks.c.answer_deadline)
 Index("ix_a2a_tasks_pickup", a2a_tasks.c.waiting_user_id, a2a_tasks.c.state, a2a_tasks.c.parked_at)
 Index("ix_a2a_tasks_park_deadline", a2a_tasks.c.state, a2a_tasks.c.park_deadline)
 Index("ix_a2a_tasks_claim_deadline", a2a_tasks.c.state, a2a_tasks.c.claim_deadline)

@@ -8,7 +8,9 @@ documents any A2A client can read.
 
 A2A's task states have no ``waiting_for_agent`` or ``claimed``: the A2A ``status.state`` is the
 nearest A2A state (``input-required`` while a turn waits for an agent, ``working`` while one
-holds it) and the spec's own state travels in ``metadata.negotiationState``.
+holds it) and the spec's own state travels in ``metadata.negotiationState``. A v2 negotiation
+paused by ``ask_user`` is ``input-required`` in A2A's own sense (``negotiationState``
+``input_required``); ``metadata.protocolVersion`` says which protocol the task speaks.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from a2a.types import Artifact, DataPart, Message, Part, Role, Task, TaskState, 
 from haggler.protocols.matching.negotiations import (
     CLAIMED,
     COMPLETED,
+    INPUT_REQUIRED,
     OUTCOME_ARTIFACT,
     SUBMITTED,
     WAITING,
@@ -30,7 +33,7 @@ from haggler.protocols.matching.negotiations import (
 )
 
 _A2A_STATE = {SUBMITTED: TaskState.submitted, WORKING: TaskState.working, WAITING: TaskState.input_required,
-              CLAIMED: TaskState.working, COMPLETED: TaskState.completed}
+              CLAIMED: TaskState.working, COMPLETED: TaskState.completed, INPUT_REQUIRED: TaskState.input_required}
 
 
 def iso(at: datetime | None) -> str | None:
@@ -55,7 +58,8 @@ def task_document(task: Any, history: list[StoredTurn], outcome: dict[str, Any] 
         status=TaskStatus(state=_A2A_STATE[task.state], timestamp=iso(task.updated_at)),
         history=[message(task, stored) for stored in history] or None,
         artifacts=artifacts,
-        metadata={"type": task.type, "negotiationState": task.state, "opportunityId": task.opportunity_id,
+        metadata={"type": task.type, "negotiationState": task.state, "protocolVersion": task.protocol_version,
+                  "opportunityId": task.opportunity_id,
                   "sourceUserId": task.source_user_id, "candidateUserId": task.candidate_user_id},
     )
     return document.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -18,7 +18,8 @@ from haggler.protocols.matching.negotiations import COMPLETED, TIMEOUT, TURN_CAP
 from haggler.storage.schema import a2a_artifacts, a2a_messages, a2a_tasks, opportunities
 
 TOP_THEMES = 10
-_OBJECTING = ("counter", "reject")
+#: Objecting turns: v1's counter and reject, and v2's withdraw and decline.
+_OBJECTING = ("counter", "reject", "withdraw", "decline")
 
 
 def _scenario(task: Any) -> str:

@@ -27,7 +27,7 @@ from starlette.routing import BaseRoute
 
 from haggler import __version__
 from haggler.errors import Conflict, Forbidden, HagglerError, InvalidInput
-from haggler.protocols.matching import opportunities, turns
+from haggler.protocols.matching import negotiations, opportunities, turns
 from haggler.protocols.matching.participants import Principal
 from haggler.protocols.matching.routes import Matching
 from haggler.server.errors import status_for
@@ -39,7 +39,8 @@ TURN_SESSION_PREFIX = "index:negotiation:"
 
 # Literal types put the allowed values into the tools' input schema, where a model reads them;
 # tests check them against turns.ACTIONS and match_context.ROLES, which the turn parser enforces.
-ActionName = Literal["propose", "counter", "accept", "reject", "question"]
+ActionName = Literal["propose", "counter", "accept", "reject", "question",
+                     "outreach", "withdraw", "decline", "ask_user"]
 RoleName = Literal["agent", "patient", "peer"]
 
 INSTRUCTIONS = f"""Match negotiation for a user's personal agent (Index Network protocol, spec 002).
@@ -57,6 +58,14 @@ Polling flow
    first, when another agent of your user holds this one, or when the turn is not your user's.
 Actions: propose (the first turn only), counter (partial agreement, name your objections),
 accept, reject, question (ask the other side's agent; personal agents only).
+Negotiations v2 (get_negotiation shows protocolVersion, and turnContext your seat, finalTurn and
+allowedActions; anything else is refused with 400 naming them): the initiator seat may outreach
+(the first turn only), counter, question or withdraw, and never accept; the counterparty seat may
+accept, decline, counter or question. On the final turn the initiator must withdraw or counter and
+the counterparty must accept or decline. Where allowed, ask_user pauses to consult your own user
+(message: the question; once per side): the negotiation is input_required until your user answers
+(answer_consultation, or POST /api/negotiations/<id>/answer with the user's key) or the answer
+window lapses; the answer comes back in turnContext.consultations.
 Roles in suggestedRoles, for ownUser (your user) and otherUser: agent (gives what the other
 seeks), patient (receives it), peer (a mutual exchange).
 Unanswered claims go back to the queue after the claim timeout; a turn nobody takes within
@@ -113,6 +122,9 @@ def _take_turn(matching: Matching, caller: Principal, negotiation_id: str, body:
     except InvalidInput as exc:
         raise InvalidInput(exc.message.replace("assessment.", "")) from exc
     task = matching.task(caller, negotiation_id)  # 404 / 403, and passed deadlines applied
+    if task.state == negotiations.INPUT_REQUIRED and task.waiting_user_id == caller.user_id:
+        raise Conflict(f"negotiation {negotiation_id} waits for your user's answer to your ask_user "
+                       f"(until {task.answer_deadline.isoformat()}); answer_consultation relays it")
     if task.waiting_user_id != caller.user_id:
         raise Conflict(f"negotiation {negotiation_id} is {task.state} and not waiting for your user's turn; "
                        "list_negotiations shows the ones that are")
@@ -173,6 +185,16 @@ def build_server(matching: Matching) -> MCPServer:
         if message is not None:
             body["message"] = message
         view = _guarded(lambda: _take_turn(matching, caller, negotiationId, body))
+        view.pop("task", None)
+        return view
+
+    @server.tool()
+    def answer_consultation(ctx: Context, negotiationId: str, answer: str) -> dict[str, Any]:  # noqa: N803
+        """Relay your user's answer to the ask_user your side paused on (Negotiations v2). The
+        negotiation leaves input_required and your turn comes back with the answer in its
+        turnContext.consultations. Returns the negotiation."""
+        caller = _guarded(lambda: _agent(matching, ctx))
+        view = _guarded(lambda: matching.answer(caller, negotiationId, {"answer": answer}))
         view.pop("task", None)
         return view
 

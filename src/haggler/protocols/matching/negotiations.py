@@ -11,6 +11,11 @@ serialized). Pickup and respond are compare-and-swap updates on ``state``, so tw
 user racing for a turn get one claim, and a respond racing a claim expiry has one winner.
 Deadlines are stored timestamps, applied by :func:`enforce` whenever a task is touched and
 to every task :func:`due_tasks` finds by the routes' sweep.
+
+Negotiations v2 (docs/matching-api.md, "Negotiations v2") run on the same path: the task carries
+its ``protocol_version``; :mod:`v2` holds the seat rules, and this module adds v2's steps — the
+outreach screen before the first turn, the ``input_required`` pause of ``ask_user`` with its answer
+window, the bargaining stance of system turns in a deadlock, and the wall clock of uncapped runs.
 """
 
 from __future__ import annotations
@@ -23,11 +28,21 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, or_, select, union, update
 
-from haggler.agents.match_context import MatchContext, MatchTurn, SeedAssessment, UserContext, parse_seed
+from haggler.agents.match_context import (
+    Assessment,
+    MatchAction,
+    MatchContext,
+    MatchTurn,
+    Roles,
+    SeedAssessment,
+    UserContext,
+    parse_seed,
+)
 from haggler.agents.match_negotiator import decide
 from haggler.engine import Negotiation, OutcomeKind, Rules
-from haggler.errors import Conflict, Forbidden
-from haggler.protocols.matching import turns
+from haggler.errors import Conflict, Forbidden, NotFound
+from haggler.protocols.fields import only, text
+from haggler.protocols.matching import turns, v2
 from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.database import lock_key
@@ -35,10 +50,13 @@ from haggler.storage.rows import row_by_id
 from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
 
 SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
+#: v2: a side paused to consult its own user (``ask_user``); the A2A state of the same name.
+INPUT_REQUIRED = "input_required"
 SYSTEM, PERSONAL = "system", "personal"
 #: The states of a negotiation still running.
-_OPEN = (SUBMITTED, WORKING, WAITING, CLAIMED)
+_OPEN = (SUBMITTED, WORKING, WAITING, CLAIMED, INPUT_REQUIRED)
 TURN_CAP, TIMEOUT = "turn_cap", "timeout"
+MAX_ANSWER_CHARS = 4000
 OUTCOME_ARTIFACT = "negotiation-outcome"
 #: Tasks the sweep handles per database transaction.
 SWEEP_BATCH = 50
@@ -69,16 +87,33 @@ def start(conn: Connection, opportunity: dict[str, Any], *, source_personal: boo
     source, candidate = opportunity["source_user_id"], opportunity["candidate_user_id"]
     conn.execute(insert(a2a_conversations).values(
         id=conversation_id, participants=json.dumps([participant(source), participant(candidate)]), created_at=now))
-    both_personal = source_personal and candidate_personal
+    version = _version_for(conn, source, candidate, settings)
+    if version == v2.V2:
+        max_turns = settings.v2_caps.for_sides(source_personal, candidate_personal)
+        # Beyond Index: an uncapped v2 run has a wall-clock bound.
+        expires_at = now + timedelta(seconds=settings.v2_wall_clock_seconds) if max_turns is None else None
+    else:
+        max_turns = settings.caps.for_sides(source_personal, candidate_personal)
+        # The timeout is the safety valve of an uncapped personal-vs-personal negotiation only.
+        both_personal = source_personal and candidate_personal
+        expires_at = now + timedelta(seconds=settings.negotiation_timeout_seconds) if both_personal else None
     conn.execute(insert(a2a_tasks).values(
         id=task_id, conversation_id=conversation_id, type="negotiation", state=SUBMITTED,
         opportunity_id=opportunity["id"], source_user_id=source, candidate_user_id=candidate,
-        source_personal=source_personal, candidate_personal=candidate_personal,
-        max_turns=settings.caps.for_sides(source_personal, candidate_personal),
-        # The timeout is the safety valve of an uncapped personal-vs-personal negotiation only.
-        expires_at=now + timedelta(seconds=settings.negotiation_timeout_seconds) if both_personal else None,
-        created_at=now, updated_at=now))
+        source_personal=source_personal, candidate_personal=candidate_personal, max_turns=max_turns,
+        expires_at=expires_at, protocol_version=version, created_at=now, updated_at=now))
     return task_id
+
+
+def _version_for(conn: Connection, source: str, candidate: str, settings: MatchingSettings) -> str:
+    """A continuation (the pair, either way round, negotiated before) keeps its predecessor's
+    version, never re-stamped; a fresh negotiation takes the server's setting."""
+    tasks = a2a_tasks.c
+    prior = conn.execute(select(tasks.protocol_version).where(
+        or_((tasks.source_user_id == source) & (tasks.candidate_user_id == candidate),
+            (tasks.source_user_id == candidate) & (tasks.candidate_user_id == source)))
+        .order_by(tasks.created_at.desc(), tasks.id.desc()).limit(1)).scalar()
+    return prior or settings.protocol_version
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -142,8 +177,40 @@ class _Parties:
 
 
 def _next_speaker(task: Any, history: list[StoredTurn]) -> str:
-    # The initiating side presents the case; then the sides alternate.
+    # The initiating side presents the case; then the sides alternate. After an ask_user (v2)
+    # the side that paused speaks again.
+    if history and turns.is_pause(history[-1].turn):
+        return history[-1].turn.speaker
     return _other(task, history[-1].turn.speaker) if history else str(task.source_user_id)
+
+
+def _debate(history: list[StoredTurn]) -> list[StoredTurn]:
+    """The turns of the debate: the history less v2's ask_user pauses."""
+    return [t for t in history if not turns.is_pause(t.turn)]
+
+
+def visible_history(task: Any, history: list[StoredTurn], viewer: str | None) -> list[StoredTurn]:
+    """What ``viewer`` (a user id; None: the operator) sees of the history: a side's ask_user
+    consults its own user and is invisible to the other side."""
+    if viewer is None:
+        return history
+    return [t for t in history if not turns.is_pause(t.turn) or t.turn.speaker == viewer]
+
+
+def _may_ask(task: Any, speaker: str, history: list[StoredTurn], settings: MatchingSettings) -> bool:
+    """Whether ``ask_user`` is open to ``speaker`` now: v2 with the setting on, a personal side,
+    at most once per side (the final-turn rule is :mod:`v2`'s)."""
+    return (task.protocol_version == v2.V2 and settings.v2_ask_user and _is_personal(task, speaker)
+            and not any(turns.is_pause(t.turn) and t.turn.speaker == speaker for t in history))
+
+
+def seat_rules(task: Any, speaker: str, history: list[StoredTurn], settings: MatchingSettings) -> dict[str, Any]:
+    """The v2 facts of ``speaker``'s next turn: seat, whether it is the final one, what it may say."""
+    seat = v2.seat_of(task.source_user_id, speaker)
+    debate = _debate(history)
+    first, final = not debate, v2.is_final(task.max_turns, len(debate) + 1)
+    allowed = v2.allowed(seat, first=first, final=final, ask_user=_may_ask(task, speaker, history, settings))
+    return {"seat": seat, "finalTurn": final, "allowedActions": [a.value for a in allowed]}
 
 
 # -- advancing ------------------------------------------------------------------------------------
@@ -170,22 +237,59 @@ def _run(conn: Connection, task: Any, settings: MatchingSettings, now: datetime,
     history = stored_turns(conn, task.id)
     negotiation = _negotiation(task, history)
     parties = _Parties.load(conn, task)
+    if task.protocol_version == v2.V2 and settings.v2_screen and not history and task.screen is None:
+        decision = _screen(task, parties)
+        _set(conn, task.id, now, screen=decision)
+        if decision == v2.PASS:
+            _finalize(conn, task, history, None, now, reason=v2.SCREENED_OUT)
+            return
     while negotiation.outcome is None:
         speaker = _next_speaker(task, history)
         if _is_personal(task, speaker) and not system_takes:
             _park(conn, task, parties, speaker, history, settings, now)
             return
         system_takes = False
-        turn = decide(parties.context(task, speaker, history))
-        history.append(_record(conn, task, negotiation, turn, SYSTEM, None, now))
+        turn = _system_turn(task, parties, speaker, history, settings)
+        history.append(_record(conn, task, negotiation, history, turn, SYSTEM, None, now))
     _finalize(conn, task, history, negotiation, now)
 
 
-def _record(conn: Connection, task: Any, negotiation: Negotiation, turn: MatchTurn, taken_by: str,
-            agent_id: str | None, now: datetime) -> StoredTurn:
-    """Apply the turn to the engine (refusing it when it breaks a rule) and store it as a message."""
-    turns.apply(negotiation, turn, now, personal=taken_by == PERSONAL)
-    number, at = len(negotiation.turns), negotiation.turns[-1].at
+def _system_turn(task: Any, parties: _Parties, speaker: str, history: list[StoredTurn],
+                 settings: MatchingSettings) -> MatchTurn:
+    """The system negotiator's turn for ``speaker``. Under v2 it decides in v1's words from the
+    history in v1's words, and :func:`v2.system_turn` plays the verdict from the speaker's seat;
+    in a deadlock (a setting) it decides in the bargaining stance: its final call, now."""
+    context = parties.context(task, speaker, history)
+    if task.protocol_version != v2.V2:
+        return decide(context)
+    run = v2.non_convergent_run(t.turn for t in history)
+    deadlocked = settings.v2_deadlock and run >= settings.v2_deadlock_threshold
+    return v2.play(decide, context, v2.seat_of(task.source_user_id, speaker),
+                   final=v2.is_final(task.max_turns, len(_debate(history)) + 1),
+                   deadlock_run=run if deadlocked else None)
+
+
+def _screen(task: Any, parties: _Parties) -> str:
+    """The outreach screen (v2, a setting): the initiator's advocate is asked for its verdict as
+    if the counterparty had opened with nothing but the profiles and the seed; a reject — its
+    user gets nothing from the match — is a pass."""
+    initiator, counterparty = str(task.source_user_id), str(task.candidate_user_id)
+    opening = MatchTurn(counterparty, MatchAction.PROPOSE,
+                        Assessment(parties.seed.reasoning, Roles("peer", "peer")), None)
+    context = MatchContext(own=parties.users[initiator], other=parties.users[counterparty], seed=parties.seed,
+                           history=(opening,), max_turns=None, negotiation_id=task.id)
+    return v2.screen(decide(context).action is MatchAction.REJECT)
+
+
+def _record(conn: Connection, task: Any, negotiation: Negotiation, history: list[StoredTurn], turn: MatchTurn,
+            taken_by: str, agent_id: str | None, now: datetime, *, ask_user: bool = False) -> StoredTurn:
+    """Apply the turn to the engine (refusing it when it breaks a rule) and store it as a message
+    numbered after ``history``. ``ask_user``: the v2 pause is open to the speaker."""
+    turns.apply(negotiation, turn, now, personal=taken_by == PERSONAL, version=task.protocol_version,
+                seat=v2.seat_of(task.source_user_id, turn.speaker), ask_user=ask_user)
+    number = len(history) + 1
+    # A pause is no engine turn: its time is its own, never before the last message's.
+    at = max([now, *(t.at for t in history[-1:])]) if turns.is_pause(turn) else negotiation.turns[-1].at
     message_id = "msg_" + secrets.token_urlsafe(12)
     conn.execute(insert(a2a_messages).values(task_id=task.id, seq=number, id=message_id, sender=turn.speaker,
                                              taken_by=taken_by, agent_id=agent_id,
@@ -196,19 +300,29 @@ def _record(conn: Connection, task: Any, negotiation: Negotiation, turn: MatchTu
 def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history: list[StoredTurn],
           settings: MatchingSettings, now: datetime) -> None:
     """Park a personal agent's turn: its whole context is written down, with a fallback deadline."""
+    debate = _debate(history)
     turn_context = {
         "negotiationId": task.id,
         "opportunityId": task.opportunity_id,
         "turnNumber": len(history) + 1,
         "maxTurns": task.max_turns,
-        "counterpartyAction": history[-1].turn.action.value if history else None,
+        "counterpartyAction": debate[-1].turn.action.value if debate else None,
         "ownUser": context_json(parties.users[speaker]),
         "otherUser": context_json(parties.users[_other(task, speaker)]),
         "seedAssessment": parties.seed_json,
-        "history": [history_entry(t) for t in history],
+        "history": [history_entry(t) for t in visible_history(task, history, speaker)],
     }
     if parties.discovery_query is not None:
         turn_context["discoveryQuery"] = parties.discovery_query
+    if task.protocol_version == v2.V2:
+        turn_context.update(protocolVersion=v2.V2, **seat_rules(task, speaker, history, settings))
+        own = [c for c in consultations(task) if c["userId"] == speaker]
+        if own:
+            turn_context["consultations"] = own
+        if settings.v2_deadlock:
+            run = v2.non_convergent_run(t.turn for t in history)
+            turn_context["deadlock"] = {"nonConvergentRun": run, "threshold": settings.v2_deadlock_threshold,
+                                        "bargaining": run >= settings.v2_deadlock_threshold}
     _set(conn, task.id, now, state=WAITING, waiting_user_id=speaker, claimed_by=None, claim_deadline=None,
          parked_at=now, park_deadline=now + timedelta(seconds=settings.parked_timeout_seconds),
          turn_context=json.dumps(turn_context))
@@ -220,24 +334,30 @@ def history_entry(stored: StoredTurn) -> dict[str, Any]:
 
 
 def _finalize(conn: Connection, task: Any, history: list[StoredTurn], negotiation: Negotiation | None,
-              now: datetime) -> None:
+              now: datetime, *, reason: str = TIMEOUT) -> None:
     """Write the outcome artifact, complete the task and move the opportunity on (spec:
-    "Outcome Determination"). ``negotiation`` None: the personal-vs-personal timeout ended it."""
+    "Outcome Determination"). ``negotiation`` None: ``reason`` ended it — the timeout (the
+    personal-vs-personal one, or v2's wall clock) or v2's screen (``screened_out``)."""
     kind = negotiation.outcome.kind if negotiation is not None and negotiation.outcome else None
-    outcome = compute_outcome(task, history, kind)
+    outcome = compute_outcome(task, history, kind, reason=reason)
     conn.execute(insert(a2a_artifacts).values(id="art_" + secrets.token_urlsafe(12), task_id=task.id,
                                               name=OUTCOME_ARTIFACT, data=json.dumps(outcome), created_at=now))
     _set(conn, task.id, now, state=COMPLETED, waiting_user_id=None, claimed_by=None, claim_deadline=None,
-         park_deadline=None, turn_context=None)
-    status = "pending" if outcome["hasOpportunity"] else "rejected" if "reason" not in outcome else "stalled"
+         park_deadline=None, turn_context=None, answer_deadline=None)
+    # accept → pending; reject, withdraw, decline and a screen's pass → rejected; cap, timeout → stalled.
+    status = ("pending" if outcome["hasOpportunity"]
+              else "stalled" if outcome.get("reason") in (TURN_CAP, TIMEOUT) else "rejected")
     conn.execute(update(opportunities).where(opportunities.c.id == task.opportunity_id).values(
         status=status, updated_at=now,
         agreed_roles=json.dumps(outcome["agreedRoles"]) if outcome["hasOpportunity"] else None))
 
 
-def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | None) -> dict[str, Any]:
+def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | None, *,
+                    reason: str = TIMEOUT) -> dict[str, Any]:
     """``hasOpportunity``, ``agreedRoles`` (each side's ``ownUser`` from its own last turn),
-    ``reasoning``, ``turnCount`` and, without a terminal action, ``reason``."""
+    ``reasoning``, ``turnCount`` (turns of the debate: v2's ask_user pauses are not counted) and,
+    without a terminal action, ``reason``."""
+    history = _debate(history)
     count = len(history)
     if kind is OutcomeKind.AGREED:
         last_own: dict[str, str] = {}
@@ -252,6 +372,10 @@ def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | No
     if kind is OutcomeKind.TURN_CAP:
         return {"hasOpportunity": False, "agreedRoles": [], "turnCount": count, "reason": TURN_CAP,
                 "reasoning": f"The turn cap of {task.max_turns} was reached without accept or reject."}
+    if reason == v2.SCREENED_OUT:
+        return {"hasOpportunity": False, "agreedRoles": [], "turnCount": 0, "reason": v2.SCREENED_OUT,
+                "reasoning": "The initiator's advocate passed at the outreach screen: its user gets nothing "
+                             "from this match. The counterparty was never contacted."}
     return {"hasOpportunity": False, "agreedRoles": [], "turnCount": count, "reason": TIMEOUT,
             "reasoning": f"No resolution before the negotiation timed out at {task.expires_at.isoformat()} "
                          f"after {count} turns."}
@@ -281,6 +405,8 @@ def enforce(conn: Connection, task_id: str, settings: MatchingSettings, now: dat
     if state == WAITING and task.park_deadline <= now:
         _set(conn, task.id, now, state=WORKING, waiting_user_id=None, park_deadline=None, turn_context=None)
         _run(conn, task, settings, now, system_takes=True)
+    elif state == INPUT_REQUIRED and task.answer_deadline <= now:
+        _answered(conn, task, None, settings, now)
     elif state in (SUBMITTED, WORKING):
         _resume(conn, task, settings, now)  # the row is locked and read already
 
@@ -291,7 +417,8 @@ def is_due(task: Any, now: datetime) -> bool:
         return False
     return bool(task.state == SUBMITTED or (task.expires_at is not None and task.expires_at <= now)
                 or (task.state == CLAIMED and task.claim_deadline <= now)
-                or (task.state == WAITING and task.park_deadline <= now))
+                or (task.state == WAITING and task.park_deadline <= now)
+                or (task.state == INPUT_REQUIRED and task.answer_deadline <= now))
 
 
 def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, limit: int = SWEEP_BATCH) -> list[str]:
@@ -304,13 +431,16 @@ def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, li
     if user_id is None:
         parts += [select(tasks.id, tasks.created_at).where(tasks.state == CLAIMED, tasks.claim_deadline <= now),
                   select(tasks.id, tasks.created_at).where(tasks.state == WAITING, tasks.park_deadline <= now),
+                  select(tasks.id, tasks.created_at).where(tasks.state == INPUT_REQUIRED,
+                                                           tasks.answer_deadline <= now),
                   select(tasks.id, tasks.created_at).where(tasks.state.in_(_OPEN), tasks.expires_at <= now)]
     else:
         parts[0] = parts[0].where(or_(tasks.source_user_id == user_id, tasks.candidate_user_id == user_id))
         parts.append(select(tasks.id, tasks.created_at).where(
-            tasks.waiting_user_id == user_id, tasks.state.in_((WAITING, CLAIMED)),
+            tasks.waiting_user_id == user_id, tasks.state.in_((WAITING, CLAIMED, INPUT_REQUIRED)),
             or_(tasks.expires_at <= now, (tasks.state == CLAIMED) & (tasks.claim_deadline <= now),
-                (tasks.state == WAITING) & (tasks.park_deadline <= now))))
+                (tasks.state == WAITING) & (tasks.park_deadline <= now),
+                (tasks.state == INPUT_REQUIRED) & (tasks.answer_deadline <= now))))
     due = union(*parts).subquery()
     return list(conn.execute(select(due.c.id).order_by(due.c.created_at, due.c.id).limit(limit)).scalars())
 
@@ -375,11 +505,58 @@ def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], se
         raise Conflict("your claim on this turn expired; pick the turn up again")
     history = stored_turns(conn, task_id)
     negotiation = _negotiation(task, history)
-    history.append(_record(conn, task, negotiation, turn, PERSONAL, agent.id, now))
-    if negotiation.outcome is not None:
+    may_ask = _may_ask(task, agent.user_id, history, settings)
+    history.append(_record(conn, task, negotiation, history, turn, PERSONAL, agent.id, now, ask_user=may_ask))
+    if turns.is_pause(turn):
+        _pause(conn, task, turn, settings, now)
+    elif negotiation.outcome is not None:
         _finalize(conn, task, history, negotiation, now)
     else:
         _run(conn, task, settings, now, system_takes=False)
+
+
+# -- ask_user (v2) --------------------------------------------------------------------------------
+
+def consultations(task: Any) -> list[dict[str, Any]]:
+    """The task's ask_user consultations, oldest first: ``userId``, ``question``, ``askedAt``,
+    ``deadline``, ``answer`` (None while open), ``answeredAt``, ``defaulted``."""
+    return list(json.loads(task.consultations)) if task.consultations else []
+
+
+def _pause(conn: Connection, task: Any, turn: MatchTurn, settings: MatchingSettings, now: datetime) -> None:
+    """The side that asked waits for its own user: ``input_required`` until the answer or the window."""
+    deadline = now + timedelta(seconds=settings.v2_ask_user_window_seconds)
+    asked = consultations(task) + [{
+        "userId": turn.speaker, "question": turn.message or turn.assessment.reasoning, "askedAt": now.isoformat(),
+        "deadline": deadline.isoformat(), "answer": None, "answeredAt": None, "defaulted": False}]
+    _set(conn, task.id, now, state=INPUT_REQUIRED, waiting_user_id=turn.speaker, answer_deadline=deadline,
+         consultations=json.dumps(asked))
+
+
+def answer(conn: Connection, caller: Principal, task_id: str, body: dict[str, Any], settings: MatchingSettings,
+           now: datetime) -> None:
+    """The user answers its side's open ``ask_user`` (with the user's key, or its agent's relaying
+    it); the side's turn is parked again with the answer in its context."""
+    only(body, ("answer",))
+    reply = text(body.get("answer"), "answer", max_length=MAX_ANSWER_CHARS)
+    task = task_row(conn, task_id, lock=True)
+    require_party(task, caller)
+    if caller.user_id is None:
+        raise Forbidden("the user answers a consultation (with the user's key, or its agent's), not the operator")
+    if task.state != INPUT_REQUIRED or task.waiting_user_id != caller.user_id:
+        raise Conflict(f"the negotiation is {task.state} and no question of it waits for your answer")
+    _answered(conn, task, reply, settings, now)
+
+
+def _answered(conn: Connection, task: Any, reply: str | None, settings: MatchingSettings, now: datetime) -> None:
+    """Close the open consultation — with the user's ``reply``, or (None) the conservative default
+    once the window has lapsed — and hand the turn back to the side that asked."""
+    asked = consultations(task)
+    asked[-1].update(answer=reply if reply is not None else v2.DEFAULT_ANSWER, answeredAt=now.isoformat(),
+                     defaulted=reply is None)
+    _set(conn, task.id, now, state=WORKING, waiting_user_id=None, answer_deadline=None,
+         consultations=json.dumps(asked))
+    _run(conn, task_row(conn, task.id), settings, now, system_takes=False)
 
 
 def _not_yours(task: Any) -> str:
@@ -404,3 +581,11 @@ def waiting_for(conn: Connection, user_id: str) -> list[Any]:
 def require_party(task: Any, caller: Principal) -> None:
     if not caller.may_see(task.source_user_id, task.candidate_user_id):
         raise Forbidden("only the operator and the two users see this negotiation")
+    if screened_from(task, caller):
+        raise NotFound(f"no negotiation {task.id}")
+
+
+def screened_from(task: Any, caller: Principal) -> bool:
+    """Whether a v2 screen's pass hides the negotiation from ``caller``: the counterparty never
+    learns of an outreach its initiator passed on."""
+    return task.screen == v2.PASS and not caller.is_operator and caller.user_id == task.candidate_user_id

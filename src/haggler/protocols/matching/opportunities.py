@@ -18,9 +18,9 @@ from sqlalchemy import Connection, insert, select, update
 
 from haggler.agents.match_context import ROLES
 from haggler.agents.match_evaluator import DEFAULT_THRESHOLD, discover
-from haggler.errors import Conflict, Forbidden, InvalidInput
+from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound
 from haggler.protocols.fields import integer, json_object, only, text
-from haggler.protocols.matching import a2a, negotiations
+from haggler.protocols.matching import a2a, negotiations, v2
 from haggler.protocols.matching.participants import Principal, has_personal_agent, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.rows import row_by_id
@@ -145,6 +145,9 @@ def visible_row(conn: Connection, caller: Principal, opportunity_id: str) -> Any
     row = _row(conn, opportunity_id)
     if not caller.may_see(row.source_user_id, row.candidate_user_id):
         raise Forbidden("only the operator and the two users see this opportunity")
+    if caller.user_id == row.candidate_user_id and negotiations.screened_from(
+            negotiations.task_row(conn, row.negotiation_id), caller):
+        raise NotFound(f"no opportunity {opportunity_id}")
     return row
 
 
@@ -172,12 +175,14 @@ def negotiation_view(conn: Connection, caller: Principal, task_id: str) -> dict[
     """The negotiation: conversation, A2A task, turns, outcome artifact and trace."""
     task = negotiations.task_row(conn, task_id)
     negotiations.require_party(task, caller)
-    history = negotiations.stored_turns(conn, task_id)
+    viewer = None if caller.is_operator else caller.user_id
+    history = negotiations.visible_history(task, negotiations.stored_turns(conn, task_id), viewer)
     artifact = negotiations.artifact_of(conn, task_id)
     participants = json.loads(conn.execute(select(a2a_conversations.c.participants)
                                            .where(a2a_conversations.c.id == task.conversation_id)).scalar_one())
-    return {
-        "id": task.id, "opportunityId": task.opportunity_id, "state": task.state, "maxTurns": task.max_turns,
+    view = {
+        "id": task.id, "opportunityId": task.opportunity_id, "protocolVersion": task.protocol_version,
+        "state": task.state, "maxTurns": task.max_turns,
         "waitingFor": task.waiting_user_id, "claimDeadline": a2a.iso(task.claim_deadline),
         "parkDeadline": a2a.iso(task.park_deadline), "expiresAt": a2a.iso(task.expires_at),
         "conversation": {"id": task.conversation_id, "participants": participants},
@@ -189,3 +194,10 @@ def negotiation_view(conn: Connection, caller: Principal, task_id: str) -> dict[
                    "summary": t.turn.action.value} for t in history],
         "task": a2a.task_document(task, history, artifact[1] if artifact else None, artifact[0] if artifact else None),
     }
+    if task.protocol_version == v2.V2:
+        # Seats by user id; the screen's decision; each side sees its own consultations only.
+        view["seats"] = {"initiator": task.source_user_id, "counterparty": task.candidate_user_id}
+        view["screen"] = task.screen
+        view["consultations"] = [c for c in negotiations.consultations(task) if viewer in (None, c["userId"])]
+        view["answerDeadline"] = a2a.iso(task.answer_deadline)
+    return view

@@ -125,6 +125,15 @@ class Matching:
             negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
             return opportunities.negotiation_view(conn, caller, negotiation_id)
 
+    def answer(self, caller: Principal, negotiation_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A user's answer to its side's ask_user (Negotiations v2); the negotiation's view."""
+        with self.db.read() as conn:
+            task = negotiations.task_row(conn, negotiation_id)  # 404 before anything else
+        self._enforce_if_due(task)
+        with self.db.write() as conn:
+            negotiations.answer(conn, caller, negotiation_id, body, self.settings, self.clock())
+            return opportunities.negotiation_view(conn, caller, negotiation_id)
+
     def task(self, caller: Principal, negotiation_id: str) -> Any:
         """The negotiation's task row as its deadlines make it now, for one of its parties (404 /
         403 otherwise): what a caller needs that does not need the whole view."""
@@ -279,6 +288,15 @@ class Matching:
                 return JSON(self.respond(caller, agent_id, negotiation_id, parse_json_body(raw, BODY_WORDING)))
             return await run_in_threadpool(handle)
 
+        async def answer(request: Request, negotiation_id: str) -> JSON:
+            raw = await request.body()
+
+            def handle() -> JSON:
+                caller = self.caller(request)
+                return JSON(self.answer(caller, negotiation_id, parse_json_body(raw, BODY_WORDING)))
+            return await run_in_threadpool(handle)
+
+        router.add_api_route("/negotiations/{negotiation_id}/answer", answer, methods=["POST"])
         router.add_api_route("/agents/{agent_id}/negotiations/pickup", pickup, methods=["POST"])
         router.add_api_route("/agents/{agent_id}/negotiations/{negotiation_id}/respond", respond, methods=["POST"])
         return router
