@@ -189,6 +189,9 @@ _CEILING = re.compile(r"\b(?:up to|upto|max|maximum|at most|budget|can afford|af
 _FLOOR = re.compile(r"\b(?:from|minimum|min|at least|starting at|starts at|upwards of|or more)\b", re.I)
 _FREE = re.compile(r"\b(?:free|unpaid|pro bono|no budget|for nothing|volunteer basis)\b|"
                    r"\b(?:can't|cannot|can not|unable to) (?:afford to pay|afford anything|pay)\b", re.I)
+#: Sought without an amount: "paid work" asks for some money; "volunteers" (the people, not the
+#: act of volunteering) are asked to work for none.
+_PAID = re.compile(r"(?<!stop )(?<!avoid )\b(?P<paid>paid|paying)\b(?!\s+(?:for|to|out|off|back)\b)|\bvolunteers?\b(?!\s*(?:work|role|placement|opportunit))", re.I)
 _NOT_MONEY_FREE = re.compile(r"\bfree (?:time|evenings?|weekends?|mornings?|afternoons?|days?|on|to|from|"
                              r"saturdays?|sundays?)\b|\bfree(?:lance|dom)|\bduty[- ]free|\bfree of\b", re.I)
 _MONEY_WORDS = re.compile(r"\b(?:salary|rate|fee|fees|pay|paid|budget|price|cost|rent|ticket|cheque|check|"
@@ -226,6 +229,11 @@ def _money(clause: _Clause) -> Iterator[Condition]:
         if top and sense == "ceiling":
             amount = Decimal(top["num"].replace(",", "")) * _MULT.get((top["mult"] or m["mult"] or "").strip().lower(), 1)
         yield Condition("money", sense, (amount, _CURRENCIES.get(cur), unit), clause.sought, span, clause.text)
+    if clause.sought and not _AMOUNT.search(text) and (m := _PAID.search(text)):
+        # "paid translation contracts": some money, however little; "a pianist volunteer": none
+        sense, amount = ("floor", Decimal("0.01")) if m["paid"] else ("ceiling", Decimal(0))
+        yield Condition("money", sense, (amount, None, None), True, m.group(0), text)
+        return
     if _FREE.search(text) and not _NOT_MONEY_FREE.search(text) and not _AMOUNT.search(text):
         span = _FREE.search(text).group(0)  # type: ignore[union-attr]
         if clause.sought or re.search(r"\b(?:can't|cannot|can not|unable to)\b", span, re.I):

@@ -52,7 +52,8 @@ from typing import Any
 from haggler.agents.match_context import (
     ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext,
 )
-from haggler.agents.match_text import Need, affirmed_concepts, concepts, need_from, sentences
+from haggler.agents.match_conditions import Conflict, conflicts
+from haggler.agents.match_text import EXCHANGES, Need, affirmed_concepts, concepts, need_from, sentences
 
 __all__ = ["Judgement", "decide", "judge", "offer_meeting", "offer_roles"]
 
@@ -64,6 +65,12 @@ _IDENTITY = ("role", "title", "headline", "stage", "industry", "sector", "compan
 _SEEKS = ("seeks", "needs", "lookingFor", "looking_for")
 #: Free-text fields an advocate quotes as evidence for its own user.
 _FREE_TEXT = ("bio", "about", "experience", "background", "summary")
+#: Concepts that name *takers* of an offer — people who receive what a user gives. A need for
+#: them ("a few more GCSE students", "wedding bookings", "a lodger") is met by someone who *is*
+#: one: who seeks what the user offers. Paying ``clients`` (an exchange) are takers too.
+_TAKERS = frozenset({"clients", "student", "pupil", "learner", "patient", "tenant", "lodger", "member", "booking",
+                     "mentee", "supervisee", "subscriber", "family", "attendee", "guest", "reader", "audience",
+                     "order", "trainee", "apprentice", "volunteer", "participant", "recipient"})
 
 
 def _texts(profile: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
@@ -97,6 +104,36 @@ def _needs(user: UserContext) -> tuple[Need, ...]:
     texts += [" ".join((i.description, *i.tags)) for i in user.intents]
     needs = (need_from(t) for t in dict.fromkeys(texts))
     return tuple(n for n in needs if not n.empty)
+
+
+def _given(need: Need) -> frozenset[str]:
+    """The exchange a *giving* need gives ("first-time founders to mentor" gives mentorship):
+    what :func:`~haggler.agents.match_text.need_from` took out of what it asks."""
+    return (concepts(need.text) & EXCHANGES) - need.exchanges
+
+
+def _met_by_seeker(need: Need, other_needs: Sequence[Need], answered: Mapping[Need, frozenset[str]],
+                   other_about: frozenset[str], other_identity: frozenset[str]) -> bool:
+    """Whether ``need`` is met by *who the other user is*, not by what it offers.
+
+    * A **giving** need ("new engineering managers to mentor") is met by someone who seeks what it
+      gives — one of the other's needs asks for that exchange — and is what the rest describes:
+      each of its skills and fields touches the other's profile (``other_about``).
+    * A need for **takers** of my user's offer (:data:`_TAKERS`: "GCSE students", "a lodger",
+      "paid translation contracts") is met by someone who seeks that offer: one of the other's
+      needs my user meets, where the need's skills and fields each touch that need, the words of
+      my user's that meet it, or the other's identity ("violin students" are not met by a parent
+      whose son wants drum lessons, nor "a tenant for the room" by someone after advice).
+
+    ``answered`` maps each of the other's needs my user meets to the concepts of it and of my
+    user's words that meet it."""
+    given = _given(need)
+    rest = (need.skills - _TAKERS, need.domains)
+    if given:
+        return any(m.exchanges & given for m in other_needs) and all(q & other_about for q in rest if q)
+    if not (need.exchanges | need.skills) & _TAKERS:
+        return False
+    return any(all(q & (words | other_identity) for q in rest if q) for words in answered.values())
 
 
 def _met(need: Need, brings: frozenset[str], about: frozenset[str]) -> bool:
@@ -168,6 +205,8 @@ class Judgement:
     gives: bool
     #: Whether the other user's declared offers meet one of my user's needs.
     receives: bool
+    #: Conditions (money, place, level, schedule, language, stack) the two users' profiles fail.
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def unmet_own(self) -> tuple[Need, ...]:
@@ -178,16 +217,17 @@ class Judgement:
         return tuple(n for n in self.other_needs if n not in self.met_other)
 
     @property
-    def objections(self) -> tuple[tuple[str, Need], ...]:
-        """("own", need) for my user's unmet needs; ("other", need) for the other user's when it
-        would get nothing from mine."""
-        own = tuple(("own", n) for n in self.unmet_own)
+    def objections(self) -> tuple[tuple[str, Need | Conflict], ...]:
+        """("condition", conflict) for each unmet condition; ("own", need) for my user's unmet
+        needs; ("other", need) for the other user's when it would get nothing from mine."""
+        own = tuple(("condition", c) for c in self.conflicts) + tuple(("own", n) for n in self.unmet_own)
         return own + (() if self.met_other else tuple(("other", n) for n in self.other_needs))
 
     @property
     def serves_both(self) -> bool:
-        """The final call: at least half of my user's needs met, and the other user gets something."""
-        return bool(self.met_other) and 2 * len(self.met_own) >= len(self.own_needs) > 0
+        """The final call: no unmet condition, at least half of my user's needs met, and the other
+        user gets something."""
+        return not self.conflicts and bool(self.met_other) and 2 * len(self.met_own) >= len(self.own_needs) > 0
 
 
 def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
@@ -201,15 +241,19 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     other_identity = _concepts_of(_texts(other.profile, _IDENTITY))
 
     own_needs, other_needs = _needs(own), _needs(other)
-    met_own = tuple(n for n in own_needs if _met(n, other_offered | other_identity, other_about))
     declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
     evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
     met_other = tuple(n for n in other_needs if n in declared or n in evidence)
+    # What the other seeks that my user gives, with my user's words that give it: the other may
+    # *be* what a taker or giving need of mine seeks (see _met_by_seeker).
+    answered = {m: concepts(m.text) | concepts(offer_meeting(own, m) or "") for m in met_other}
+    met_own = tuple(n for n in own_needs if _met(n, other_offered | other_identity, other_about)
+                    or _met_by_seeker(n, other_needs, answered, other_about, other_identity))
 
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
     return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
-                     _roles(gives, receives, context), gives, receives)
+                     _roles(gives, receives, context), gives, receives, conflicts(own, other))
 
 
 def offer_roles(gives: bool, receives: bool) -> Roles | None:
@@ -232,12 +276,18 @@ def _roles(gives: bool, receives: bool, context: MatchContext) -> Roles:
     return Roles(named.get(context.own.user_id, "peer"), named.get(context.other.user_id, "peer"))
 
 
+_BREAK = re.compile(r"[.!?;]+(?=\s|$)")
+
+
 def _quoted(text: str) -> str:
-    """A need's text, safe to embed in one sentence (no sentence breaks inside)."""
-    return '"' + " ".join(text.replace(".", ",").replace("!", ",").replace("?", ",").replace(";", ",").split()) + '"'
+    """A need's text, safe to embed in one sentence: sentence breaks inside become commas, a
+    final one goes; every other character stays as written ("NTRP 4.5+", "£1,450")."""
+    return '"' + " ".join(_BREAK.sub(",", text.strip().rstrip(".!?;")).split()) + '"'
 
 
-def _objection_sentence(whose: str, need: Need) -> str:
+def _objection_sentence(whose: str, need: Need | Conflict) -> str:
+    if isinstance(need, Conflict):
+        return need.sentence()
     if whose == "own":
         return f"My user seeks {_quoted(need.text)}, which your user does not offer."
     return f"Your user seeks {_quoted(need.text)}, which my user does not offer."
@@ -251,6 +301,8 @@ def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
     else:
         parts.append("My user states no need this match could meet.")
     parts.append(f"The other user's needs my user meets: {len(j.met_other)} of {len(j.other_needs)}.")
+    if j.conflicts:
+        parts.append(f"Unmet conditions: {', '.join(c.kind for c in j.conflicts)}.")
     parts.extend(_objection_sentence(whose, need) for whose, need in j.objections)
     if not j.met_own and not j.met_other and j.shared:
         parts.append(f"Shared keywords only ({', '.join(sorted(j.shared)[:6])}): neither gives the other anything.")
