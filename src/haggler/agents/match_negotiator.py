@@ -9,6 +9,16 @@ users' profiles and intents and forms its own judgement from explainable feature
   ``title``, ``headline``, ``stage``, ``industry``...), or affirmed it in a message earlier in
   this negotiation. A need for an exchange (a job, clients, capital, mentorship) is met only by
   someone who offers that exchange (see :mod:`haggler.agents.match_text`);
+* **who the other user is** (issue 30: the person is the offer): a need is also met when the
+  other user *is* what it seeks, judged from what the other seeks. A *giving* need ("new
+  engineering managers to mentor") is met by someone who seeks that exchange and whose profile is
+  about the rest (a new team lead asking for a mentor); a need for *takers* of my user's offer
+  ("a few more GCSE students", "a lodger", "paid translation contracts") by someone who seeks
+  that offer — one of its needs my user meets, touching the need's own qualifiers ("violin
+  students" are not met by a parent after drum lessons). See :func:`_met_by_seeker`;
+* **conditions** (:mod:`haggler.agents.match_conditions`): money and who pays, place and remote,
+  level, schedule, language, stack — one side's requirements against the other side's facts, a
+  documented rule each; an absent fact is never a conflict;
 * **what the other user gets** from my user, the same way, plus *evidence*: sentences of my
   user's own free text (``bio``, ``experience``...) that show it can give what the other seeks.
   An advocate knows its own user; it answers the other side's objections by quoting them;
@@ -22,13 +32,18 @@ How it decides (``decide``), in order:
 1. the first turn is ``propose`` — the protocol's opening — whatever the judgement; its
    reasoning says honestly what the advocate thinks, and its message states what my user offers;
 2. my user gets nothing → ``reject`` (one-sided against my user, or keyword-deep);
-3. no objection left → ``accept``. Objections are my user's unmet needs and, when the other user
-   would get nothing at all from mine, the other user's needs: a one-sided match does not hold;
+3. no objection left → ``accept``. Objections are unmet conditions, my user's unmet needs and,
+   when the other user would get nothing at all from mine, the other user's needs: a one-sided
+   match does not hold;
 4. on the last turn the cap allows, or when it already countered and the other side's latest
    turn answered nothing, countering again is pointless: it makes a final call — ``accept`` when
-   at least half of my user's needs are met and the other user gets something, else ``reject``;
+   at least half of my user's needs are met, the other user gets something and no condition is
+   unmet, else ``reject``. An unmet condition is a fact of both profiles: countered once, it is
+   answered only if the profiles change, so it ends in ``reject``;
 5. otherwise ``counter``, naming each objection concretely ("my user seeks "a design co-founder",
-   which your user does not offer").
+   which your user does not offer"; "Condition not met (money): my user states "I charge
+   $85/hour"; your user can pay at most "We can only take free tutoring"."). Quotes keep the
+   user's characters — "NTRP 4.5+" is never "4,5+"; only sentence breaks become commas.
 
 Only the other side's ``message`` is read for answers — it is where an advocate speaks to the
 other side; reasoning is its own account — and only its sentences that neither negate nor seek
@@ -106,6 +121,10 @@ def _needs(user: UserContext) -> tuple[Need, ...]:
     return tuple(n for n in needs if not n.empty)
 
 
+#: Where a need's head ends: what follows qualifies it.
+_RELATIVE = re.compile(r"\b(?:who|whom|that|which|with|whose)\b", re.IGNORECASE)
+
+
 def _given(need: Need) -> frozenset[str]:
     """The exchange a *giving* need gives ("first-time founders to mentor" gives mentorship):
     what :func:`~haggler.agents.match_text.need_from` took out of what it asks."""
@@ -131,8 +150,8 @@ def _met_by_seeker(need: Need, other_needs: Sequence[Need], answered: Mapping[Ne
     rest = (need.skills - _TAKERS, need.domains)
     if given:
         return any(m.exchanges & given for m in other_needs) and all(q & other_about for q in rest if q)
-    if not (need.exchanges | need.skills) & _TAKERS:
-        return False
+    if not concepts(_RELATIVE.split(need.text)[0]) & _TAKERS:
+        return False  # "a developer who has built something customers use" seeks a developer
     return any(all(q & (words | other_identity) for q in rest if q) for words in answered.values())
 
 
@@ -190,10 +209,12 @@ class Judgement:
     """One advocate's reading of the match, from its own user's side."""
 
     own_needs: tuple[Need, ...]
-    #: My user's needs the other user meets (declared, identity, or affirmed in a message).
+    #: My user's needs the other user meets (declared, identity, affirmed in a message, or by
+    #: being who the need seeks).
     met_own: tuple[Need, ...]
     other_needs: tuple[Need, ...]
-    #: The other user's needs my user meets (declared, identity, or evidence from its own text).
+    #: The other user's needs my user meets (declared, identity, evidence from its own text, or
+    #: by being who the need seeks).
     met_other: tuple[Need, ...]
     #: My user's answers: other user's need → the sentence of my user's text that meets it.
     evidence: Mapping[Need, str]
@@ -243,12 +264,16 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     own_needs, other_needs = _needs(own), _needs(other)
     declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
     evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
-    met_other = tuple(n for n in other_needs if n in declared or n in evidence)
-    # What the other seeks that my user gives, with my user's words that give it: the other may
-    # *be* what a taker or giving need of mine seeks (see _met_by_seeker).
-    answered = {m: concepts(m.text) | concepts(offer_meeting(own, m) or "") for m in met_other}
-    met_own = tuple(n for n in own_needs if _met(n, other_offered | other_identity, other_about)
-                    or _met_by_seeker(n, other_needs, answered, other_about, other_identity))
+    gets_other = [n for n in other_needs if n in declared or n in evidence]
+    gets_own = [n for n in own_needs if _met(n, other_offered | other_identity, other_about)]
+    # Each side may also *be* what the other seeks (see _met_by_seeker): judged from what each
+    # seeks that the other gives, with the giver's words that give it.
+    for_own = {m: concepts(m.text) | concepts(offer_meeting(own, m) or "") for m in gets_other}
+    for_other = {m: concepts(m.text) | concepts(offer_meeting(other, m) or "") for m in gets_own}
+    met_own = tuple(n for n in own_needs if n in gets_own
+                    or _met_by_seeker(n, other_needs, for_own, other_about, other_identity))
+    met_other = tuple(n for n in other_needs if n in gets_other
+                      or _met_by_seeker(n, own_needs, for_other, own_about, own_identity))
 
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
