@@ -64,7 +64,7 @@ one side ("my user ... ; your user ...") quoting each side's clause exactly.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -134,6 +134,18 @@ def _phrase(c: Condition) -> str:
             "remote_only": f"is {quote}"}.get(c.sense, f"says {quote}" if not c.sought else f"seeks {quote}")
 
 
+def _sided(a_side: Condition, b_side: Condition, failing: str) -> tuple[Condition, Condition, str]:
+    """A comparer checks ``a_side``'s needs against ``b_side`` both ways round; the conflict is
+    reported as (mine, theirs, whose requirement fails)."""
+    return (a_side, b_side, failing) if failing == "mine" else (b_side, a_side, failing)
+
+
+def _alternation(words: Iterable[str]) -> re.Pattern[str]:
+    """Whole-word, case-blind alternation of ``words``, longest first ("node.js" before "node")."""
+    return re.compile(r"(?<![\w.#+])(" + "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+                      + r")(?![\w#+])", re.I)
+
+
 # --- reading -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +203,8 @@ _FREE = re.compile(r"\b(?:free|unpaid|pro bono|no budget|for nothing|volunteer b
                    r"\b(?:can't|cannot|can not|unable to) (?:afford to pay|afford anything|pay)\b", re.I)
 #: Sought without an amount: "paid work" asks for some money; "volunteers" (the people, not the
 #: act of volunteering) are asked to work for none.
-_PAID = re.compile(r"(?<!stop )(?<!avoid )\b(?P<paid>paid|paying)\b(?!\s+(?:for|to|out|off|back)\b)|\bvolunteers?\b(?!\s*(?:work|role|placement|opportunit))", re.I)
+_PAID = re.compile(r"(?<!stop )(?<!avoid )\b(?P<paid>paid|paying)\b(?!\s+(?:for|to|out|off|back)\b)|"
+                   r"\bvolunteers?\b(?!\s*(?:work|role|placement|opportunit))", re.I)
 _NOT_MONEY_FREE = re.compile(r"\bfree (?:time|evenings?|weekends?|mornings?|afternoons?|days?|on|to|from|"
                              r"saturdays?|sundays?)\b|\bfree(?:lance|dom)|\bduty[- ]free|\bfree of\b", re.I)
 _MONEY_WORDS = re.compile(r"\b(?:salary|rate|fee|fees|pay|paid|budget|price|cost|rent|ticket|cheque|check|"
@@ -253,7 +266,7 @@ def _money_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
         for ceiling in (c for c in payer if c.sense == "ceiling"):
             for ask in (c for c in payee if c.sense in ("floor", "price")):
                 if _comparable(ceiling, ask) and ask.value[0] > ceiling.value[0]:
-                    yield (ceiling, ask, failing) if failing == "mine" else (ask, ceiling, failing)
+                    yield _sided(ceiling, ask, failing)
                     break
 
 
@@ -310,12 +323,12 @@ def _place_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
         if not presence or remote_ok:
             continue
         if only := senses(b, "remote_only"):
-            yield (presence[0], only[0], failing) if failing == "mine" else (only[0], presence[0], failing)
+            yield _sided(presence[0], only[0], failing)
             return
         here, there = senses(a, "at"), senses(b, "at")
         if here and there and not {c.value for c in here} & {c.value for c in there}:
             where = next((c for c in here if c.quote in {p.quote for p in presence}), here[0])
-            yield (where, there[0], failing) if failing == "mine" else (there[0], where, failing)
+            yield _sided(where, there[0], failing)
             return
 
 
@@ -345,7 +358,7 @@ _LADDER = {
     "lead": ("career", 4), "principal": ("career", 5), "director": ("career", 6), "vp": ("career", 6),
     "executive": ("career", 6), "retired": ("career", 6),
 }
-_LADDER_RE = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _LADDER), key=len, reverse=True)) + r")\b", re.I)
+_LADDER_RE = _alternation(_LADDER)
 #: Words that, sought, cap the level rather than set a floor: a mentor of "first-time managers".
 _CAPPING = frozenset({"beginner", "novice", "learning", "just started", "intern", "student", "graduate", "junior",
                       "entry-level", "first-time", "new", "aspiring", "early-career"})
@@ -411,7 +424,7 @@ def _level_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
                 bad = all(abs(level - target) > Decimal("0.5") for level in levels)
                 fact = same[0]
             if bad:
-                yield (need, fact, failing) if failing == "mine" else (fact, need, failing)
+                yield _sided(need, fact, failing)
                 break
 
 
@@ -544,7 +557,7 @@ def _schedule_conflicts(mine: list[Condition], theirs: list[Condition]) -> Itera
             outside = allowed and (not slots & allowed or (whole and not slots <= allowed))
             inside = excluded and slots <= excluded
             if outside or inside:
-                yield (stated, limit, failing) if failing == "mine" else (limit, stated, failing)
+                yield _sided(stated, limit, failing)
                 break
         else:
             continue
@@ -561,7 +574,7 @@ thai indonesian malay tagalog filipino swahili amharic yoruba igbo zulu welsh ir
 croatian serbian bosnian slovenian lithuanian latvian estonian albanian armenian georgian kurdish somali
 nepali sinhala khmer lao burmese bsl asl
 """.split())
-_LANGUAGE_RE = re.compile(r"\b(" + "|".join(sorted(_LANGUAGES, key=len, reverse=True)) + r")\b", re.I)
+_LANGUAGE_RE = _alternation(_LANGUAGES)
 _SPEAKS = re.compile(r"\bnative\b|\bspeak(?:s|ing|er)?\b|\bfluent\b|\bbilingual\b|\bmother tongue\b|-speaking\b|"
                      r"\bfirst language\b", re.I)
 _LEARNS = re.compile(r"\blearn(?:ing|s)?\b|\bpractis(?:e|ing)\b|\bpractic(?:e|ing)\b|\bimprove\b|\bbrush up\b|"
@@ -590,7 +603,7 @@ def _language_conflicts(mine: list[Condition], theirs: list[Condition]) -> Itera
             continue
         for need in (c for c in a if c.sought):
             if need.value not in {c.value for c in spoken}:
-                yield (need, spoken[0], failing) if failing == "mine" else (spoken[0], need, failing)
+                yield _sided(need, spoken[0], failing)
                 return
 
 
@@ -604,8 +617,7 @@ spss sas matlab excel tableau powerbi sql postgres postgresql mysql mongodb kafk
 kubernetes docker terraform ios android unity unreal figma sketch backend frontend fullstack full-stack
 mobile devops embedded firmware
 """.split())
-_STACK_RE = re.compile(r"(?<![\w.#+])(" + "|".join(sorted(map(re.escape, _STACK), key=len, reverse=True))
-                       + r")(?![\w#+])", re.I)
+_STACK_RE = _alternation(_STACK)
 _STACK_ALIASES = {"golang": "go", "node.js": "node", "nodejs": "node", "dotnet": ".net", "full-stack": "fullstack",
                   "postgresql": "postgres"}
 #: Areas: refusable ("not interested in backend"), never exclusive of a technology.
@@ -637,7 +649,7 @@ def _stack_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
                 next(iter(exclusive.values())) if exclusive and need.value not in exclusive
                 and need.value not in _AREAS and need.sought else None)
             if limit is not None:
-                yield (need, limit, failing) if failing == "mine" else (limit, need, failing)
+                yield _sided(need, limit, failing)
                 return
 
 
