@@ -132,11 +132,13 @@ def test_each_category_behaves(pair: dict, first: str) -> None:
         assert outcome(history) in ("rejected", "stalled")
     if pair["category"] == "one_sided" and outcome(history) == "rejected":
         # The side that gets nothing is the one whose advocate ends it, unless the other
-        # side's advocate, seeing its user gives nothing back, ends it first after saying so.
+        # side's advocate, seeing its user gives nothing back or an unmet condition (issue 30:
+        # a paid translator and a volunteer-run project), ends it first after saying so.
         loser = pair[pair["gets_nothing"]]["userId"]
         rejecter = history[-1]["speaker"]
         assert rejecter == loser or any(
-            t["speaker"] == rejecter and t["action"] == "counter" and "which my user does not offer" in t["message"]
+            t["speaker"] == rejecter and t["action"] == "counter"
+            and ("which my user does not offer" in t["message"] or "Condition not met" in t["message"])
             for t in history)
 
 

@@ -22,7 +22,9 @@ from each side, so the two never disagree on what "meets a need" means:
   meeting two); a need met only through the other's bio counts :data:`EVIDENCE_CREDIT`;
 * **complementarity** (:data:`MUTUAL_WEIGHT`): the geometric mean of the two, so a match is worth
   most when both gain and nothing when either gains nothing — one-sidedness is penalised by
-  construction, not by a special case;
+  construction, not by a special case. A match that fails a stated condition
+  (:mod:`haggler.agents.match_conditions`: a budget under the price, on-site against remote
+  only...) gets none: the exchange cannot happen as the users state it;
 * **one-way value** (:data:`ONE_WAY_WEIGHT`): the better side's gain, so a one-sided match scores
   above no match at all but well under a mutual one;
 * **shared keywords** (:data:`SHARED_WEIGHT`): concepts both profiles mention, a little — common
@@ -168,7 +170,10 @@ def evaluate(source: UserContext, candidate: UserContext, query: str | None = No
     for_source = judge(MatchContext(seeker, candidate, _NO_SEED))
     for_candidate = judge(MatchContext(candidate, seeker, _NO_SEED))
     source_gain, candidate_gain = _gain(for_candidate), _gain(for_source)
-    score = (MUTUAL_WEIGHT * math.sqrt(source_gain * candidate_gain)
+    # An unmet condition (money, place, level, schedule, language, stack: see match_conditions)
+    # means the exchange cannot happen as stated: no complementarity is credited.
+    mutual = 0.0 if for_source.conflicts else math.sqrt(source_gain * candidate_gain)
+    score = (MUTUAL_WEIGHT * mutual
              + ONE_WAY_WEIGHT * max(source_gain, candidate_gain)
              + SHARED_WEIGHT * min(1.0, len(for_source.shared) / _SHARED_FULL)
              + (QUERY_BONUS if searched is not None and searched[1] is not None else 0))

@@ -9,6 +9,16 @@ users' profiles and intents and forms its own judgement from explainable feature
   ``title``, ``headline``, ``stage``, ``industry``...), or affirmed it in a message earlier in
   this negotiation. A need for an exchange (a job, clients, capital, mentorship) is met only by
   someone who offers that exchange (see :mod:`haggler.agents.match_text`);
+* **who the other user is** (issue 30: the person is the offer): a need is also met when the
+  other user *is* what it seeks, judged from what the other seeks. A *giving* need ("new
+  engineering managers to mentor") is met by someone who seeks that exchange and whose profile is
+  about the rest (a new team lead asking for a mentor); a need for *takers* of my user's offer
+  ("a few more GCSE students", "a lodger", "paid translation contracts") by someone who seeks
+  that offer — one of its needs my user meets, touching the need's own qualifiers ("violin
+  students" are not met by a parent after drum lessons). See :func:`_met_by_seeker`;
+* **conditions** (:mod:`haggler.agents.match_conditions`): money and who pays, place and remote,
+  level, schedule, language, stack — one side's requirements against the other side's facts, a
+  documented rule each; an absent fact is never a conflict;
 * **what the other user gets** from my user, the same way, plus *evidence*: sentences of my
   user's own free text (``bio``, ``experience``...) that show it can give what the other seeks.
   An advocate knows its own user; it answers the other side's objections by quoting them;
@@ -22,13 +32,18 @@ How it decides (``decide``), in order:
 1. the first turn is ``propose`` — the protocol's opening — whatever the judgement; its
    reasoning says honestly what the advocate thinks, and its message states what my user offers;
 2. my user gets nothing → ``reject`` (one-sided against my user, or keyword-deep);
-3. no objection left → ``accept``. Objections are my user's unmet needs and, when the other user
-   would get nothing at all from mine, the other user's needs: a one-sided match does not hold;
+3. no objection left → ``accept``. Objections are unmet conditions, my user's unmet needs and,
+   when the other user would get nothing at all from mine, the other user's needs: a one-sided
+   match does not hold;
 4. on the last turn the cap allows, or when it already countered and the other side's latest
    turn answered nothing, countering again is pointless: it makes a final call — ``accept`` when
-   at least half of my user's needs are met and the other user gets something, else ``reject``;
+   at least half of my user's needs are met, the other user gets something and no condition is
+   unmet, else ``reject``. An unmet condition is a fact of both profiles: countered once, it is
+   answered only if the profiles change, so it ends in ``reject``;
 5. otherwise ``counter``, naming each objection concretely ("my user seeks "a design co-founder",
-   which your user does not offer").
+   which your user does not offer"; "Condition not met (money): my user states "I charge
+   $85/hour"; your user can pay at most "We can only take free tutoring"."). Quotes keep the
+   user's characters — "NTRP 4.5+" is never "4,5+"; only sentence breaks become commas.
 
 Only the other side's ``message`` is read for answers — it is where an advocate speaks to the
 other side; reasoning is its own account — and only its sentences that neither negate nor seek
@@ -52,7 +67,8 @@ from typing import Any
 from haggler.agents.match_context import (
     ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext,
 )
-from haggler.agents.match_text import Need, affirmed_concepts, concepts, need_from, sentences
+from haggler.agents.match_conditions import Conflict, conflicts
+from haggler.agents.match_text import EXCHANGES, Need, affirmed_concepts, concepts, need_from, sentences
 
 __all__ = ["Judgement", "decide", "judge", "offer_meeting", "offer_roles"]
 
@@ -64,6 +80,12 @@ _IDENTITY = ("role", "title", "headline", "stage", "industry", "sector", "compan
 _SEEKS = ("seeks", "needs", "lookingFor", "looking_for")
 #: Free-text fields an advocate quotes as evidence for its own user.
 _FREE_TEXT = ("bio", "about", "experience", "background", "summary")
+#: Concepts that name *takers* of an offer — people who receive what a user gives. A need for
+#: them ("a few more GCSE students", "wedding bookings", "a lodger") is met by someone who *is*
+#: one: who seeks what the user offers. Paying ``clients`` (an exchange) are takers too.
+_TAKERS = frozenset({"clients", "student", "pupil", "learner", "patient", "tenant", "lodger", "member", "booking",
+                     "mentee", "supervisee", "subscriber", "family", "attendee", "guest", "reader", "audience",
+                     "order", "trainee", "apprentice", "volunteer", "participant", "recipient"})
 
 
 def _texts(profile: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
@@ -97,6 +119,40 @@ def _needs(user: UserContext) -> tuple[Need, ...]:
     texts += [" ".join((i.description, *i.tags)) for i in user.intents]
     needs = (need_from(t) for t in dict.fromkeys(texts))
     return tuple(n for n in needs if not n.empty)
+
+
+#: Where a need's head ends: what follows qualifies it.
+_RELATIVE = re.compile(r"\b(?:who|whom|that|which|with|whose)\b", re.IGNORECASE)
+
+
+def _given(need: Need) -> frozenset[str]:
+    """The exchange a *giving* need gives ("first-time founders to mentor" gives mentorship):
+    what :func:`~haggler.agents.match_text.need_from` took out of what it asks."""
+    return (concepts(need.text) & EXCHANGES) - need.exchanges
+
+
+def _met_by_seeker(need: Need, other_needs: Sequence[Need], answered: Mapping[Need, frozenset[str]],
+                   other_about: frozenset[str], other_identity: frozenset[str]) -> bool:
+    """Whether ``need`` is met by *who the other user is*, not by what it offers.
+
+    * A **giving** need ("new engineering managers to mentor") is met by someone who seeks what it
+      gives — one of the other's needs asks for that exchange — and is what the rest describes:
+      each of its skills and fields touches the other's profile (``other_about``).
+    * A need for **takers** of my user's offer (:data:`_TAKERS`: "GCSE students", "a lodger",
+      "paid translation contracts") is met by someone who seeks that offer: one of the other's
+      needs my user meets, where the need's skills and fields each touch that need, the words of
+      my user's that meet it, or the other's identity ("violin students" are not met by a parent
+      whose son wants drum lessons, nor "a tenant for the room" by someone after advice).
+
+    ``answered`` maps each of the other's needs my user meets to the concepts of it and of my
+    user's words that meet it."""
+    given = _given(need)
+    rest = (need.skills - _TAKERS, need.domains)
+    if given:
+        return any(m.exchanges & given for m in other_needs) and all(q & other_about for q in rest if q)
+    if not concepts(_RELATIVE.split(need.text)[0]) & _TAKERS:
+        return False  # "a developer who has built something customers use" seeks a developer
+    return any(all(q & (words | other_identity) for q in rest if q) for words in answered.values())
 
 
 def _met(need: Need, brings: frozenset[str], about: frozenset[str]) -> bool:
@@ -153,10 +209,12 @@ class Judgement:
     """One advocate's reading of the match, from its own user's side."""
 
     own_needs: tuple[Need, ...]
-    #: My user's needs the other user meets (declared, identity, or affirmed in a message).
+    #: My user's needs the other user meets (declared, identity, affirmed in a message, or by
+    #: being who the need seeks).
     met_own: tuple[Need, ...]
     other_needs: tuple[Need, ...]
-    #: The other user's needs my user meets (declared, identity, or evidence from its own text).
+    #: The other user's needs my user meets (declared, identity, evidence from its own text, or
+    #: by being who the need seeks).
     met_other: tuple[Need, ...]
     #: My user's answers: other user's need → the sentence of my user's text that meets it.
     evidence: Mapping[Need, str]
@@ -168,6 +226,8 @@ class Judgement:
     gives: bool
     #: Whether the other user's declared offers meet one of my user's needs.
     receives: bool
+    #: Conditions (money, place, level, schedule, language, stack) the two users' profiles fail.
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def unmet_own(self) -> tuple[Need, ...]:
@@ -178,16 +238,17 @@ class Judgement:
         return tuple(n for n in self.other_needs if n not in self.met_other)
 
     @property
-    def objections(self) -> tuple[tuple[str, Need], ...]:
-        """("own", need) for my user's unmet needs; ("other", need) for the other user's when it
-        would get nothing from mine."""
-        own = tuple(("own", n) for n in self.unmet_own)
+    def objections(self) -> tuple[tuple[str, Need | Conflict], ...]:
+        """("condition", conflict) for each unmet condition; ("own", need) for my user's unmet
+        needs; ("other", need) for the other user's when it would get nothing from mine."""
+        own = tuple(("condition", c) for c in self.conflicts) + tuple(("own", n) for n in self.unmet_own)
         return own + (() if self.met_other else tuple(("other", n) for n in self.other_needs))
 
     @property
     def serves_both(self) -> bool:
-        """The final call: at least half of my user's needs met, and the other user gets something."""
-        return bool(self.met_other) and 2 * len(self.met_own) >= len(self.own_needs) > 0
+        """The final call: no unmet condition, at least half of my user's needs met, and the other
+        user gets something."""
+        return not self.conflicts and bool(self.met_other) and 2 * len(self.met_own) >= len(self.own_needs) > 0
 
 
 def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
@@ -201,15 +262,23 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     other_identity = _concepts_of(_texts(other.profile, _IDENTITY))
 
     own_needs, other_needs = _needs(own), _needs(other)
-    met_own = tuple(n for n in own_needs if _met(n, other_offered | other_identity, other_about))
     declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
     evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
-    met_other = tuple(n for n in other_needs if n in declared or n in evidence)
+    gets_other = [n for n in other_needs if n in declared or n in evidence]
+    gets_own = [n for n in own_needs if _met(n, other_offered | other_identity, other_about)]
+    # Each side may also *be* what the other seeks (see _met_by_seeker): judged from what each
+    # seeks that the other gives, with the giver's words that give it.
+    for_own = {m: concepts(m.text) | concepts(offer_meeting(own, m) or "") for m in gets_other}
+    for_other = {m: concepts(m.text) | concepts(offer_meeting(other, m) or "") for m in gets_own}
+    met_own = tuple(n for n in own_needs if n in gets_own
+                    or _met_by_seeker(n, other_needs, for_own, other_about, other_identity))
+    met_other = tuple(n for n in other_needs if n in gets_other
+                      or _met_by_seeker(n, own_needs, for_other, own_about, own_identity))
 
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
     return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
-                     _roles(gives, receives, context), gives, receives)
+                     _roles(gives, receives, context), gives, receives, conflicts(own, other))
 
 
 def offer_roles(gives: bool, receives: bool) -> Roles | None:
@@ -232,12 +301,18 @@ def _roles(gives: bool, receives: bool, context: MatchContext) -> Roles:
     return Roles(named.get(context.own.user_id, "peer"), named.get(context.other.user_id, "peer"))
 
 
+_BREAK = re.compile(r"[.!?;]+(?=\s|$)")
+
+
 def _quoted(text: str) -> str:
-    """A need's text, safe to embed in one sentence (no sentence breaks inside)."""
-    return '"' + " ".join(text.replace(".", ",").replace("!", ",").replace("?", ",").replace(";", ",").split()) + '"'
+    """A need's text, safe to embed in one sentence: sentence breaks inside become commas, a
+    final one goes; every other character stays as written ("NTRP 4.5+", "£1,450")."""
+    return '"' + " ".join(_BREAK.sub(",", text.strip().rstrip(".!?;")).split()) + '"'
 
 
-def _objection_sentence(whose: str, need: Need) -> str:
+def _objection_sentence(whose: str, need: Need | Conflict) -> str:
+    if isinstance(need, Conflict):
+        return need.sentence()
     if whose == "own":
         return f"My user seeks {_quoted(need.text)}, which your user does not offer."
     return f"Your user seeks {_quoted(need.text)}, which my user does not offer."
@@ -251,6 +326,8 @@ def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
     else:
         parts.append("My user states no need this match could meet.")
     parts.append(f"The other user's needs my user meets: {len(j.met_other)} of {len(j.other_needs)}.")
+    if j.conflicts:
+        parts.append(f"Unmet conditions: {', '.join(c.kind for c in j.conflicts)}.")
     parts.extend(_objection_sentence(whose, need) for whose, need in j.objections)
     if not j.met_own and not j.met_other and j.shared:
         parts.append(f"Shared keywords only ({', '.join(sorted(j.shared)[:6])}): neither gives the other anything.")

@@ -68,7 +68,7 @@ def test_unanswered_claim_returns_to_the_queue_with_its_original_park_deadline(a
     the claim timeout (6 h) expires and the turn returns to waiting_for_agent, keeping the
     deadline of its first parking. Another pickup gets it — here the user's second agent — and
     the first agent's late respond is 409 and changes nothing."""
-    user, _, (first, second), negotiation_id = _mixed(api, "publisher-commissions-illustrator", agents=2)
+    user, _, (first, second), negotiation_id = _mixed(api, "saas-builder-and-sales-leader", agents=2)
     assert api.negotiation(negotiation_id)["parkDeadline"] == iso(T0 + 24 * HOUR)
 
     api.at(T0 + HOUR)
@@ -110,7 +110,7 @@ def test_late_respond_is_409_and_the_turn_keeps_its_first_park_deadline(api: Ope
     nothing; the turn waits for another pickup, still due at 24 h from its first parking. A claim
     made before that deadline holds the turn past it; once that claim expires too, the parked
     timeout has long passed and the system negotiator takes the turn."""
-    user, _, (agent,), negotiation_id = _mixed(api, "publisher-commissions-illustrator")
+    user, _, (agent,), negotiation_id = _mixed(api, "saas-builder-and-sales-leader")
     api.at(T0 + HOUR)
     agent.claim()
     api.at(T0 + 8 * HOUR)
@@ -141,7 +141,7 @@ def test_unclaimed_turn_is_taken_by_the_system_negotiator_after_the_parked_timeo
     """Parked-turn lifecycle, steps 1 and 5: no claim within 24 h of first parking → the
     in-process system negotiator takes the turn (its message is takenBy system), the negotiation
     moves on, and the user's next turn is parked with a fresh 24 h deadline."""
-    user, counterpart, (agent,), negotiation_id = _mixed(api, "publisher-commissions-illustrator")
+    user, counterpart, (agent,), negotiation_id = _mixed(api, "saas-builder-and-sales-leader")
     api.at(T0 + 24 * HOUR - SECOND)
     view = api.negotiation(negotiation_id)
     assert (view["state"], view["turns"]) == ("waiting_for_agent", [])
@@ -252,7 +252,7 @@ def test_long_configured_durations_are_honoured_no_hard_coded_6_or_24_hours(make
     hard-coded values in its timeout path); each deadline falls where the settings put it."""
     api = make_api(claim_timeout_seconds=10 * 3600, parked_timeout_seconds=48 * 3600,
                    negotiation_timeout_seconds=72 * 3600)
-    first, second, negotiation_id = _both_personal(api, pair("publisher-commissions-illustrator"))
+    first, second, negotiation_id = _both_personal(api, pair("saas-builder-and-sales-leader"))
     view = api.negotiation(negotiation_id)
     assert (view["expiresAt"], view["parkDeadline"]) == (iso(T0 + 72 * HOUR), iso(T0 + 48 * HOUR))
 
@@ -261,7 +261,7 @@ def test_long_configured_durations_are_honoured_no_hard_coded_6_or_24_hours(make
     api.at(T0 + 7 * HOUR)  # 6 h after the claim: still held
     assert api.negotiation(negotiation_id)["state"] == "claimed"
     api.at(T0 + 8 * HOUR)
-    view = first.take(negotiation_id, turn("propose", "my user publishes picture books"))
+    view = first.take(negotiation_id, turn("propose", "my user would like to talk"))
     assert (view["waitingFor"], view["parkDeadline"]) == (second.user_id, iso(T0 + 56 * HOUR))
 
     for at in (T0 + 32 * HOUR, T0 + 48 * HOUR, T0 + 56 * HOUR - SECOND):  # 24 h parked; 24 h and 48 h old
@@ -328,12 +328,14 @@ def test_mixed_negotiation_ends_at_exactly_eight_after_system_takeovers(api: Ope
     negotiation stalls with reason "turn_cap" at exactly 8. ``timeout``: turn 8 times out too,
     and the system negotiator, on the last turn the cap allows, makes the final call on turn 8.
 
-    RotorLab (from the robotics pair) is given two more intents, taken from other labelled
+    RotorLab (from the robotics pair) is given three more intents, taken from other labelled
     people, so that its system advocate has objections left to counter with on turns 3, 5 and 7
-    while Kenji's agent answers one of them per turn."""
+    while Kenji's agent answers one of them per turn. (Its own contracting need is met from the
+    start since issue 30: Kenji *is* the contractor it seeks.)"""
     the_pair = pair("robotics-startup-and-firmware-contractor")
     the_pair["a"]["intents"] += [pair("fundraising-mentor-and-first-time-founder")["b"]["intents"][0],
-                                 pair("bakery-and-bookkeeper")["b"]["intents"][0]]
+                                 pair("bakery-and-bookkeeper")["b"]["intents"][0],
+                                 pair("saas-builder-and-sales-leader")["a"]["intents"][0]]
     rotorlab, kenji = api.user_id(the_pair["a"]), api.user_id(the_pair["b"])
     agent = api.agent(kenji)
     negotiation_id = api.open_negotiation(rotorlab, kenji, the_pair["seed"])
@@ -343,8 +345,8 @@ def test_mixed_negotiation_ends_at_exactly_eight_after_system_takeovers(api: Ope
     api.at(T0 + 24 * HOUR)  # nobody polled for turn 2
     view = api.negotiation(negotiation_id)
     assert summary(view)[1:] == [(2, "counter", "system"), (3, "counter", "system")]
-    messages = {4: "Kenji takes contract embedded engineering work on flight controllers.",
-                6: "Kenji can give guidance on fundraising before a pre-seed round."}
+    messages = {4: "Kenji can give guidance on fundraising before a pre-seed round.",
+                6: "Kenji can own go-to-market and sales."}
     for number in (4, 6):
         api.at(T0 + 24 * HOUR + number * timedelta(minutes=10))
         view = agent.take(negotiation_id, turn("counter", messages[number]))
