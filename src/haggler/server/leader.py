@@ -107,7 +107,15 @@ class AdvisoryLock(Leadership):
 
     def close(self) -> None:
         with self._lock:
-            self._drop()  # closing the session releases its lock
+            if self._leading and self._conn is not None:
+                # Released here, not left to the session's end: PostgreSQL frees a closed
+                # session's locks only once its backend has exited, a moment later, and the
+                # next worker to ask must find the lead free at once.
+                try:
+                    self._conn.exec_driver_sql("SELECT pg_advisory_unlock(%s)", (self.key,))
+                except SQLAlchemyError:
+                    pass  # already broken: PostgreSQL released the lock with the session
+            self._drop()
             self._engine.dispose()
 
     def _drop(self) -> None:
