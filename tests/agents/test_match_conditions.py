@@ -200,8 +200,8 @@ def test_the_person_is_the_offer() -> None:
 
 # --- the v2 tuning pairs -------------------------------------------------------------------------
 
-#: Measured with benchmarks/match_tuning.py on the TUNING pairs the method was developed against,
-#: so in-sample, not an estimate for unseen pairs: before issue 30's method changes 179/288
+#: Measured with ``benchmarks/match_quality.py --pairs tuning`` on the TUNING pairs the method was
+#: developed against, so in-sample, not an estimate for unseen pairs: before issue 30's method changes 179/288
 #: (62.2%), after 211/288 (73.3%); superficial pairs that fail a money, level, schedule or stack
 #: condition 30/30 runs right (place 6/10, "other" 0/10). The floor sits just under the measured value.
 TUNE_FLOOR = 0.73
@@ -211,7 +211,7 @@ def test_accuracy_over_the_v2_tuning_pairs_in_sample() -> None:
     import sys
     sys.path.insert(0, str(ROOT.parent.parent / "benchmarks"))
     try:
-        from match_tuning import play, right
+        from match_quality import play, right
     finally:
         sys.path.pop(0)
     pairs = json.loads((ROOT / "match_pairs_tune_v2.json").read_text())["pairs"]
