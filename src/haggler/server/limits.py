@@ -36,16 +36,18 @@ import math
 import threading
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
-from typing import Callable
+from typing import Callable, TypeVar
 
 from sqlalchemy import Connection
 from starlette.requests import HTTPConnection
 
-from haggler.errors import RateLimited, limit_words
+from haggler.errors import RateLimited, Unauthorized, limit_words
 from haggler.server.clientip import holder
 from haggler.storage.counters import SlidingWindow, window_key
 from haggler.storage.database import Database
 from haggler.trust.hashing import is_secret
+
+T = TypeVar("T")
 
 #: The window of the wrong-credential limit.
 WRONG_TOKEN_WINDOW = timedelta(minutes=15)
@@ -194,6 +196,19 @@ class Limits:
                 self._blocked = {address: self._blocked[address] for _, address in keep}
             next_compare = self._blocked.get(client, (until, self.clock() + PACE))[1]
             self._blocked[client] = (until, max(next_compare, self.clock() + PACE))
+
+    def authenticated(self, request: HTTPConnection, authorization: str | None, authenticate: Callable[[], T]) -> T:
+        """``authenticate()`` (which raises Unauthorized for an unknown credential) for a request
+        carrying ``authorization``: paced first when its address is blocked, and a wrong
+        credential counted (429 past the limit). A missing one is neither paced nor counted."""
+        if authorization:
+            self.pace(request)
+        try:
+            return authenticate()
+        except Unauthorized:
+            if authorization:
+                self.wrong_credential(request)
+            raise
 
     def operator(self, request: HTTPConnection, credential: str, token: str | None) -> bool:
         """Whether ``credential`` is the operator ``token``, compared in constant time once

@@ -19,7 +19,7 @@ from fastapi.responses import Response
 from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
-from haggler.errors import Forbidden, NotFound, Unauthorized
+from haggler.errors import Forbidden, NotFound
 from haggler.protocols.fields import bearer_credential, query_integer
 from haggler.protocols.market import audit, books, deals, identity, inbox, listings, requests
 from haggler.protocols.market.audit import AuditEvents
@@ -105,14 +105,7 @@ class Market:
         """The agent whose token the request carries; 401 otherwise, a wrong token counted toward
         the store's wrong-token limit (429 past it: ``server/limits.py``)."""
         authorization = request.headers.get("authorization")
-        if authorization:
-            self.limits.pace(request)
-        try:
-            return identity.authenticate(conn, authorization)
-        except Unauthorized:
-            if authorization:
-                self.limits.wrong_credential(request)
-            raise
+        return self.limits.authenticated(request, authorization, lambda: identity.authenticate(conn, authorization))
 
     def _is_operator(self, request: Request) -> bool:
         """Whether the request carries the operator token. A wrong one is not counted here: the

@@ -20,7 +20,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
 
-from haggler.errors import Forbidden, InvalidInput, Unauthorized
+from haggler.errors import Forbidden, InvalidInput
 from haggler.protocols.matching import insights, negotiations, opportunities, participants
 from haggler.protocols.matching.participants import Principal
 from haggler.protocols.matching.settings import MatchingSettings
@@ -99,15 +99,13 @@ class Matching:
         key or operator token counts toward the store's wrong-token limit (429 past it); the right
         one is always let through (``server/limits.py``)."""
         authorization = request.headers.get("authorization") if request is not None else None
-        if authorization and request is not None and self.limits is not None:
-            self.limits.pace(request)
-        try:
+
+        def authenticate() -> Principal:
             with self.db.read() as conn:
                 return participants.authenticate(conn, authorization, self.settings.operator_token)
-        except Unauthorized:
-            if authorization and request is not None and self.limits is not None:
-                self.limits.wrong_credential(request)
-            raise
+        if request is None or self.limits is None:
+            return authenticate()
+        return self.limits.authenticated(request, authorization, authenticate)
 
     def pickup(self, caller: Principal, agent_id: str) -> dict[str, Any] | None:
         with self.db.read() as conn:

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
-from haggler.errors import Forbidden, HagglerError, InvalidInput, Unauthorized
+from haggler.errors import Forbidden, HagglerError, InvalidInput
 from haggler.protocols.transactions import accounts, ledger, service
 from haggler.protocols.transactions.views import MAX_ENTRY_ID, MAX_OFFSET, MAX_PAGE
 from haggler.protocols.transactions.accounts import Agent
@@ -63,15 +63,11 @@ class Exchange:
         """The agent whose API key the request carries; 401 otherwise, a wrong key counted toward
         the store's wrong-token limit (429 past it: ``server/limits.py``)."""
         authorization = request.headers.get("authorization")
-        if authorization:
-            self.limits.pace(request)
-        try:
+
+        def authenticate() -> Agent:
             with self.db.read() as conn:
                 return accounts.authenticate(conn, authorization)
-        except Unauthorized:
-            if authorization:
-                self.limits.wrong_credential(request)
-            raise
+        return self.limits.authenticated(request, authorization, authenticate)
 
     def _post(self, request: Request, raw: bytes, handler: Handler, *, anonymous: bool = False,
               prepare: Callable[[], None] | None = None) -> JSON:
