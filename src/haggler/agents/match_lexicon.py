@@ -114,7 +114,7 @@ def _words() -> dict[int, list[str]]:
 @cache
 def load() -> Lexicon:
     """The packaged lexicon, read once."""
-    raw = resources.files("haggler.data").joinpath("lexicon.json.gz").read_bytes()
+    raw = resources.files("haggler").joinpath("data").joinpath("lexicon.json.gz").read_bytes()
     return Lexicon.from_json(json.loads(gzip.decompress(raw)))
 
 
