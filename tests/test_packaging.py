@@ -7,6 +7,7 @@ before this suite; its pure parts are tested here.
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.metadata
 import importlib.util
 import os
@@ -15,6 +16,7 @@ import stat
 import subprocess
 import sys
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -66,6 +68,25 @@ def test_check_install_refuses_a_dependency_without_a_lower_bound(tmp_path):
     pyproject.write_text('[project]\ndependencies = ["fastapi>=0.115", "httpx"]\n')
     with pytest.raises(SystemExit, match="'httpx' needs exactly one '>=' lower bound"):
         check_install.lower_bounds(pyproject)
+
+
+def test_the_package_data_globs_ship_every_data_file_the_matcher_reads():
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["haggler"]
+    package = ROOT / "src" / "haggler"
+    for path in sorted((package / "data").iterdir()):
+        relative = path.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(relative, g) for g in globs), f"{relative} is not package data"
+    check_install = load_script("check-install")
+    assert all((ROOT / "src" / name).is_file() for name in check_install.REQUIRED_DATA)
+
+
+def test_check_install_refuses_a_wheel_without_the_lexicon(tmp_path):
+    check_install = load_script("check-install")
+    wheel = tmp_path / "haggler-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("haggler/__init__.py", "")
+        archive.writestr("haggler/data/WORDNET_LICENSE", "...")
+    assert check_install.missing_data(wheel) == ["haggler/data/lexicon.json.gz"]
 
 
 # -- scripts/ensure-venv, against a fake .venv whose python logs every pip call ------------------

@@ -32,7 +32,8 @@ conflict* — a side that states nothing of a kind cannot fail it):
   "in-clinic", "in the office"), *remote-friendly* ("remote", "hybrid", "online"). Unmet: a
   remote-only side against a side requiring presence that is not remote-friendly itself; or a side
   requiring presence whose places share no name with the other's named places, when neither is
-  remote-friendly. Same name on both sides, either side remote-friendly, or an unknown place: met.
+  remote-friendly. Same name on both sides, one place within the other (WordNet part holonyms,
+  any sense: Leeds in West Yorkshire), either side remote-friendly, or an unknown place: met.
 * **level** — ratings on a named scale ("NTRP 4.5+", "rated 4.0", "grade 1", a bare "4.0+"
   after "around"/"at least"), years of experience ("15+ years", "seven years"), and a ladder
   (beginner < intermediate < advanced < expert/pro; intern < junior < mid < senior < staff <
@@ -70,6 +71,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from haggler.agents.match_context import UserContext
+from haggler.agents import match_lexicon
 from haggler.agents.match_text import sentences
 
 __all__ = ["KINDS", "Condition", "Conflict", "conditions", "conflicts"]
@@ -313,6 +315,12 @@ def _place(clause: _Clause, user: UserContext) -> Iterator[Condition]:
             yield Condition("place", "at", name.lower(), clause.sought, name, text)
 
 
+def _same_place(a: str, b: str) -> bool:
+    """The same name, or one lies within the other through WordNet's part holonyms (any sense:
+    "Leeds" and "West Yorkshire", "Brooklyn" and "NYC"; see :func:`~haggler.agents.match_lexicon.within`)."""
+    return a == b or match_lexicon.within(a, b) or match_lexicon.within(b, a)
+
+
 def _place_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator[tuple[Condition, Condition, str]]:
     def senses(cs: list[Condition], sense: str) -> list[Condition]:
         return [c for c in cs if c.sense == sense]
@@ -326,7 +334,7 @@ def _place_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
             yield _sided(presence[0], only[0], failing)
             return
         here, there = senses(a, "at"), senses(b, "at")
-        if here and there and not {c.value for c in here} & {c.value for c in there}:
+        if here and there and not any(_same_place(h.value, t.value) for h in here for t in there):
             where = next((c for c in here if c.quote in {p.quote for p in presence}), here[0])
             yield _sided(where, there[0], failing)
             return

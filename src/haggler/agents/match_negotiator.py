@@ -68,7 +68,8 @@ from haggler.agents.match_context import (
     ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext,
 )
 from haggler.agents.match_conditions import Conflict, conflicts
-from haggler.agents.match_text import EXCHANGES, Need, affirmed_concepts, concepts, need_from, sentences
+from haggler.agents.match_text import (EXCHANGES, Need, affirmed_concepts, concepts, need_from, sentences,
+                                       widened)
 
 __all__ = ["Judgement", "decide", "judge", "offer_meeting", "offer_roles"]
 
@@ -82,10 +83,11 @@ _SEEKS = ("seeks", "needs", "lookingFor", "looking_for")
 _FREE_TEXT = ("bio", "about", "experience", "background", "summary")
 #: Concepts that name *takers* of an offer — people who receive what a user gives. A need for
 #: them ("a few more GCSE students", "wedding bookings", "a lodger") is met by someone who *is*
-#: one: who seeks what the user offers. Paying ``clients`` (an exchange) are takers too.
-_TAKERS = frozenset({"clients", "student", "pupil", "learner", "patient", "tenant", "lodger", "member", "booking",
-                     "mentee", "supervisee", "subscriber", "family", "attendee", "guest", "reader", "audience",
-                     "order", "trainee", "apprentice", "volunteer", "participant", "recipient"})
+#: one: who seeks what the user offers. Paying ``clients`` (an exchange) are takers too. Each word
+#: is taken through :func:`concepts` as well, since WordNet names a "lodger" a "boarder".
+_TAKERS = frozenset().union(*({w} | concepts(w) for w in (
+    "clients student pupil learner patient tenant lodger member booking mentee supervisee subscriber family "
+    "attendee guest reader audience order trainee apprentice volunteer participant recipient").split()))
 
 
 def _texts(profile: Mapping[str, Any], keys: Iterable[str]) -> list[str]:
@@ -158,7 +160,10 @@ def _met_by_seeker(need: Need, other_needs: Sequence[Need], answered: Mapping[Ne
 def _met(need: Need, brings: frozenset[str], about: frozenset[str]) -> bool:
     """Whether someone who ``brings`` these concepts (and whose profile is ``about`` these) meets
     ``need``. The need's head must be brought — its exchange, else one of its skills, else (a need
-    that names only a field) its field; the rest qualifies it, so the profile must touch it."""
+    that names only a field) its field; the rest qualifies it, so the profile must touch it. What
+    the giver brings and is about is :func:`~haggler.agents.match_text.widened`: a physiotherapist
+    brings a therapist, someone in Leeds is in West Yorkshire."""
+    brings, about = widened(brings), widened(about)
     qualifiers: tuple[frozenset[str], ...]
     if need.exchanges:
         head, qualifiers = need.exchanges, (need.skills, need.domains)

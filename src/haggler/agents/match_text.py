@@ -13,6 +13,16 @@ Four concepts are *exchanges* rather than skills (:data:`EXCHANGES`): a job, pay
 capital, mentorship. A need for one is met only by someone who offers that exchange — two
 engineers who both seek "a backend role" share every word and can give each other nothing.
 
+Words the table does not know go through WordNet (:mod:`haggler.agents.match_lexicon`, a subset
+of WordNet 3.0 shipped in the package): a person, place or activity noun becomes its synset's
+name, so "physiotherapist" and "physical therapist" (or "physio") are one concept, and a synset
+the table knows takes the table's concept ("coder", "software engineer" → ``engineering``).
+Multi-word WordNet lemmas of those kinds ("West Yorkshire", "physical therapist") are found as
+phrases and added beside their words. What someone brings is :func:`widened` on the giving side
+only: a person's broader occupations (a physiotherapist is a therapist) and the regions a place
+lies in (Leeds is in West Yorkshire), so a need naming the wider term is met by the narrower one,
+never the other way round.
+
 No models, no downloads: the table is small on purpose and only holds families the labelled
 pairs in ``tests/agents/match_pairs.json`` showed were needed. ``match_pairs_heldout.json`` is the
 check on that: it is measured, not tuned to (see its test for the numbers).
@@ -21,9 +31,13 @@ check on that: it is measured, not tuned to (see its test for the numbers).
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import NamedTuple
 
-__all__ = ["DOMAINS", "EXCHANGES", "THEMES", "Need", "affirmed_concepts", "concepts", "need_from", "sentences"]
+from haggler.agents import match_lexicon
+
+__all__ = ["DOMAINS", "EXCHANGES", "THEMES", "Need", "affirmed_concepts", "concepts", "need_from", "sentences",
+           "widened"]
 
 #: Needs for these are met only by someone who offers the same exchange.
 EXCHANGES = frozenset({"employment", "clients", "capital", "mentorship"})
@@ -106,6 +120,53 @@ def _stem(word: str) -> str:
     return word
 
 
+#: WordNet lexicographer files whose nouns the matcher canonicalises: people, places, activities.
+_ACT = 4
+_LEXICAL = frozenset({match_lexicon.PERSON, match_lexicon.LOCATION, _ACT})
+#: How far up a person's hypernyms :func:`widened` climbs, and the hypernyms too general to say
+#: anything about an offer.
+_BROADER_LEVELS = 2
+_TOO_BROAD = frozenset({"person", "individual", "someone", "somebody", "mortal", "soul", "worker", "expert",
+                        "adult", "professional", "skilled worker", "trained worker", "skilled workman"})
+
+
+@cache
+def _wordnet_concept(word: str) -> str | None:
+    """The concept WordNet gives a person, place or activity noun: the table's concept when one
+    of its synonyms is in the table, else its synset's name; None for other words."""
+    if match_lexicon.lexfile(word) not in _LEXICAL:
+        return None
+    synonyms = match_lexicon.synonyms(word)
+    known = next((_SYNONYMS[w] for w in synonyms if _SYNONYMS.get(w, "employment") not in EXCHANGES), None)
+    return known or match_lexicon.canonical(word)
+
+
+def _phrases(words: list[str]) -> list[str]:
+    """Concepts of the two- and three-word WordNet lemmas (and jargon) among ``words``."""
+    found = []
+    for n in (3, 2):
+        for i in range(len(words) - n + 1):
+            phrase = " ".join(words[i:i + n])
+            if (concept := _wordnet_concept(phrase)) is not None:
+                found.append(concept)
+    return found
+
+
+@cache
+def widened(concepts: frozenset[str]) -> frozenset[str]:
+    """``concepts`` with what they imply for someone who *brings* them: each person's broader
+    occupations (two levels, the most general dropped) and each place's containing regions."""
+    more: set[str] = set()
+    for concept in concepts - THEMES:
+        kind = match_lexicon.lexfile(concept)
+        if kind == match_lexicon.PERSON:
+            broader = match_lexicon.broader(concept, _BROADER_LEVELS) - _TOO_BROAD
+            more |= {_SYNONYMS.get(w) or match_lexicon.canonical(w) or w for w in broader}
+        elif kind == match_lexicon.LOCATION:
+            more |= {match_lexicon.canonical(w) or w for w in match_lexicon.containers(concept)}
+    return concepts | more
+
+
 def _tokens(text: str) -> list[str]:
     joined = " " + " ".join(_WORD.findall(text.lower().replace("-", ""))) + " "
     for phrase, word in _PHRASES:
@@ -124,12 +185,14 @@ def _concept(word: str) -> str | None:
     stem = _stem(word)
     if stem in _GENERIC:
         return None
-    return _SYNONYMS.get(stem, stem)
+    return _SYNONYMS.get(stem) or _wordnet_concept(word) or stem
 
 
 def concepts(text: str) -> frozenset[str]:
-    """The substantive concepts in ``text`` (generic words dropped)."""
-    return frozenset(c for word in _tokens(text) if (c := _concept(word)) is not None)
+    """The substantive concepts in ``text`` (generic words dropped), WordNet phrases added."""
+    words = _tokens(text)
+    found = {c for word in words if (c := _concept(word)) is not None}
+    return frozenset(found.union(_phrases(words)))
 
 
 def sentences(text: str) -> list[str]:
