@@ -133,3 +133,12 @@ def test_the_build_script_reads_the_wordnet_format_and_keeps_what_matching_needs
 def test_the_build_script_refuses_a_directory_without_wordnet(tmp_path, capsys):
     assert load_build_script().main([str(tmp_path), "--out", str(tmp_path / "x.json.gz")]) == 1
     assert "wordnet-base" in capsys.readouterr().err
+
+
+def test_named_individuals_are_no_sense_of_a_common_word():
+    # WordNet files "John Walker" and "Stephen Foster" under "walker" and "foster"; a profile's
+    # "dog walker" or "foster carer" never means them, so the build leaves instance synsets out
+    # (named places stay: they are what place conditions read).
+    assert "john walker" not in lexicon.synonyms("walker")
+    assert not any(" " in w and w.split()[-1] == "foster" for w in lexicon.synonyms("foster"))
+    assert "england" in lexicon.containers("leeds")

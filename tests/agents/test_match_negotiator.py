@@ -309,3 +309,32 @@ def test_malformed_input_names_the_field(mutate: Any, field: str) -> None:
     with pytest.raises(InvalidInput) as raised:
         parse_context(data)
     assert field in raised.value.message
+
+
+# --- rivals: two users who seek the same thing (issue 30) -------------------------------------------
+
+BAKER_A = user("ba", ["sourdough loaves"], ["cafe customers for our bread"], role="Artisan baker")
+BAKER_B = user("bb", ["rye and sourdough bread"], ["cafe customers for bread"], role="Bakery owner, baker")
+
+
+def test_two_users_who_seek_the_same_are_rivals_and_say_so() -> None:
+    j = judge(context(BAKER_A, BAKER_B, SEED, []))
+    assert not j.met_own and set(j.rivals) == set(j.own_needs)
+    played = decide(context(BAKER_A, BAKER_B, SEED, [turn("bb", "propose", "My user offers bread.")]))
+    assert played.action is MatchAction.REJECT
+    assert ('My user seeks "cafe customers for our bread" and your user seeks "cafe customers for bread"'
+            in played.assessment.reasoning)
+
+
+def test_seeking_the_same_partner_is_no_rivalry() -> None:
+    a = user("ta", ["weekday evening tennis"], ["a tennis partner for weekday evenings"], role="Tennis player")
+    b = user("tb", ["tennis on weekday evenings"], ["a weekday evenings tennis partner"], role="Tennis player")
+    assert not judge(context(a, b, SEED, [])).rivals
+
+
+def test_the_same_words_from_different_kinds_of_user_are_no_rivalry() -> None:
+    # A dog owner's "walk my dog at midday" and a walker's "more dogs for midday walks" share their
+    # words, but an office worker and a dog walker are not the same kind of user.
+    owner = user("o", ["£15 a walk"], ["dog walks at midday"], role="Office worker")
+    walker = user("w", ["dog walking"], ["more dogs for midday walks"], role="Dog walker")
+    assert not judge(context(owner, walker, SEED, [])).rivals

@@ -16,6 +16,11 @@ users' profiles and intents and forms its own judgement from explainable feature
   ("a few more GCSE students", "a lodger", "paid translation contracts") by someone who seeks
   that offer — one of its needs my user meets, touching the need's own qualifiers ("violin
   students" are not met by a parent after drum lessons). See :func:`_met_by_seeker`;
+* **rivals**: two users of the same kind who seek the same things (two candle sellers who both
+  want buyers, two clinics that both want a hygienist) are rivals for one counterpart, not each
+  other's; their shared needs are unmet and the objection says so in both users' words. Seeking
+  the same *partner* (a golf partner, a language exchange) is the point, not a rivalry. See
+  :func:`_rivals`;
 * **conditions** (:mod:`haggler.agents.match_conditions`): money and who pays, place and remote,
   level, schedule, language, stack — one side's requirements against the other side's facts, a
   documented rule each; an absent fact is never a conflict;
@@ -61,7 +66,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from haggler.agents.match_context import (
@@ -157,6 +162,59 @@ def _met_by_seeker(need: Need, other_needs: Sequence[Need], answered: Mapping[Ne
     return any(all(q & (words | other_identity) for q in rest if q) for words in answered.values())
 
 
+def _head(need: Need) -> frozenset[str]:
+    """What a need asks for first: its exchange, else its skills, else its field."""
+    return need.exchanges or need.skills or need.domains
+
+
+#: Words that ask for someone *like* the asker: a partner to play with, a peer to swap with. Two
+#: users who seek the same such thing are each other's answer, not rivals.
+_LIKE_KIND = re.compile(r"\b(?:partners?|buddy|buddies|peers?|fellows?|companions?|teammates?|exchange|swap|"
+                        r"swapping|trade|sparring|opponents?|carpool|circle|group|club|play|rally|practi[cs]e)\b",
+                        re.IGNORECASE)
+
+
+def _same(a: Need, b: Need) -> bool:
+    """Whether two needs ask for the same thing: the same exchanges, neither giving what the
+    other asks ("founders to advise" against "a mentor"), a shared head and more than half of
+    the concepts either names in common."""
+    if a.exchanges != b.exchanges or _given(a) & b.exchanges or _given(b) & a.exchanges:
+        return False
+    ca, cb = a.exchanges | a.skills | a.domains, b.exchanges | b.skills | b.domains
+    return bool(_head(a) & _head(b)) and 2 * len(ca & cb) > len(ca | cb)
+
+
+def _rivals(own: Sequence[Need], other: Sequence[Need], alike: bool) -> tuple[Need, ...]:
+    """My user's needs the other user *also* seeks, when both seek the same things.
+
+    Two candle sellers who both want buyers, two clinics that both want a hygienist, two PIs who
+    both want a postdoc: each seeks what the other seeks, so neither is the other's answer — they
+    are rivals for the same counterpart, whatever words they share. The rule: the two are the
+    same kind of user (``alike``: see :func:`_alike`), at least half of each side's needs are the
+    same as one of the other's (:func:`_same`), and none of those asks for someone like the asker
+    (:data:`_LIKE_KIND`: a golf partner, a language exchange), where seeking the same is the
+    point. Returns my user's shared needs, else ()."""
+    if not alike:
+        return ()
+    def shared(mine: Sequence[Need], theirs: Sequence[Need]) -> list[Need]:
+        return [n for n in mine if any(_same(n, m) for m in theirs)]
+    mine, theirs = shared(own, other), shared(other, list(own))
+    if not mine or 2 * len(mine) < len(own) or 2 * len(theirs) < len(other):
+        return ()
+    if any(_LIKE_KIND.search(n.text) for n in mine + theirs):
+        return ()
+    return tuple(mine)
+
+
+def _alike(a: UserContext, b: UserContext) -> bool:
+    """Whether two users are the same kind: who they are (:data:`_IDENTITY`) shares a concept,
+    either one's broader kinds included (a French tutor and a French teacher); a user who says
+    nothing of who it is is compared by what it offers."""
+    def kind(user: UserContext) -> frozenset[str]:
+        return widened(_concepts_of(_texts(user.profile, _IDENTITY)) or _concepts_of(_texts(user.profile, _DECLARED)))
+    return bool(kind(a) & kind(b))
+
+
 def _met(need: Need, brings: frozenset[str], about: frozenset[str]) -> bool:
     """Whether someone who ``brings`` these concepts (and whose profile is ``about`` these) meets
     ``need``. The need's head must be brought — its exchange, else one of its skills, else (a need
@@ -233,6 +291,9 @@ class Judgement:
     receives: bool
     #: Conditions (money, place, level, schedule, language, stack) the two users' profiles fail.
     conflicts: tuple[Conflict, ...] = ()
+    #: My user's needs the other user seeks too, each with the other's same need (see _rivals):
+    #: why they are unmet, however many words the two share.
+    rivals: Mapping[Need, Need] = field(default_factory=dict)
 
     @property
     def unmet_own(self) -> tuple[Need, ...]:
@@ -280,10 +341,15 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     met_other = tuple(n for n in other_needs if n in gets_other
                       or _met_by_seeker(n, own_needs, for_other, own_about, own_identity))
 
+    alike = _alike(own, other)
+    rivals = {n: next(m for m in other_needs if _same(n, m)) for n in _rivals(own_needs, other_needs, alike)}
+    if rivals:
+        met_own = tuple(n for n in met_own if n not in rivals)
+        met_other = tuple(n for n in met_other if n not in _rivals(other_needs, own_needs, alike))
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
     return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
-                     _roles(gives, receives, context), gives, receives, conflicts(own, other))
+                     _roles(gives, receives, context), gives, receives, conflicts(own, other), rivals)
 
 
 def offer_roles(gives: bool, receives: bool) -> Roles | None:
@@ -315,9 +381,12 @@ def _quoted(text: str) -> str:
     return '"' + " ".join(_BREAK.sub(",", text.strip().rstrip(".!?;")).split()) + '"'
 
 
-def _objection_sentence(whose: str, need: Need | Conflict) -> str:
+def _objection_sentence(whose: str, need: Need | Conflict, j: Judgement) -> str:
     if isinstance(need, Conflict):
         return need.sentence()
+    if whose == "own" and need in j.rivals:
+        return (f"My user seeks {_quoted(need.text)} and your user seeks {_quoted(j.rivals[need].text)}: "
+                "both want the same, so neither is the other's answer.")
     if whose == "own":
         return f"My user seeks {_quoted(need.text)}, which your user does not offer."
     return f"Your user seeks {_quoted(need.text)}, which my user does not offer."
@@ -333,7 +402,7 @@ def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
     parts.append(f"The other user's needs my user meets: {len(j.met_other)} of {len(j.other_needs)}.")
     if j.conflicts:
         parts.append(f"Unmet conditions: {', '.join(c.kind for c in j.conflicts)}.")
-    parts.extend(_objection_sentence(whose, need) for whose, need in j.objections)
+    parts.extend(_objection_sentence(whose, need, j) for whose, need in j.objections)
     if not j.met_own and not j.met_other and j.shared:
         parts.append(f"Shared keywords only ({', '.join(sorted(j.shared)[:6])}): neither gives the other anything.")
     seed = context.seed
@@ -353,7 +422,7 @@ def _message(context: MatchContext, j: Judgement, action: MatchAction) -> str:
     offers = _texts(context.own.profile, _DECLARED)
     lines = [f"My user offers {', '.join(offers)}."] if offers else []
     lines += [f"From my user's background: {sentence}" for sentence in dict.fromkeys(j.evidence.values())]
-    lines += [_objection_sentence(whose, need) for whose, need in j.objections]
+    lines += [_objection_sentence(whose, need, j) for whose, need in j.objections]
     return " ".join(lines)
 
 

@@ -183,7 +183,7 @@ def _concept(word: str) -> str | None:
     if word in DOMAINS:  # "saas", "robotics", "devtools" are not plurals
         return word
     stem = _stem(word)
-    if stem in _GENERIC:
+    if stem in _GENERIC or word.isdigit():
         return None
     return _SYNONYMS.get(stem) or _wordnet_concept(word) or stem
 
