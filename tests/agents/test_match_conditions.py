@@ -137,6 +137,47 @@ def test_stack(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected
 
 
+@pytest.mark.parametrize("a,b,expected", [
+    (person("c", bio="Youth theatre. Members must be 16 or over.", seeks=["actors for our summer show"]),
+     person("k", role="Drama student, 14", seeks=["a summer theatre group"]),
+     ("age", "Members must be 16 or over", "Drama student, 14")),
+    (person("c", seeks=["swimmers aged 8-11 for the squad"]), person("k", bio="My daughter is keen; I'm 34."),
+     None),                                               # the parent's own age says nothing of the child
+    (person("c", seeks=["swimmers aged 8-11 for the squad"]), person("k", role="Swimmer, 13"),
+     ("age", "swimmers aged 8-11 for the squad", "Swimmer, 13")),
+    (person("c", bio="Members must be 16 or over."), person("k", role="Drama student, 17"), None),
+    (person("c", bio="Members must be 16 or over."), person("k", role="Drama student"), None),  # absent
+])
+def test_age(a: UserContext, b: UserContext, expected: tuple | None) -> None:
+    assert only_conflict(a, b) == expected
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    (person("p", bio="Screen printing. MOQ 250 shirts."), person("b", seeks=["band T-shirts, 40 per order"]),
+     ("quantity", "MOQ 250 shirts", "40 per order")),
+    (person("p", bio="Minimum run of 1,000 labels."), person("b", seeks=["labels, 1,500 a month"]), None),
+    (person("p", bio="Minimum order 500 units."), person("b", bio="Need 2 days a week of packing help."), None),
+    (person("p", bio="Minimum order 500 units."), person("b", seeks=["£300 a month of labels"]), None),  # money
+])
+def test_quantity(a: UserContext, b: UserContext, expected: tuple | None) -> None:
+    assert only_conflict(a, b) == expected
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    (person("h", bio="Spare room in Hove. Strictly no pets."), person("t", seeks=["a room for me and my puppy"]),
+     ("refusal", "Strictly no pets", "a room for me and my puppy")),  # a puppy is a dog, a domestic animal
+    (person("s", bio="Horse riding lessons. Allergic to dogs, sorry."), person("o", seeks=["someone to mind my dog"]),
+     ("refusal", "Allergic to dogs", "someone to mind my dog")),
+    (person("b", bio="Baking for events. Everything is nut-free."), person("e", seeks=["a cake with walnuts"]),
+     ("refusal", "Everything is nut-free", "a cake with walnuts")),
+    (person("h", bio="No one to help me with the garden yet."), person("t", seeks=["a garden to look after"]),
+     None),                                               # a lack, not a refusal
+    (person("h", bio="Strictly no pets."), person("t", seeks=["a quiet room near the station"]), None),
+])
+def test_refusal(a: UserContext, b: UserContext, expected: tuple | None) -> None:
+    assert only_conflict(a, b) == expected
+
+
 def test_conditions_carry_the_original_substring() -> None:
     spans = {c.span for c in conditions(person("x", bio="NTRP 4.5+ only. Salary 110,000. From £8,500."))}
     assert {"NTRP 4.5+", "110,000", "£8,500"} <= spans

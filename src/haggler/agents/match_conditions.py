@@ -57,6 +57,20 @@ conflict* — a side that states nothing of a kind cannot fail it):
   Stata", "stopped touching WordPress"); "only" makes them exclusive ("Webflow only", "I only work
   in Python"). Unmet: a technology the other side seeks (or is built on) is refused here; or one it
   seeks is outside this side's exclusive set.
+* **age** — a requirement ("must be 18+", "aged 18+", "players aged 10-12", "under 25") against a
+  stated age ("Student, 15" in who someone is, "I'm 15", "15 years old"). Unmet: the stated age is
+  below the minimum or above the maximum. A user who speaks for a dependant ("my daughter") states
+  no age of its own: the one who would take part is someone else.
+* **quantity** — a minimum order ("Minimum order 10,000 units", "MOQ 250", "bulk orders of
+  10,000+") against an amount the other side asks for ("50 a month", "40 per order", "200 units";
+  never money, never time). Unmet: the most it asks for is below the minimum.
+* **refusal** — what a side refuses ("strictly no pets", "no smokers allowed", "allergic to
+  cats", "nut-free"; "no one to review it" is a lack, not a refusal) or accepts only, for animals,
+  foods and plants ("dog sitting only"). Unmet: the other side's request or who it is names the
+  refused thing or a kind of it through WordNet's hypernyms (a puppy is a dog, a dog a domestic
+  animal, which "pet" means), or a sibling kind of the only one accepted (a cat against dogs
+  only). WordNet's first sense decides: a cat is a feline, not a domestic animal, and a peanut a
+  legume, so those go unseen.
 
 Who is speaking in an objection is the caller's choice; :meth:`Conflict.sentence` words it from
 one side ("my user ... ; your user ...") quoting each side's clause exactly.
@@ -76,7 +90,7 @@ from haggler.agents.match_text import sentences
 
 __all__ = ["KINDS", "Condition", "Conflict", "conditions", "conflicts"]
 
-KINDS = ("money", "place", "level", "schedule", "language", "stack")
+KINDS = ("money", "place", "level", "schedule", "language", "stack", "age", "quantity", "refusal")
 
 #: Profile fields that are names, not statements.
 _SKIP_FIELDS = frozenset({"name", "userId", "user_id", "id", "email"})
@@ -132,6 +146,8 @@ def _phrase(c: Condition) -> str:
     if c.kind == "money":
         verb = {"ceiling": "can pay at most", "floor": "asks at least", "price": "states"}[c.sense]
         return f"{verb} {quote}"
+    if c.kind in ("age", "quantity") and c.sense in ("min", "max"):
+        return f"requires {quote}"
     return {"only": f"states only {quote}", "never": f"rules out {quote}", "refuses": f"rules out {quote}",
             "remote_only": f"is {quote}"}.get(c.sense, f"says {quote}" if not c.sought else f"seeks {quote}")
 
@@ -661,23 +677,196 @@ def _stack_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
                 return
 
 
+# --- age -----------------------------------------------------------------------------------------
+
+_AGE_MIN = re.compile(r"\b(?:aged|ages?|must be|over|at least)\s*(?P<num>\d{1,2})\s*(?:\+|or over|or older|and over|"
+                      r"and up)|\b(?:aged|ages)\s*(?P<low>\d{1,2})\s*(?:-|–|to)\s*(?P<high>\d{1,2})\b", re.I)
+_AGE_MAX = re.compile(r"\b(?:under|aged up to|up to age)\s+(?P<num>\d{1,2})s?\b(?!\s*(?:years? of|yrs? of|hours|%))",
+                      re.I)
+_AGE_IS = re.compile(r"^(?P<bare>\d{1,2})$|\b(?:i'?m|i am|aged|age)\s+(?P<num>\d{1,2})\b(?!\s*(?:\+|-|–|or\b|and\b))|"
+                     r"\b(?P<old>\d{1,2})\s*(?:years? old|-year-old|yo\b)", re.I)
+
+
+def _age(clause: _Clause) -> Iterator[Condition]:
+    """Ages: a requirement ("must be 18+", "aged 18+", "players aged 10-12", "under 25") or a
+    stated age ("Student, 15" — a bare number as its own clause of who someone is —, "I'm 15",
+    "15 years old")."""
+    text = clause.text
+    found = False
+    for m in _AGE_MIN.finditer(text):
+        found = True
+        if m["low"]:
+            yield Condition("age", "min", int(m["low"]), True, m.group(0), text)
+            yield Condition("age", "max", int(m["high"]), True, m.group(0), text)
+        else:
+            yield Condition("age", "min", int(m["num"]), True, m.group(0), text)
+    for m in _AGE_MAX.finditer(text):
+        found = True
+        yield Condition("age", "max", int(m["num"]), True, m.group(0), text)
+    if found or (clause.sought and clause.field != "role"):
+        return
+    for m in _AGE_IS.finditer(text):
+        if m["bare"] and clause.field not in ("role", "title", "headline", "age"):
+            continue
+        age = int(m["bare"] or m["num"] or m["old"])
+        quote = clause.sentence if m["bare"] else text
+        yield Condition("age", "is", age, False, m.group(0), quote)
+
+
+def _age_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator[tuple[Condition, Condition, str]]:
+    for a, b, failing in ((mine, theirs, "mine"), (theirs, mine, "theirs")):
+        ages = [c for c in b if c.sense == "is"]
+        for need in (c for c in a if c.sense in ("min", "max")):
+            for fact in ages:
+                if fact.value < need.value if need.sense == "min" else fact.value > need.value:
+                    yield _sided(need, fact, failing)
+                    return
+
+
+# --- quantity ------------------------------------------------------------------------------------
+
+_QTY = r"(?P<num>\d{1,3}(?:,\d{3})+|\d+)"
+_QTY_MIN = re.compile(r"\b(?:minimum|min\.?)\s+(?:order|run|quantity|batch)(?:\s+(?:of|is))?\s*:?\s*" + _QTY
+                      + r"|\bMOQ\s*(?:of|:)?\s*" + _QTY.replace("num", "num2")
+                      + r"|\borders?\s+of\s+" + _QTY.replace("num", "num3") + r"\s*\+", re.I)
+#: An amount someone wants: "50 a month", "50 glass jars a month", "200 units". Not money (a
+#: currency before it) and not time ("2 days a week").
+_QTY_IS = re.compile(r"(?<![$£€¥\d.,])" + _QTY + r"\s+(?:(?!(?:days?|hours?|nights?|times?|shifts?|sessions?|"
+                     r"lessons?|visits?|walks?|weeks?|months?|years?|people|kids|members)\b)[a-z]+\s+){0,2}"
+                     r"(?:a|per|each)\s+(?:week|month|year|order)\b|(?<![$£€¥\d.,])" + _QTY.replace("num", "num2")
+                     + r"\s*(?:units|pieces|pcs|items)\b", re.I)
+
+
+def _number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _quantity(clause: _Clause) -> Iterator[Condition]:
+    """Quantities: a minimum order ("Minimum order 10,000 units", "MOQ 500", "bulk orders of
+    10,000+") and an amount a side asks for ("glass jars, 50 a month")."""
+    text = clause.text
+    mins = list(_QTY_MIN.finditer(text))
+    for m in mins:
+        yield Condition("quantity", "min", _number(m["num"] or m["num2"] or m["num3"]), True, m.group(0), text)
+    if mins:
+        return
+    for m in _QTY_IS.finditer(text):
+        if clause.sought:
+            yield Condition("quantity", "wants", _number(m["num"] or m["num2"]), True, m.group(0), text)
+
+
+def _quantity_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator[tuple[Condition, Condition, str]]:
+    for a, b, failing in ((mine, theirs, "mine"), (theirs, mine, "theirs")):
+        for need in (c for c in a if c.sense == "min"):
+            wanted = [c for c in b if c.sense == "wants"]
+            if wanted and max(c.value for c in wanted) < need.value:
+                yield _sided(need, max(wanted, key=lambda c: c.value), failing)
+                return
+
+
+# --- refusals ------------------------------------------------------------------------------------
+
+#: A refusal, not a lack: "strictly no pets", "no smokers allowed", a clause that is only "no
+#: pets"; "no one to review it" and "no sales motion yet" say what a side lacks.
+_REFUSAL = re.compile(r"\b(?:strictly|absolutely)\s+no\s+(?P<no>[a-z]+)|\bno\s+(?P<no2>[a-z]+)\s+(?:allowed|accepted|"
+                      r"permitted|please)\b|^no\s+(?P<no3>[a-z]+)$|\ballergic\s+to\s+(?P<to>[a-z]+)|"
+                      r"\b(?P<free>[a-z]+)-free\b", re.I)
+_EXCLUSIVE = re.compile(r"\b(?P<a>[a-z]+)(?:\s+[a-z]+)?\s+only\b|\bonly\s+(?P<b>[a-z]+)\b", re.I)
+#: WordNet kinds whose members exclude each other under "only": animals, foods, plants (a dog
+#: sitter who sits dogs only does not sit cats; "experience only" says nothing of the kind).
+_EXCLUSIVE_KINDS = frozenset({5, 13, 20})
+
+
+def _noun(word: str) -> str | None:
+    lemma = match_lexicon.lemma(word)
+    return lemma if lemma is not None and match_lexicon.lexfile(lemma) is not None else None
+
+
+def _refusal(clause: _Clause) -> Iterator[Condition]:
+    """What a side refuses ("strictly no pets", "allergic to cats", "nut-free") and what it
+    accepts exclusively ("dog sitting only"): a fact of that side, never sought."""
+    if clause.sought:
+        return
+    text = clause.text
+    for m in _REFUSAL.finditer(text):
+        if (word := _noun(m["no"] or m["no2"] or m["no3"] or m["to"] or m["free"])) is not None:
+            yield Condition("refusal", "refuses", word, False, m.group(0), text)
+    for m in _EXCLUSIVE.finditer(text):
+        word = _noun(m["a"] or m["b"] or "")
+        if word is not None and match_lexicon.lexfile(word) in _EXCLUSIVE_KINDS:
+            yield Condition("refusal", "only", word, False, m.group(0), text)
+
+
+_KIND_LEVELS = 3
+_WORDS = re.compile(r"[a-z]+", re.I)
+
+
+def _mentions(user: UserContext) -> list[tuple[str, _Clause]]:
+    """(noun, clause) for each noun the user's sought clauses name, then those of who it is
+    (``role``, ``title``, ``headline``)."""
+    sought, said = [], []
+    for clause in _clauses(user):
+        if clause.sought or clause.field in ("role", "title", "headline"):
+            (sought if clause.sought else said).extend(
+                (noun, clause) for w in _WORDS.findall(clause.text) if (noun := _noun(w)))
+    return sought + said
+
+
+def _refusal_conflicts(own: UserContext, other: UserContext) -> Iterator[tuple[Condition, Condition, str]]:
+    """One side refuses a kind of thing the other side's request names ("strictly no pets" against
+    "a room where my dog can live too": a dog is a domestic animal, which "pet" means), or accepts
+    only one kind and the other asks for a sibling kind ("dog sitting only" against "a cat sitter")."""
+    for a, b, failing in ((own, other, "theirs"), (other, own, "mine")):
+        limits = [c for c in conditions(a) if c.kind == "refusal"]
+        if not limits:
+            continue
+        for noun, clause in _mentions(b):
+            kinds = {noun} | match_lexicon.broader(noun, _KIND_LEVELS)
+            for limit in limits:
+                if limit.sense == "refuses":
+                    hit = limit.value in kinds or match_lexicon.same_sense(limit.value, noun)
+                else:
+                    shared = match_lexicon.broader(limit.value, 2) & match_lexicon.broader(noun, 2)
+                    hit = (noun != limit.value and match_lexicon.lexfile(noun) == match_lexicon.lexfile(limit.value)
+                           and bool(shared) and not _mentioned(limit.value, b))
+                if hit:
+                    need = Condition("refusal", "names", noun, clause.sought, noun, clause.text)
+                    yield (need, limit, failing) if failing == "mine" else (limit, need, failing)
+                    return
+
+
+def _mentioned(noun: str, user: UserContext) -> bool:
+    return any(n == noun for n, _ in _mentions(user))
+
+
 # --- the API -------------------------------------------------------------------------------------
 
-_READERS = {"money": _money, "level": _level, "schedule": _schedule, "language": _language, "stack": _stack}
+_READERS = {"money": _money, "level": _level, "schedule": _schedule, "language": _language, "stack": _stack,
+            "age": _age, "quantity": _quantity, "refusal": _refusal}
+
+
+#: A user who speaks for a dependant: its own age is not the age of who would take part.
+_DEPENDANT = re.compile(r"\bmy\s+(?:\w+\s+)?(?:son|daughter|child|children|kids?|boy|girl|grandson|granddaughter)s?\b",
+                        re.I)
 
 
 def conditions(user: UserContext) -> tuple[Condition, ...]:
     """Every condition ``user`` states, in the order its profile and intents state them."""
     found: list[Condition] = []
+    dependant = False
     for clause in _clauses(user):
+        dependant = dependant or bool(_DEPENDANT.search(clause.sentence))
         found += _place(clause, user)
         for reader in _READERS.values():
             found += reader(clause)
+    if dependant:
+        found = [c for c in found if not (c.kind == "age" and c.sense == "is")]
     return tuple(dict.fromkeys(found))
 
 
 _COMPARE = {"money": _money_conflicts, "place": _place_conflicts, "level": _level_conflicts,
-            "schedule": _schedule_conflicts, "language": _language_conflicts, "stack": _stack_conflicts}
+            "schedule": _schedule_conflicts, "language": _language_conflicts, "stack": _stack_conflicts,
+            "age": _age_conflicts, "quantity": _quantity_conflicts}
 
 
 def conflicts(own: UserContext, other: UserContext) -> tuple[Conflict, ...]:
@@ -686,7 +875,11 @@ def conflicts(own: UserContext, other: UserContext) -> tuple[Conflict, ...]:
     mine, theirs = conditions(own), conditions(other)
     found: list[Conflict] = []
     for kind in KINDS:
-        pair = next(_COMPARE[kind]([c for c in mine if c.kind == kind], [c for c in theirs if c.kind == kind]), None)
+        if kind == "refusal":
+            pair = next(_refusal_conflicts(own, other), None)
+        else:
+            pair = next(_COMPARE[kind]([c for c in mine if c.kind == kind], [c for c in theirs if c.kind == kind]),
+                        None)
         if pair is not None:
             found.append(Conflict(kind, *pair))
     return tuple(found)

@@ -170,7 +170,7 @@ def evaluate(source: UserContext, candidate: UserContext, query: str | None = No
     for_source = judge(MatchContext(seeker, candidate, _NO_SEED))
     for_candidate = judge(MatchContext(candidate, seeker, _NO_SEED))
     source_gain, candidate_gain = _gain(for_candidate), _gain(for_source)
-    # An unmet condition (money, place, level, schedule, language, stack: see match_conditions)
+    # An unmet condition (money, place, level, schedule, language, stack, age, quantity, refusal: see match_conditions)
     # means the exchange cannot happen as stated: no complementarity is credited.
     mutual = 0.0 if for_source.conflicts else math.sqrt(source_gain * candidate_gain)
     score = (MUTUAL_WEIGHT * mutual

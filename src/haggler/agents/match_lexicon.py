@@ -48,6 +48,7 @@ ALIASES = {
     "physio": "physiotherapist",
     "physiotherapist": "physiotherapist",
     "pt": "physical therapist",
+    "pet": "domestic animal",
     "nyc": "new york city",
     "ny": "new york state",
     "la": "los angeles",
