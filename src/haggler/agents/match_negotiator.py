@@ -289,7 +289,8 @@ class Judgement:
     gives: bool
     #: Whether the other user's declared offers meet one of my user's needs.
     receives: bool
-    #: Conditions (money, place, level, schedule, language, stack, age, quantity, refusal) the two users' profiles fail.
+    #: Conditions (money, place, level, schedule, language, stack, age, quantity, refusal) the two
+    #: users' profiles fail.
     conflicts: tuple[Conflict, ...] = ()
     #: My user's needs the other user seeks too, each with the other's same need (see _rivals):
     #: why they are unmet, however many words the two share.
