@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from haggler.agents.llm_match import SYSTEM_PROMPT, LLMMatchDecider, MatchAnswer
+from haggler.agents.llm_match import SYSTEM_PROMPT, UNMET_CONDITION, LLMMatchDecider, MatchAnswer
 from haggler.agents.llm_proposals import Proposer
-from haggler.agents.match_context import ROLES, MatchAction, MatchContext, MatchTurn
-from haggler.agents.match_negotiator import decide
+from haggler.agents.match_context import ROLES, MatchAction, MatchContext, MatchTurn, parse_context
+from haggler.agents.match_negotiator import decide, judge
 from haggler.agents.match_runtime import MatchAgentRuntime
 from haggler.llm import LLMBackend
 from haggler.protocols.matching.settings import MatchingSettings
@@ -219,6 +219,83 @@ def test_each_negotiation_has_its_own_conversation_and_old_ones_are_dropped(fake
     assert list(proposer._conversations) == ["neg_b", "neg_c"]  # neg_a, least recently used, is gone
     assert proposer.conversation("neg_c").usage.total_tokens == PER_CALL
     assert proposer.conversation("neg_a").usage.calls == 0  # a fresh one
+
+
+# -- an owner's conditions are a mandate: no accept over an unmet condition ------------------------------
+
+#: A parent who can only take free tutoring, and a tutor at $85/hour: every word shared, no deal.
+KAYLA = {"name": "Kayla", "profile": {
+    "bio": "My daughter needs help with algebra. We can only take free tutoring.",
+    "offers": ["home-made cookies"], "seeks": ["an algebra tutor for my daughter"]}}
+VICTOR = {"name": "Victor", "profile": {
+    "role": "Maths tutor", "bio": "I charge $85/hour.", "offers": ["algebra tutoring"],
+    "seeks": ["paying students for algebra"]}}
+TUTORING_SEED = {"score": 82, "reasoning": "Kayla needs algebra tutoring; Victor tutors algebra.", "valencyRole": "peer"}
+
+
+def test_the_models_accept_over_an_unmet_condition_is_the_system_negotiators_turn(fake, matching):
+    """Kayla's agent runs on a model that accepts as soon as it may; Victor's is the system
+    negotiator, which counters with the money condition. The accept is not sent: Kayla's turn is
+    what the system negotiator decides for her, and the log says why."""
+    kayla, victor = Operator(matching).user_id(KAYLA), Operator(matching).user_id(VICTOR)
+    agent = Operator(matching).agent(kayla)
+    negotiation_id = Operator(matching).open(kayla, victor, TUTORING_SEED)["negotiationId"]
+    fake.script(answer(move("propose", message="Victor tutors exactly what my daughter needs.", own="patient",
+                            other="agent")),
+                *[answer(move("accept", message=None, own="patient", other="agent"))] * 3)
+    logged: list[str] = []
+    proposer = Proposer(backend("anthropic", fake), log=logged.append)
+    recorder = Recorder(LLMMatchDecider(proposer))
+
+    with runtime(matching, agent, recorder) as rt:
+        assert rt.run(once=True) == 0
+
+    view = Operator(matching).negotiation(negotiation_id)
+    turns = view["turns"]
+    assert [t["action"] for t in turns[:2]] == ["propose", "counter"]
+    assert 'Condition not met (money)' in turns[1]["message"]
+    context = recorder.contexts[1]
+    assert [c.kind for c in judge(context).conflicts] == ["money"]
+    # The model said accept; the system negotiator's turn for the same context went out instead.
+    assert recorder.turns[1].action is not MatchAction.ACCEPT and stored(turns[2]) == decide(context).to_json()
+    assert (turns[2]["takenBy"], turns[2]["action"]) == ("personal", "counter")
+    assert "Unmet conditions: money." in turns[2]["assessment"]["reasoning"]
+    assert "accept" not in [t["action"] for t in turns] and view["state"] != "pending"
+    assert Operator(matching).opportunity(view["opportunityId"])["status"] == "rejected"
+    assert proposer.fallbacks[UNMET_CONDITION] == len(recorder.turns) - 1 >= 1
+    assert any("turn 3: accept: unmet condition: Condition not met (money): my user can pay at most "
+               '"We can only take free tutoring"' in line and "deterministic agent takes the turn" in line
+               for line in logged), logged
+
+
+def context_of(own: dict[str, Any], other: dict[str, Any], history: list[dict[str, Any]]) -> MatchContext:
+    user = lambda uid, person: {"userId": uid, "profile": person["profile"], "intents": []}  # noqa: E731
+    return parse_context({"ownUser": user(own["name"], own), "otherUser": user(other["name"], other),
+                          "seedAssessment": TUTORING_SEED, "history": history, "maxTurns": 6})
+
+
+def test_the_condition_guard_stops_only_accepts_and_only_over_a_condition(fake):
+    """From the tutor's side too (its price is its condition); a reject or counter over the same
+    conflict goes out as the model gave it, and an accept with no conflict is the model's."""
+    proposer = Proposer(backend("openai", fake))
+    decider = LLMMatchDecider(proposer)
+    opening = {"speaker": "Kayla", **decide(context_of(KAYLA, VICTOR, [])).to_json()}
+    tutor = context_of(VICTOR, KAYLA, [opening])
+
+    fake.script(answer(move("accept", message=None)))
+    assert decider(tutor) == decide(tutor) and decide(tutor).action is MatchAction.COUNTER
+    assert proposer.fallbacks == {UNMET_CONDITION: 1}
+    fake.script(answer(move("reject", message="My user charges $85/hour.")))
+    taken = decider(tutor)
+    assert (taken.action, taken.message) == (MatchAction.REJECT, "My user charges $85/hour.")
+    assert proposer.fallbacks == {UNMET_CONDITION: 1}
+
+    free = {"name": "Kayla", "profile": {**KAYLA["profile"], "bio": "My daughter needs help with algebra."}}
+    no_conflict = context_of(VICTOR, free, [{"speaker": "Kayla", **decide(context_of(free, VICTOR, [])).to_json()}])
+    assert judge(no_conflict).conflicts == ()
+    fake.script(answer(move("accept", message=None)))
+    assert decider(no_conflict).action is MatchAction.ACCEPT
+    assert proposer.fallbacks == {UNMET_CONDITION: 1}
 
 
 # -- the command --------------------------------------------------------------------------------------------

@@ -14,6 +14,16 @@ timeout, a 429, a 5xx, malformed twice, its negotiation's token budget spent —
 negotiator (:func:`~haggler.agents.match_negotiator.decide`) takes that turn, so the runtime always
 sends a valid turn and a model failure is never a failed turn.
 
+An owner's stated conditions are a mandate. The model's ``accept`` is not sent while the system
+negotiator's judgement (:func:`~haggler.agents.match_negotiator.judge`: its ``conflicts``, from
+:mod:`~haggler.agents.match_conditions`) finds an unmet condition between the two users — money,
+place, level, schedule, language, stack; each conflict pairs a condition the agent's own user
+stated with one of the other's, so an accept would commit its user past its own words (a parent
+who can only take free tutoring, a tutor at $85/hour). That turn is the system negotiator's
+instead — its ``decide`` for the same context, which never accepts over an unmet condition — and
+the refusal is logged with the conditions it names and counted in the proposer's ``fallbacks``
+as ``unmet_condition``. The guard only ever removes an accept: it never makes the agent accept.
+
 What the model reads of the other side — the other user's profile and intents, the other agent's
 reasoning and messages — is written by someone else; the prompt says so, and it is passed as JSON
 data, never spliced into the instructions. It cannot widen what the agent may do: the checks
@@ -32,19 +42,21 @@ from pydantic import BaseModel, Field
 
 from haggler.agents.llm_proposals import Proposer
 from haggler.agents.match_context import Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext
-from haggler.agents.match_negotiator import decide
+from haggler.agents.match_negotiator import decide, judge
 from haggler.agents.match_runtime import Decider
 from haggler.engine import Rules
 from haggler.errors import InvalidInput
 from haggler.protocols.matching.turns import MAX_MESSAGE_CHARS, MAX_REASONING_CHARS, apply, parse_turn, replay
 from haggler.server.json_body import text_problem
 
-__all__ = ["SYSTEM_PROMPT", "LLMMatchDecider", "MatchAnswer", "refusal"]
+__all__ = ["SYSTEM_PROMPT", "UNMET_CONDITION", "LLMMatchDecider", "MatchAnswer", "condition_refusal", "refusal"]
 
 Role = Literal["agent", "patient", "peer"]
 #: The history carries no times; the engine only needs them not to run backwards.
 _EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
 _TERMINAL = (MatchAction.ACCEPT, MatchAction.REJECT)
+#: The fallback reason of a model's accept refused over an unmet condition (see the module docstring).
+UNMET_CONDITION = "unmet_condition"
 
 
 class MatchAnswer(BaseModel):
@@ -143,6 +155,17 @@ def refusal(context: MatchContext, turn: MatchTurn) -> str | None:
     return None
 
 
+def condition_refusal(context: MatchContext, turn: MatchTurn) -> str | None:
+    """Why ``turn`` must not be sent as its user's word (None: nothing against it): an ``accept``
+    while the system's judgement finds an unmet condition between the two users."""
+    if turn.action is not MatchAction.ACCEPT:
+        return None
+    found = judge(context).conflicts
+    if not found:
+        return None
+    return "unmet condition: " + " ".join(c.sentence() for c in found)
+
+
 def _ends(context: MatchContext, turn: MatchTurn) -> bool:
     """Whether ``turn`` ends the negotiation (a terminal action, or the turn the cap allows last)."""
     return turn.action in _TERMINAL or (context.max_turns is not None and context.turn_number >= context.max_turns)
@@ -170,6 +193,9 @@ class LLMMatchDecider:
         turn = _turn(context, answer)
         if (why := refusal(context, turn)) is not None:
             self.proposer.refused(f"turn {context.turn_number}: {answer.action.value}: {why}")
+            return None
+        if (why := condition_refusal(context, turn)) is not None:
+            self.proposer.refused(f"turn {context.turn_number}: {answer.action.value}: {why}", UNMET_CONDITION)
             return None
         return turn
 

@@ -41,7 +41,8 @@ def _quiet(_: str) -> None:
 @dataclass
 class Proposer:
     """A backend, the per-negotiation conversations, and the count of turns the model did not
-    take (``fallbacks``, by reason: ``timeout``, ``rate_limited``, ..., or ``refused``)."""
+    take (``fallbacks``, by reason: ``timeout``, ``rate_limited``, ..., ``refused``, or a guard's
+    own name, such as the match agent's ``unmet_condition``)."""
 
     backend: LLMBackend
     #: Tokens (input + output) one negotiation may spend; None: no limit.
@@ -84,7 +85,8 @@ class Proposer:
         finally:
             self.usage.include(conversation.usage.since(before))  # retries and failed calls too
 
-    def refused(self, why: str) -> None:
-        """Record a proposal the framework refused (the deterministic agent takes the turn)."""
-        self.fallbacks[REFUSED] += 1
+    def refused(self, why: str, reason: str = REFUSED) -> None:
+        """Record a proposal the framework refused (the deterministic agent takes the turn), counted
+        under ``reason`` (default ``refused``; an agent may name a guard of its own)."""
+        self.fallbacks[reason] += 1
         self.log(f"the model's proposal was refused ({why}); the deterministic agent takes the turn")
