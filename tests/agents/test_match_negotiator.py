@@ -338,3 +338,33 @@ def test_the_same_words_from_different_kinds_of_user_are_no_rivalry() -> None:
     owner = user("o", ["£15 a walk"], ["dog walks at midday"], role="Office worker")
     walker = user("w", ["dog walking"], ["more dogs for midday walks"], role="Dog walker")
     assert not judge(context(owner, walker, SEED, [])).rivals
+
+
+# --- who a user would be: "be an au pair", "speaking opportunities" (issue 30) ----------------------
+
+def test_a_need_to_be_something_is_who_the_user_is_and_is_met_by_whoever_seeks_one() -> None:
+    host = user("h", ["a room of your own", "$300/week"], ["a live-in au pair who speaks French"], role="Parent")
+    host["intents"] = [{"description": "Host an au pair from January"}]
+    hopeful = user("p", ["childcare", "French"], ["a host family in Canada"], role="Nursing student")
+    hopeful["intents"] = [{"description": "Be an au pair in Canada"}]
+    j = judge(context(host, hopeful, SEED, []))
+    assert {n.text for n in j.met_own} >= {"a live-in au pair who speaks French"}
+    assert "Be an au pair in Canada" in {n.text for n in j.met_other}
+
+
+def test_speaking_opportunities_meet_a_search_for_a_speaker() -> None:
+    organiser = user("o", ["travel covered", "a stage"], ["a keynote speaker on ocean robotics"], role="Organiser")
+    speaker = user("s", ["talks on underwater robotics"], ["speaking opportunities"], role="Roboticist")
+    j = judge(context(organiser, speaker, SEED, []))
+    assert [n.text for n in j.met_own] == ["a keynote speaker on ocean robotics"]
+    assert [n.text for n in j.met_other] == ["speaking opportunities"]
+    # Not the other way round: wanting to speak is not wanting a speaker.
+    listener = user("l", ["a season ticket"], ["talks to attend"], role="Student")
+    assert not judge(context(speaker, listener, SEED, [])).met_own
+
+
+def test_endings_that_double_a_consonant_are_undone() -> None:
+    assert concepts("dog sitting") == concepts("dog sit")
+    assert concepts("shopping") == concepts("shop")
+    assert concepts("billing") == concepts("bill") == {"bill"}  # l, s, z, f stay doubled
+    assert concepts("dressing") == {"dress"}

@@ -16,6 +16,10 @@ users' profiles and intents and forms its own judgement from explainable feature
   ("a few more GCSE students", "a lodger", "paid translation contracts") by someone who seeks
   that offer — one of its needs my user meets, touching the need's own qualifiers ("violin
   students" are not met by a parent after drum lessons). See :func:`_met_by_seeker`;
+* **who the user would be**: a need to *be* something ("Be an au pair in the US", "speaking
+  opportunities") says who the user is to whoever seeks one, and is met by someone who seeks one
+  (see :func:`_met_by_wanting`); agent nouns meet their roots (a "speaker" is sought by someone
+  after "speaking", a "walker" brings "walks");
 * **rivals**: two users of the same kind who seek the same things (two candle sellers who both
   want buyers, two clinics that both want a hygienist) are rivals for one counterpart, not each
   other's; their shared needs are unmet and the objection says so in both users' words. Seeking
@@ -229,7 +233,7 @@ def _met(need: Need, brings: frozenset[str], about: frozenset[str]) -> bool:
         head, qualifiers = need.skills, (need.domains,)
     else:
         head, qualifiers = need.domains, ()
-    return bool(head & brings) and all(q & about for q in qualifiers if q)
+    return bool(_agentive(head) & brings) and all(q & about for q in qualifiers if q)
 
 
 _WITH = re.compile(r"\bwith\b", re.IGNORECASE)
@@ -318,6 +322,36 @@ class Judgement:
         return not self.conflicts and bool(self.met_other) and 2 * len(self.met_own) >= len(self.own_needs) > 0
 
 
+#: A need to *be* something: "Be an au pair in the US", "work as a sous chef", "speaking
+#: opportunities". What it names is who the user would be, not what it asks of the other.
+_TO_BE = re.compile(r"^\s*(?:be|become|work as|working as)\s+(?:an?\s+)?(?P<x>.+?)(?=\s+(?:in|for|at|from|with|to|"
+                    r"this|next|near)\b|$)|\b(?P<y>[a-z]+(?:\s+[a-z]+)?)\s+(?:opportunities|opportunity|gigs|placements?)\b",
+                    re.IGNORECASE)
+
+
+def _agentive(found: frozenset[str]) -> frozenset[str]:
+    """Concepts with the agent nouns' roots beside them ("speaker" → "speak"), so that someone
+    after speaking opportunities is the speaker another seeks."""
+    return found | {c[:-2] for c in found if c.endswith("er") and len(c) > 5}
+
+
+def _would_be(need: Need) -> frozenset[str]:
+    """What a need to *be* something names (see :data:`_TO_BE`), as concepts; empty otherwise."""
+    m = _TO_BE.search(need.text)
+    return _agentive(concepts(m["x"] or m["y"])) if m else frozenset()
+
+
+def _aspiring(needs: Sequence[Need]) -> frozenset[str]:
+    """Who a user says it would be, across its needs: part of who it is to whoever seeks it."""
+    return frozenset().union(*(_would_be(n) for n in needs))
+
+
+def _met_by_wanting(need: Need, other_needs: Sequence[Need]) -> bool:
+    """A need to be something (an au pair, a speaker) is met by someone who seeks one."""
+    wanted = _would_be(need)
+    return bool(wanted) and any(wanted & _agentive(_head(m)) for m in other_needs)
+
+
 def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
     """The advocate's judgement given ``history`` (default: the context's whole history)."""
     own, other = context.own, context.other
@@ -329,6 +363,8 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     other_identity = _concepts_of(_texts(other.profile, _IDENTITY))
 
     own_needs, other_needs = _needs(own), _needs(other)
+    own_identity |= _aspiring(own_needs)
+    other_identity |= _aspiring(other_needs)
     declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
     evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
     gets_other = [n for n in other_needs if n in declared or n in evidence]
@@ -337,9 +373,9 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     # seeks that the other gives, with the giver's words that give it.
     for_own = {m: concepts(m.text) | concepts(offer_meeting(own, m) or "") for m in gets_other}
     for_other = {m: concepts(m.text) | concepts(offer_meeting(other, m) or "") for m in gets_own}
-    met_own = tuple(n for n in own_needs if n in gets_own
+    met_own = tuple(n for n in own_needs if n in gets_own or _met_by_wanting(n, other_needs)
                     or _met_by_seeker(n, other_needs, for_own, other_about, other_identity))
-    met_other = tuple(n for n in other_needs if n in gets_other
+    met_other = tuple(n for n in other_needs if n in gets_other or _met_by_wanting(n, own_needs)
                       or _met_by_seeker(n, own_needs, for_other, own_about, own_identity))
 
     alike = _alike(own, other)

@@ -14,7 +14,7 @@ capital, mentorship. A need for one is met only by someone who offers that excha
 engineers who both seek "a backend role" share every word and can give each other nothing.
 
 Words the table does not know go through WordNet (:mod:`haggler.agents.match_lexicon`, a subset
-of WordNet 3.0 shipped in the package): a person, place or activity noun becomes its synset's
+of WordNet 3.0 shipped in the package): a person or place noun becomes its synset's
 name, so "physiotherapist" and "physical therapist" (or "physio") are one concept, and a synset
 the table knows takes the table's concept ("coder", "software engineer" → ``engineering``).
 Multi-word WordNet lemmas of those kinds ("West Yorkshire", "physical therapist") are found as
@@ -94,6 +94,7 @@ build building built work working join hire hiring recruit recruiting can could 
 about as it its into more than just very have has had all any some first firsttime based remote time
 other who what which while where when how one two three plus across over under up out so but if
 interested open ready keen wide hand hands deep solid proven expert help helping get getting make making lead
+find finding grow growing fill filling
 bring brings bringing offer offering offers provide providing seek seeks local around please
 user users background small large big start starting seed preseed round series
 """.split())
@@ -107,22 +108,31 @@ _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
+def _undoubled(stem: str) -> str:
+    """A doubled final consonant undone, as the -ing/-ed ending doubled it ("sitting" → "sit",
+    "shopping" → "shop"); l, s, z and f stay doubled ("billing", "dressing")."""
+    if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "aeiouylsfz":
+        return stem[:-1]
+    return stem
+
+
 def _stem(word: str) -> str:
     """Plurals and -ing/-ed endings off, long enough words only (``bus`` stays, ``ui`` stays)."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
+        return _undoubled(word[:-3])
     if len(word) > 4 and word.endswith("ed"):
-        return word[:-2]
+        return _undoubled(word[:-2])
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word
 
 
-#: WordNet lexicographer files whose nouns the matcher canonicalises: people, places, activities.
-_ACT = 4
-_LEXICAL = frozenset({match_lexicon.PERSON, match_lexicon.LOCATION, _ACT})
+#: WordNet lexicographer files whose nouns the matcher canonicalises: people and places. Not
+#: activities: WordNet's first sense of one is too often another ("sitting" is posing for a
+#: portrait, "search" a hunt).
+_LEXICAL = frozenset({match_lexicon.PERSON, match_lexicon.LOCATION})
 #: How far up a person's hypernyms :func:`widened` climbs, and the hypernyms too general to say
 #: anything about an offer.
 _BROADER_LEVELS = 2
@@ -132,7 +142,7 @@ _TOO_BROAD = frozenset({"person", "individual", "someone", "somebody", "mortal",
 
 @cache
 def _wordnet_concept(word: str) -> str | None:
-    """The concept WordNet gives a person, place or activity noun: the table's concept when one
+    """The concept WordNet gives a person or place noun: the table's concept when one
     of its synonyms is in the table, else its synset's name; None for other words."""
     if match_lexicon.lexfile(word) not in _LEXICAL:
         return None
