@@ -368,3 +368,15 @@ def test_endings_that_double_a_consonant_are_undone() -> None:
     assert concepts("shopping") == concepts("shop")
     assert concepts("billing") == concepts("bill") == {"bill"}  # l, s, z, f stay doubled
     assert concepts("dressing") == {"dress"}
+
+
+def test_reasoning_names_the_users_words_not_the_lexicons() -> None:
+    # WordNet's first sense of "runner" is a smuggler ("contrabandist") and London is "british
+    # capital": those names are the matcher's, never what an advocate says.
+    a = user("ra", ["marathon pacing"], ["a solicitor"], role="Runner in London")
+    b = user("rb", ["interval sessions"], ["an accountant"], role="Runner in London")
+    seed = {"score": 70, "reasoning": "Both are runners in London.", "valencyRole": "peer"}
+    reasoning = decide(context(a, b, seed, [turn("rb", "propose", "My user offers interval sessions.")]))\
+        .assessment.reasoning
+    assert "contrabandist" not in reasoning and "british capital" not in reasoning
+    assert "runners" in reasoning and "London" in reasoning

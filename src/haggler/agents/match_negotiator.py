@@ -429,6 +429,21 @@ def _objection_sentence(whose: str, need: Need | Conflict, j: Judgement) -> str:
     return f"Your user seeks {_quoted(need.text)}, which my user does not offer."
 
 
+_WORDS = re.compile(r"[^\W_][\w'’.+#-]*[\w+#]|[^\W_]")
+
+
+def _words_for(wanted: frozenset[str], texts: Sequence[str]) -> list[str]:
+    """The words of ``texts``, as written, that stand for the ``wanted`` concepts (first use of
+    each): reasoning names what users wrote ("Leeds", "runners"), never the lexicon's name for
+    it."""
+    found: dict[str, str] = {}
+    for text in texts:
+        for word in _WORDS.findall(text):
+            for concept in concepts(word) & wanted:
+                found.setdefault(concept, word)
+    return list(dict.fromkeys(found.values()))
+
+
 def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
     parts = []
     if j.own_needs:
@@ -441,9 +456,11 @@ def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
         parts.append(f"Unmet conditions: {', '.join(c.kind for c in j.conflicts)}.")
     parts.extend(_objection_sentence(whose, need, j) for whose, need in j.objections)
     if not j.met_own and not j.met_other and j.shared:
-        parts.append(f"Shared keywords only ({', '.join(sorted(j.shared)[:6])}): neither gives the other anything.")
+        shared = _words_for(j.shared, _all_texts(context.own))
+        parts.append(f"Shared keywords only ({', '.join(shared[:6])}): neither gives the other anything.")
     seed = context.seed
-    cited = sorted(concepts(seed.reasoning) & j.shared - _concepts_of(n.text for n in j.met_own + j.met_other))
+    cited = _words_for(concepts(seed.reasoning) & j.shared - _concepts_of(n.text for n in j.met_own + j.met_other),
+                       [seed.reasoning])
     note = f" It cites {', '.join(cited[:4])}, which is common ground, not an exchange." if cited else ""
     parts.append(f"Seed score {seed.score} was a starting point; this is my own reading.{note}")
     parts.append(verdict)
