@@ -50,6 +50,9 @@ TUTOR_30 = person("t", bio="£30/hr, weekday evenings.", offers=["GCSE maths tui
     (person("s", bio="Need a room, max £700 a month."), person("l", bio="Double room, £1,450 a month."),
      ("money", "max £700 a month", "£1,450 a month")),
     (person("s", bio="Budget £100–150 per month."), person("l", bio="£120 a month towards costs."), None),
+    (person("w", seeks=["minimum £14 an hour"]), person("e", bio="Night shifts pay £11 an hour."),
+     ("money", "minimum £14 an hour", "Night shifts pay £11 an hour")),
+    (person("w", seeks=["minimum £14 an hour"]), person("e", bio="Night shifts pay £15 an hour."), None),
 ])
 def test_money(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected

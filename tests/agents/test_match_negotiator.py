@@ -380,3 +380,14 @@ def test_reasoning_names_the_users_words_not_the_lexicons() -> None:
         .assessment.reasoning
     assert "contrabandist" not in reasoning and "british capital" not in reasoning
     assert "runners" in reasoning and "London" in reasoning
+
+
+def test_a_seek_that_is_only_a_condition_is_no_need() -> None:
+    # "minimum £14 an hour" is compared as money (match_conditions); as a need nobody could
+    # "offer" it, and a pay-meeting job would be refused for it.
+    worker = user("w", ["forklift licence"], ["permanent night shifts", "minimum £14 an hour"], role="Warehouse operative")
+    j = judge(context(worker, user("e", ["permanent night shifts at £15 an hour"], ["a forklift driver"]), SEED, []))
+    assert [n.text for n in j.own_needs] == ["permanent night shifts"]
+    assert not j.conflicts
+    cheap = judge(context(worker, user("e", ["permanent night shifts at £11 an hour"], ["a forklift driver"]), SEED, []))
+    assert [c.kind for c in cheap.conflicts] == ["money"]

@@ -76,7 +76,7 @@ from typing import Any
 from haggler.agents.match_context import (
     ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext,
 )
-from haggler.agents.match_conditions import Conflict, conflicts
+from haggler.agents.match_conditions import Conflict, conditions, conflicts
 from haggler.agents.match_text import (EXCHANGES, Need, affirmed_concepts, concepts, need_from, sentences,
                                        widened)
 
@@ -123,12 +123,25 @@ def _concepts_of(texts: Iterable[str]) -> frozenset[str]:
     return frozenset().union(*(concepts(t) for t in texts))
 
 
+#: Words that only bound a condition's number ("minimum £13.50 an hour", "£80,000 base").
+_BOUNDS = frozenset({"minimum", "maximum", "min", "max", "least", "most", "base", "budget", "rate", "salary",
+                     "pay", "price", "hour", "hourly", "week", "month", "year", "annum"})
+
+
+def _only_condition(text: str) -> bool:
+    """Whether a seek states a condition and nothing else ("minimum £13.50 an hour"): the
+    conditions compare it (:mod:`~haggler.agents.match_conditions`); it is no need of its own."""
+    spans = [c.span for c in conditions(UserContext("_", {"seeks": [text]}))]
+    return bool(spans) and not concepts(text) - _concepts_of(spans) - _BOUNDS
+
+
 def _needs(user: UserContext) -> tuple[Need, ...]:
     """A user's needs: its profile's seeks and its intents (tags folded in), each with some
-    substance — "a co-founder" alone asks for nothing anyone can check."""
+    substance — "a co-founder" alone asks for nothing anyone can check, and "minimum £13.50 an
+    hour" is a condition, not a need."""
     texts = _texts(user.profile, _SEEKS)
     texts += [" ".join((i.description, *i.tags)) for i in user.intents]
-    needs = (need_from(t) for t in dict.fromkeys(texts))
+    needs = (need_from(t) for t in dict.fromkeys(texts) if not _only_condition(t))
     return tuple(n for n in needs if not n.empty)
 
 
