@@ -391,3 +391,14 @@ def test_a_seek_that_is_only_a_condition_is_no_need() -> None:
     assert not j.conflicts
     cheap = judge(context(worker, user("e", ["permanent night shifts at £11 an hour"], ["a forklift driver"]), SEED, []))
     assert [c.kind for c in cheap.conflicts] == ["money"]
+
+
+def test_another_kind_of_the_same_thing_does_not_meet_a_need() -> None:
+    parent = user("p", ["an old cello to give away"], ["a trumpet teacher for my daughter"], role="Parent")
+    teacher = user("t", ["piano lessons"], ["piano pupils"], role="Piano teacher")
+    assert not judge(context(parent, teacher, SEED, [])).met_own
+    # A quality is no other kind: a "patient" teacher is met by a piano teacher who is patient.
+    patient = user("q", ["a spare room"], ["a patient piano teacher"], role="Parent")
+    assert [n.text for n in judge(context(patient, teacher, SEED, [])).met_own] == ["a patient piano teacher"]
+    trumpet = user("u", ["trumpet lessons"], ["trumpet pupils"], role="Brass teacher")
+    assert [n.text for n in judge(context(parent, trumpet, SEED, [])).met_own] == ["a trumpet teacher for my daughter"]

@@ -20,6 +20,9 @@ users' profiles and intents and forms its own judgement from explainable feature
   opportunities") says who the user is to whoever seeks one, and is met by someone who seeks one
   (see :func:`_met_by_wanting`); agent nouns meet their roots (a "speaker" is sought by someone
   after "speaking", a "walker" brings "walks");
+* **another kind**: a need for one kind of thing is not met by someone who offers or is another
+  of the same kind and never mentions the one sought — "a drum teacher" against a "Violin
+  teacher": same head, modifiers that are nouns of one WordNet kind (see :func:`_other_kind`);
 * **rivals**: two users of the same kind who seek the same things (two candle sellers who both
   want buyers, two clinics that both want a hygienist) are rivals for one counterpart, not each
   other's; their shared needs are unmet and the objection says so in both users' words. Seeking
@@ -76,6 +79,7 @@ from typing import Any
 from haggler.agents.match_context import (
     ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext,
 )
+from haggler.agents import match_lexicon
 from haggler.agents.match_conditions import Conflict, conditions, conflicts
 from haggler.agents.match_text import (EXCHANGES, Need, affirmed_concepts, concepts, need_from, sentences,
                                        widened)
@@ -365,6 +369,33 @@ def _met_by_wanting(need: Need, other_needs: Sequence[Need]) -> bool:
     return bool(wanted) and any(wanted & _agentive(_head(m)) for m in other_needs)
 
 
+def _compounds(text: str) -> set[tuple[str, str]]:
+    """(modifier, head) concept pairs of adjacent words that each carry a concept: "drum
+    teacher" → (drum, teacher), "motion designer" → (motion, design)."""
+    found = set()
+    for part in re.split(r"[,;/()]|\band\b|\bor\b", text):
+        words = [c for w in part.split() for c in [concepts(w)] if c]
+        for first, second in zip(words, words[1:]):
+            found |= {(m, h) for m in first for h in second if m != h}
+    return found
+
+
+def _other_kind(need: Need, offers: Sequence[str], about: frozenset[str]) -> bool:
+    """Whether the other user offers or is another kind of what ``need`` names: the same head
+    with another modifier, and the need's modifier nowhere in its profile ("a drum teacher"
+    against a "Violin teacher"; "a motion designer" against a "Junior product designer")."""
+    theirs = set().union(*(_compounds(t) for t in offers)) if offers else set()
+    return any(m not in about and any(h == h2 and m != m2 and _same_kind(m, m2) for m2, h2 in theirs)
+               for m, h in _compounds(need.text))
+
+
+def _same_kind(a: str, b: str) -> bool:
+    """Whether two modifiers are nouns of one WordNet kind (a drum and a violin, both artifacts),
+    so one names an alternative to the other, not a quality of it ("reliable", "free")."""
+    kind = match_lexicon.lexfile(a)
+    return kind is not None and kind == match_lexicon.lexfile(b)
+
+
 def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
     """The advocate's judgement given ``history`` (default: the context's whole history)."""
     own, other = context.own, context.other
@@ -391,6 +422,10 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     met_other = tuple(n for n in other_needs if n in gets_other or _met_by_wanting(n, own_needs)
                       or _met_by_seeker(n, own_needs, for_other, own_about, own_identity))
 
+    other_says = _texts(other.profile, _DECLARED + _IDENTITY)
+    own_says = _texts(own.profile, _DECLARED + _IDENTITY)
+    met_own = tuple(n for n in met_own if not _other_kind(n, other_says, other_about))
+    met_other = tuple(n for n in met_other if not _other_kind(n, own_says, own_about))
     alike = _alike(own, other)
     rivals = {n: next(m for m in other_needs if _same(n, m)) for n in _rivals(own_needs, other_needs, alike)}
     if rivals:
