@@ -33,7 +33,10 @@ ACCURACY_FLOOR = 0.90
 #: as in "lead investor" is a seniority modifier like "senior"): 56/68 = 82.4%. The six pairs still
 #: misread are printed; they are left alone rather than tuned away. The floor sits just under the
 #: measured value, so any lost game fails and a change that moves it must move the floor knowingly.
-HELDOUT_FLOOR = 0.82
+#: Issue 30 (its failures were printed here for sessions, so it is no longer unseen): the rule for
+#: two givers of the same exchange took it to 60/68 = 88.2%, with two pairs of rivals among the
+#: misread the rule was written for; issue 30's own held-out sets are in benchmarks/data.
+HELDOUT_FLOOR = 0.88
 
 
 def context(own: dict, other: dict, seed: dict, history: list[dict], cap: int | None = CAP) -> MatchContext:
@@ -402,3 +405,20 @@ def test_another_kind_of_the_same_thing_does_not_meet_a_need() -> None:
     assert [n.text for n in judge(context(patient, teacher, SEED, [])).met_own] == ["a patient piano teacher"]
     trumpet = user("u", ["trumpet lessons"], ["trumpet pupils"], role="Brass teacher")
     assert [n.text for n in judge(context(parent, trumpet, SEED, [])).met_own] == ["a trumpet teacher for my daughter"]
+
+
+def test_two_givers_of_the_same_exchange_are_rivals_for_its_takers() -> None:
+    # Both offer mentoring and both want people to mentor: neither takes what the other gives.
+    a = user("ma", ["mentoring on supply chains"], ["first-time founders to mentor"], role="Retired COO, mentor")
+    b = user("mb", ["mentoring on finance"], ["early founders who want a mentor"], role="Retired CFO, mentor")
+    j = judge(context(a, b, SEED, []))
+    assert j.both_give == {"mentorship"} and not j.met_own and not j.met_other
+    played = decide(context(a, b, SEED, [turn("mb", "propose", "My user offers mentoring on finance.")]))
+    assert played.action is MatchAction.REJECT
+    assert "Both users offer mentorship and neither seeks it" in played.assessment.reasoning
+    # A mentee who seeks mentoring is no rival, whatever it offers.
+    mentee = user("f", ["a marketplace app"], ["a supply-chain mentor"], role="First-time founder")
+    assert not judge(context(a, mentee, SEED, [])).both_give
+    # A giver with nothing to ask has no need to quote: the rivalry is no objection of its own.
+    quiet = user("q", ["mentoring on finance"], [], role="Retired CFO, mentor")
+    assert [whose for whose, _ in judge(context(quiet, b, SEED, [])).objections] == ["other"]

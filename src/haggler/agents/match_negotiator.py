@@ -27,7 +27,8 @@ users' profiles and intents and forms its own judgement from explainable feature
   want buyers, two clinics that both want a hygienist) are rivals for one counterpart, not each
   other's; their shared needs are unmet and the objection says so in both users' words. Seeking
   the same *partner* (a golf partner, a language exchange) is the point, not a rivalry. See
-  :func:`_rivals`;
+  :func:`_rivals`. So are two of a kind who both *give* one exchange and neither seeks it (two
+  angels, two retired mentors: :func:`_both_give`);
 * **conditions** (:mod:`haggler.agents.match_conditions`): money and who pays, place and remote,
   level, schedule, language, stack — one side's requirements against the other side's facts, a
   documented rule each; an absent fact is never a conflict;
@@ -227,6 +228,22 @@ def _rivals(own: Sequence[Need], other: Sequence[Need], alike: bool) -> tuple[Ne
     return tuple(mine)
 
 
+def _both_give(own_offered: frozenset[str], other_offered: frozenset[str], needs: Sequence[Need]) -> frozenset[str]:
+    """The exchanges (capital, mentorship, a job, custom) both users offer and neither seeks.
+
+    Two angel investors who both offer cheques and both seek startups, two retired executives who
+    both offer mentoring and both seek founders: each gives what the other gives and takes none
+    of it, so they are rivals for the same takers. Judged for users of the same kind only. What a
+    need seeks is what its head asks ("founders who want a mentor" seeks founders; the mentor is
+    what the founders want), or the whole need when its head says nothing ("someone who can
+    mentor me")."""
+    def asks(need: Need) -> frozenset[str]:
+        head = concepts(_RELATIVE.split(need.text)[0])
+        return head & EXCHANGES - _given(need) if head else need.exchanges
+    sought = frozenset().union(*(asks(n) for n in needs))
+    return own_offered & other_offered & EXCHANGES - sought
+
+
 def _alike(a: UserContext, b: UserContext) -> bool:
     """Whether two users are the same kind: who they are (:data:`_IDENTITY`) shares a concept,
     either one's broader kinds included (a French tutor and a French teacher); a user who says
@@ -316,6 +333,9 @@ class Judgement:
     #: My user's needs the other user seeks too, each with the other's same need (see _rivals):
     #: why they are unmet, however many words the two share.
     rivals: Mapping[Need, Need] = field(default_factory=dict)
+    #: Exchanges both users offer and neither seeks (two angels, two retired mentors): rivals for
+    #: the same takers, so neither's needs are met by the other (see _both_give).
+    both_give: frozenset[str] = frozenset()
 
     @property
     def unmet_own(self) -> tuple[Need, ...]:
@@ -330,6 +350,8 @@ class Judgement:
         """("condition", conflict) for each unmet condition; ("own", need) for my user's unmet
         needs; ("other", need) for the other user's when it would get nothing from mine."""
         own = tuple(("condition", c) for c in self.conflicts) + tuple(("own", n) for n in self.unmet_own)
+        if self.both_give and self.own_needs:
+            return tuple(("condition", c) for c in self.conflicts) + (("both_give", self.own_needs[0]),)
         return own + (() if self.met_other else tuple(("other", n) for n in self.other_needs))
 
     @property
@@ -431,10 +453,13 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     if rivals:
         met_own = tuple(n for n in met_own if n not in rivals)
         met_other = tuple(n for n in met_other if n not in _rivals(other_needs, own_needs, alike))
+    both_give = _both_give(own_offered, other_offered, own_needs + other_needs) if alike else frozenset()
+    if both_give:
+        met_own, met_other = (), ()
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
     return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
-                     _roles(gives, receives, context), gives, receives, conflicts(own, other), rivals)
+                     _roles(gives, receives, context), gives, receives, conflicts(own, other), rivals, both_give)
 
 
 def offer_roles(gives: bool, receives: bool) -> Roles | None:
@@ -469,6 +494,9 @@ def _quoted(text: str) -> str:
 def _objection_sentence(whose: str, need: Need | Conflict, j: Judgement) -> str:
     if isinstance(need, Conflict):
         return need.sentence()
+    if whose == "both_give":
+        return (f"Both users offer {', '.join(sorted(j.both_give))} and neither seeks it: my user seeks "
+                f"{_quoted(need.text)}, and so does yours — rivals for the same takers, not each other's.")
     if whose == "own" and need in j.rivals:
         return (f"My user seeks {_quoted(need.text)} and your user seeks {_quoted(j.rivals[need].text)}: "
                 "both want the same, so neither is the other's answer.")
