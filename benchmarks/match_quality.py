@@ -23,8 +23,10 @@ that fail a hard condition carry ``condition``), and ends with one ``RESULT`` li
   says it was skipped and why, and the ``RESULT`` line is ``llm_configured=0``. ``--limit N``
   plays only the first N pairs of each set (a real model costs money).
 
-``--pairs heldout`` (the default) is the held-out part, ``benchmarks/data/match_pairs_heldout_v2.json``:
-written before tuning, never read while tuning — run it to report, not to tune. ``--pairs tuning``
+``--pairs heldout`` (the default) is the held-out sets, never read while tuning — run them to
+report, not to tune: ``benchmarks/data/match_pairs_heldout_v2.json`` (96 pairs, written with the
+tuning pairs before tuning) and ``match_pairs_heldout_v3.json`` (80 pairs, written late in the
+tuning by a session that never saw the negotiator's code or pairs). ``--pairs tuning``
 is the sets the negotiator may be tuned on (``tests/agents/match_pairs_tune_v2.json`` and the old
 ``tests/agents/match_pairs.json``); only there does ``--wrong`` list the misread runs.
 
@@ -51,7 +53,8 @@ from haggler.agents.match_context import MatchAction, MatchContext, MatchTurn, p
 from haggler.agents.match_negotiator import decide  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SETS = {"heldout": {"heldout_v2": ROOT / "benchmarks/data/match_pairs_heldout_v2.json"},
+SETS = {"heldout": {"heldout_v2": ROOT / "benchmarks/data/match_pairs_heldout_v2.json",
+                    "heldout_v3": ROOT / "benchmarks/data/match_pairs_heldout_v3.json"},
         "tuning": {"tune_v2": ROOT / "tests/agents/match_pairs_tune_v2.json",
                    "old_labelled": ROOT / "tests/agents/match_pairs.json"}}
 OUTCOMES = ("pending", "rejected", "stalled")
