@@ -53,6 +53,9 @@ TUTOR_30 = person("t", bio="£30/hr, weekday evenings.", offers=["GCSE maths tui
     (person("w", seeks=["minimum £14 an hour"]), person("e", bio="Night shifts pay £11 an hour."),
      ("money", "minimum £14 an hour", "Night shifts pay £11 an hour")),
     (person("w", seeks=["minimum £14 an hour"]), person("e", bio="Night shifts pay £15 an hour."), None),
+    # An employer's floor is what it pays at least; a seeker's sought amount is what it asks.
+    (person("e", bio="Salary from £30,000 a year."), person("c", seeks=["a marketing role at £28,000 a year"]),
+     None),
 ])
 def test_money(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected

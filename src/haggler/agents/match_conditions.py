@@ -24,8 +24,9 @@ conflict* — a side that states nothing of a kind cannot fail it):
   "free", "unpaid", "pro bono", "can't afford to pay" in a sought clause is a ceiling of zero. A
   *floor* is the least a side accepts ("from", "minimum", "at least", "$1M+"); a plain amount is a
   *price*. Whoever states the ceiling pays. Unmet: a ceiling below the other side's floor or price,
-  or a floor above every price the other side states ("minimum £14 an hour" against a job at
-  "£11 an hour") (same currency or one unnamed; same unit or one unnamed). "Free"/"pro bono" offered by a giver
+  or a floor a side *seeks* above every price the other side states outside its seeks ("minimum
+  £14 an hour" sought against a job at "£11 an hour"; an employer's "Salary from £30,000" is no
+  such floor) (same currency or one unnamed; same unit or one unnamed). "Free"/"pro bono" offered by a giver
   is a price of zero and meets any ceiling.
 * **place** — place names (capitalised names after "in", "near", "at", "from", a ``location``
   field, the place after a comma in a role: "Physiotherapist, Sydney") and modes: *remote only*
@@ -280,8 +281,10 @@ def _comparable(a: Condition, b: Condition) -> bool:
 
 
 def _money_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator[tuple[Condition, Condition, str]]:
-    """A ceiling on one side below the other's floor or price; a floor on one side above the
-    price the other states ("minimum £14 an hour" against a job at "£11 an hour")."""
+    """A ceiling on one side below the other's floor or price; a floor one side seeks above
+    every price the other states of itself ("minimum £14 an hour" against a job at "£11 an
+    hour"). An unsought floor ("Salary from £30,000") or a sought price ("a role at £28,000") is
+    not compared: an employer's floor is what it pays at least, a seeker's price what it asks."""
     for payer, payee, failing in ((mine, theirs, "mine"), (theirs, mine, "theirs")):
         for ceiling in (c for c in payer if c.sense == "ceiling"):
             for ask in (c for c in payee if c.sense in ("floor", "price")):
@@ -289,8 +292,8 @@ def _money_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
                     yield _sided(ceiling, ask, failing)
                     return
     for asker, offerer, failing in ((mine, theirs, "mine"), (theirs, mine, "theirs")):
-        for floor in (c for c in asker if c.sense == "floor"):
-            offered = [c for c in offerer if c.sense == "price" and _comparable(floor, c)]
+        for floor in (c for c in asker if c.sense == "floor" and c.sought):
+            offered = [c for c in offerer if c.sense == "price" and not c.sought and _comparable(floor, c)]
             if offered and max(c.value[0] for c in offered) < floor.value[0]:
                 yield _sided(floor, max(offered, key=lambda c: c.value[0]), failing)
                 return
