@@ -56,6 +56,8 @@ TUTOR_30 = person("t", bio="£30/hr, weekday evenings.", offers=["GCSE maths tui
     # An employer's floor is what it pays at least; a seeker's sought amount is what it asks.
     (person("e", bio="Salary from £30,000 a year."), person("c", seeks=["a marketing role at £28,000 a year"]),
      None),
+    # "gluten-free" is free of gluten, not a price of nothing ("rent-free" is: see below).
+    (person("w", seeks=["bakery work", "minimum £14 an hour"]), person("b", bio="Gluten-free bakery, hiring."), None),
 ])
 def test_money(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected
@@ -182,6 +184,12 @@ def test_quantity(a: UserContext, b: UserContext, expected: tuple | None) -> Non
 ])
 def test_refusal(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected
+
+
+def test_x_free_is_money_only_when_x_is() -> None:
+    money = lambda bio: [c.span for c in conditions(person("x", bio=bio)) if c.kind == "money"]  # noqa: E731
+    assert money("Gluten-free cakes. Smoke-free home.") == []
+    assert money("A rent-free room for a carer.") == ["free"]
 
 
 def test_conditions_carry_the_original_substring() -> None:

@@ -225,8 +225,11 @@ _FREE = re.compile(r"\b(?:free|unpaid|pro bono|no budget|for nothing|volunteer b
 #: act of volunteering) are asked to work for none.
 _PAID = re.compile(r"(?<!stop )(?<!avoid )\b(?P<paid>paid|paying)\b(?!\s+(?:for|to|out|off|back)\b)|"
                    r"\bvolunteers?\b(?!\s*(?:work|role|placement|opportunit))", re.I)
+#: "X-free" is free of X ("gluten-free", "smoke-free") unless X is money ("rent-free", "fee-free").
 _NOT_MONEY_FREE = re.compile(r"\bfree (?:time|evenings?|weekends?|mornings?|afternoons?|days?|on|to|from|"
-                             r"saturdays?|sundays?)\b|\bfree(?:lance|dom)|\bduty[- ]free|\bfree of\b", re.I)
+                             r"saturdays?|sundays?)\b|\bfree(?:lance|dom)|\bduty[- ]free|\bfree of\b|"
+                             r"\b(?!(?:rent|fee|fees|cost|charge|commission|interest|tuition|price)-)[a-z]+-free\b",
+                             re.I)
 _MONEY_WORDS = re.compile(r"\b(?:salary|rate|fee|fees|pay|paid|budget|price|cost|rent|ticket|cheque|check|"
                           r"retainer|stipend|spend|charge|charges)\b", re.I)
 
