@@ -155,6 +155,12 @@ def test_stack(a: UserContext, b: UserContext, expected: tuple | None) -> None:
      ("age", "swimmers aged 8-11 for the squad", "Swimmer, 13")),
     (person("c", bio="Members must be 16 or over."), person("k", role="Drama student, 17"), None),
     (person("c", bio="Members must be 16 or over."), person("k", role="Drama student"), None),  # absent
+    # Numbers of minutes or kilos and the age of a thing are no one's age.
+    (person("c", bio="Members must be 18 or over."), person("k", bio="We are a 15-year-old company."), None),
+    (person("c", bio="Members must be 18 or over."), person("k", bio="I'm 15 minutes from the club."), None),
+    (person("c", seeks=["a gym under 30 minutes from home"]), person("k", bio="I'm 34, a personal trainer."), None),
+    (person("c", bio="Members must be 18 or over."), person("k", bio="A 15-year-old student, keen."),
+     ("age", "Members must be 18 or over", "A 15-year-old student")),
 ])
 def test_age(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected

@@ -60,7 +60,8 @@ conflict* — a side that states nothing of a kind cannot fail it):
   in Python"). Unmet: a technology the other side seeks (or is built on) is refused here; or one it
   seeks is outside this side's exclusive set.
 * **age** — a requirement ("must be 18+", "aged 18+", "players aged 10-12", "under 25") against a
-  stated age ("Student, 15" in who someone is, "I'm 15", "15 years old"). Unmet: the stated age is
+  stated age ("Student, 15" in who someone is, "I'm 15", "15 years old"); a number of some unit
+  ("under 30 minutes", "I'm 25 minutes away") or a thing's age ("a 15-year-old company") is none. Unmet: the stated age is
   below the minimum or above the maximum. A user who speaks for a dependant ("my daughter") states
   no age of its own: the one who would take part is someone else.
 * **quantity** — a minimum order ("Minimum order 10,000 units", "MOQ 250", "bulk orders of
@@ -695,16 +696,29 @@ def _stack_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
 
 _AGE_MIN = re.compile(r"\b(?:aged|ages?|must be|over|at least)\s*(?P<num>\d{1,2})\s*(?:\+|or over|or older|and over|"
                       r"and up)|\b(?:aged|ages)\s*(?P<low>\d{1,2})\s*(?:-|–|to)\s*(?P<high>\d{1,2})\b", re.I)
-_AGE_MAX = re.compile(r"\b(?:under|aged up to|up to age)\s+(?P<num>\d{1,2})s?\b(?!\s*(?:years? of|yrs? of|hours|%))",
-                      re.I)
-_AGE_IS = re.compile(r"^(?P<bare>\d{1,2})$|\b(?:i'?m|i am|aged|age)\s+(?P<num>\d{1,2})\b(?!\s*(?:\+|-|–|or\b|and\b))|"
-                     r"\b(?P<old>\d{1,2})\s*(?:years? old|-year-old|yo\b)", re.I)
+#: A number that counts something other than years of age: "under 30 minutes away", "under 25
+#: kg", "I'm 25 minutes from Leeds", "under 5 years of experience".
+_NOT_AGE = (r"(?!\s*(?:%|(?:years?|yrs?)\s+of\b|(?:minutes?|mins?|hours?|hrs?|days?|weeks?|months?|seconds?|"
+            r"kg|kilos?|grams?|lbs?|pounds?|miles?|km|metres?|meters?|feet|ft|percent|mph|people|staff|employees)\b))")
+_AGE_MAX = re.compile(r"\b(?:under|aged up to|up to age)\s+(?P<num>\d{1,2})s?\b" + _NOT_AGE, re.I)
+_AGE_IS = re.compile(r"^(?P<bare>\d{1,2})$|\b(?:i'?m|i am|aged|age)\s+(?P<num>\d{1,2})\b(?!\s*(?:\+|-|–|or\b|and\b))"
+                     + _NOT_AGE + r"|\b(?P<old>\d{1,2})\s*(?:years? old|-year-old|yo\b)", re.I)
+_NEXT_WORD = re.compile(r"\s*([a-z]+)", re.I)
+
+
+def _of_someone_else(text: str, end: int) -> bool:
+    """Whether the age that ends at ``end`` qualifies a noun that is not a person: "a 15-year-old
+    company", "our 12-year-old labrador" (but "a 15-year-old student" is someone's age)."""
+    m = _NEXT_WORD.match(text, end)
+    noun = _noun(m[1]) if m else None
+    return noun is not None and match_lexicon.lexfile(noun) != match_lexicon.PERSON
 
 
 def _age(clause: _Clause) -> Iterator[Condition]:
     """Ages: a requirement ("must be 18+", "aged 18+", "players aged 10-12", "under 25") or a
     stated age ("Student, 15" — a bare number as its own clause of who someone is —, "I'm 15",
-    "15 years old")."""
+    "15 years old"). Not a number of minutes, kilos or staff ("under 30 minutes", "I'm 25
+    minutes away"), nor the age of a thing ("a 15-year-old company")."""
     text = clause.text
     found = False
     for m in _AGE_MIN.finditer(text):
@@ -721,6 +735,8 @@ def _age(clause: _Clause) -> Iterator[Condition]:
         return
     for m in _AGE_IS.finditer(text):
         if m["bare"] and clause.field not in ("role", "title", "headline", "age"):
+            continue
+        if m["old"] and _of_someone_else(text, m.end()):
             continue
         age = int(m["bare"] or m["num"] or m["old"])
         quote = clause.sentence if m["bare"] else text
