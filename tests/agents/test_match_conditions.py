@@ -187,6 +187,10 @@ def test_quantity(a: UserContext, b: UserContext, expected: tuple | None) -> Non
     (person("h", bio="No one to help me with the garden yet."), person("t", seeks=["a garden to look after"]),
      None),                                               # a lack, not a refusal
     (person("h", bio="Strictly no pets."), person("t", seeks=["a quiet room near the station"]), None),
+    (person("h", bio="Happy to help. No problem."), person("t", seeks=["help with a maths problem"]), None),
+    (person("h", bio="Hands-free kit fitting."), person("t", seeks=["a hand with my move"]), None),
+    (person("h", bio="No dogs."), person("t", seeks=["someone to mind my dog"]),
+     ("refusal", "No dogs", "someone to mind my dog")),
 ])
 def test_refusal(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected

@@ -68,7 +68,9 @@ conflict* — a side that states nothing of a kind cannot fail it):
   10,000+") against an amount the other side asks for ("50 a month", "40 per order", "200 units";
   never money, never time). Unmet: the most it asks for is below the minimum.
 * **refusal** — what a side refuses ("strictly no pets", "no smokers allowed", "allergic to
-  cats", "nut-free"; "no one to review it" is a lack, not a refusal) or accepts only, for animals,
+  cats", "nut-free"; "no one to review it" is a lack, not a refusal; a bare "No problem" or
+  "hands-free" names no thing — animals, artifacts, foods, people, plants, substances — and is
+  an idiom) or accepts only, for animals,
   foods and plants ("dog sitting only"). Unmet: the other side's request or who it is names the
   refused thing or a kind of it through WordNet's hypernyms (a puppy is a dog, a dog a domestic
   animal, which "pet" means), or a sibling kind of the only one accepted (a cat against dogs
@@ -805,6 +807,10 @@ _EXCLUSIVE = re.compile(r"\b(?P<a>[a-z]+)(?:\s+[a-z]+)?\s+only\b|\bonly\s+(?P<b>
 #: WordNet kinds whose members exclude each other under "only": animals, foods, plants (a dog
 #: sitter who sits dogs only does not sit cats; "experience only" says nothing of the kind).
 _EXCLUSIVE_KINDS = frozenset({5, 13, 20})
+#: WordNet kinds a bare "no X" clause or an "X-free" can refuse: animals, artifacts, foods,
+#: people, plants, substances ("No pets", "nut-free"); not states, acts or feelings ("No
+#: problem", "No rush", "No worries", "hands-free").
+_THINGS = frozenset({5, 6, 13, 18, 20, 27})
 
 
 def _noun(word: str) -> str | None:
@@ -819,8 +825,11 @@ def _refusal(clause: _Clause) -> Iterator[Condition]:
         return
     text = clause.text
     for m in _REFUSAL.finditer(text):
-        if (word := _noun(m["no"] or m["no2"] or m["no3"] or m["to"] or m["free"])) is not None:
-            yield Condition("refusal", "refuses", word, False, m.group(0), text)
+        if (word := _noun(m["no"] or m["no2"] or m["no3"] or m["to"] or m["free"])) is None:
+            continue
+        if (m["no3"] or m["free"]) and match_lexicon.lexfile(word) not in _THINGS:
+            continue  # "No problem.", "No rush", "hands-free": an idiom, not a refused thing
+        yield Condition("refusal", "refuses", word, False, m.group(0), text)
     for m in _EXCLUSIVE.finditer(text):
         word = _noun(m["a"] or m["b"] or "")
         if word is not None and match_lexicon.lexfile(word) in _EXCLUSIVE_KINDS:
