@@ -237,16 +237,34 @@ _MONEY_WORDS = re.compile(r"\b(?:salary|rate|fee|fees|pay|paid|budget|price|cost
                           r"retainer|stipend|spend|charge|charges)\b", re.I)
 
 
+#: What ends the text just before an amount: "salary" ("salary of 90,000") and a range's bottom
+#: ("$100–"). Searched in the :data:`_BEHIND` characters before the amount only, so that a clause
+#: of many numbers is read in linear time, not quadratic.
+_SALARY_BEFORE = re.compile(r"\bsalary\s*(?:of\s*)?$", re.I)
+_RANGE_BEFORE = re.compile(r"\d\s*(?:–|-|to)\s*$")
+_BEHIND = 64
+_MAX_AFTER = re.compile(r"\s*(?:max|maximum)\b", re.I)
+_MIN_AFTER = re.compile(r"\s*(?:minimum|min|or more)\b", re.I)
+
+
+def _first_end(pattern: re.Pattern[str], text: str) -> int | None:
+    """Where the first match of ``pattern`` in ``text`` ends (None: no match)."""
+    return m.end() if (m := pattern.search(text)) else None
+
+
 def _money(clause: _Clause) -> Iterator[Condition]:
     text = clause.text
+    money_word = bool(_MONEY_WORDS.search(text))
+    ceiling_end, floor_end = _first_end(_CEILING, text), _first_end(_FLOOR, text)
     for m in _AMOUNT.finditer(text):
         cur = (m["cur"] or "").strip().lower()
         mult = (m["mult"] or "").strip().lower()
         unit_text = (m["unit"] or "").strip().lower()
-        if not (cur or mult and _MONEY_WORDS.search(text) or re.search(r"\bsalary\s*(?:of\s*)?$", text[:m.start()], re.I)):
+        behind = max(0, m.start() - _BEHIND)
+        if not (cur or mult and money_word or _SALARY_BEFORE.search(text, behind, m.start())):
             continue  # money has a currency ("£30/hr"), or a multiplier beside a money word ("180k
             # salary"), or follows "salary": "400 guests", "grade 1" and "2 tonnes" are not money
-        if re.search(r"\d\s*(?:–|-|to)\s*$", text[:m.start()]):
+        if _RANGE_BEFORE.search(text, behind, m.start()):
             continue  # "$100–130": the range's top; its bottom is the price
         try:
             amount = Decimal(m["num"].replace(",", "")) * _MULT.get(mult, 1)
@@ -258,10 +276,10 @@ def _money(clause: _Clause) -> Iterator[Condition]:
             unit_text = unit_text or (top["unit"] or "").strip().lower()
         unit = next((u for word, u in _UNITS.items() if re.search(rf"\b{re.escape(word)}s?\b", unit_text)),
                     None) if unit_text else None
-        before = text[:m.start()]
-        if _CEILING.search(before) or re.search(r"^\s*(?:max|maximum)\b", text[m.end():], re.I):
+        # a ceiling or floor word anywhere before the amount, or one right after it
+        if ceiling_end is not None and ceiling_end <= m.start() or _MAX_AFTER.match(text, m.end()):
             sense = "ceiling"
-        elif _FLOOR.search(before) or m["plus"] or re.search(r"^\s*(?:minimum|min|or more)\b", text[m.end():], re.I):
+        elif floor_end is not None and floor_end <= m.start() or m["plus"] or _MIN_AFTER.match(text, m.end()):
             sense = "floor"
         else:
             sense = "price"
