@@ -53,6 +53,11 @@ TUTOR_30 = person("t", bio="£30/hr, weekday evenings.", offers=["GCSE maths tui
     (person("w", seeks=["minimum £14 an hour"]), person("e", bio="Night shifts pay £11 an hour."),
      ("money", "minimum £14 an hour", "Night shifts pay £11 an hour")),
     (person("w", seeks=["minimum £14 an hour"]), person("e", bio="Night shifts pay £15 an hour."), None),
+    # An employer's floor is what it pays at least; a seeker's sought amount is what it asks.
+    (person("e", bio="Salary from £30,000 a year."), person("c", seeks=["a marketing role at £28,000 a year"]),
+     None),
+    # "gluten-free" is free of gluten, not a price of nothing ("rent-free" is: see below).
+    (person("w", seeks=["bakery work", "minimum £14 an hour"]), person("b", bio="Gluten-free bakery, hiring."), None),
 ])
 def test_money(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected
@@ -150,6 +155,12 @@ def test_stack(a: UserContext, b: UserContext, expected: tuple | None) -> None:
      ("age", "swimmers aged 8-11 for the squad", "Swimmer, 13")),
     (person("c", bio="Members must be 16 or over."), person("k", role="Drama student, 17"), None),
     (person("c", bio="Members must be 16 or over."), person("k", role="Drama student"), None),  # absent
+    # Numbers of minutes or kilos and the age of a thing are no one's age.
+    (person("c", bio="Members must be 18 or over."), person("k", bio="We are a 15-year-old company."), None),
+    (person("c", bio="Members must be 18 or over."), person("k", bio="I'm 15 minutes from the club."), None),
+    (person("c", seeks=["a gym under 30 minutes from home"]), person("k", bio="I'm 34, a personal trainer."), None),
+    (person("c", bio="Members must be 18 or over."), person("k", bio="A 15-year-old student, keen."),
+     ("age", "Members must be 18 or over", "A 15-year-old student")),
 ])
 def test_age(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected
@@ -176,9 +187,19 @@ def test_quantity(a: UserContext, b: UserContext, expected: tuple | None) -> Non
     (person("h", bio="No one to help me with the garden yet."), person("t", seeks=["a garden to look after"]),
      None),                                               # a lack, not a refusal
     (person("h", bio="Strictly no pets."), person("t", seeks=["a quiet room near the station"]), None),
+    (person("h", bio="Happy to help. No problem."), person("t", seeks=["help with a maths problem"]), None),
+    (person("h", bio="Hands-free kit fitting."), person("t", seeks=["a hand with my move"]), None),
+    (person("h", bio="No dogs."), person("t", seeks=["someone to mind my dog"]),
+     ("refusal", "No dogs", "someone to mind my dog")),
 ])
 def test_refusal(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected
+
+
+def test_x_free_is_money_only_when_x_is() -> None:
+    money = lambda bio: [c.span for c in conditions(person("x", bio=bio)) if c.kind == "money"]  # noqa: E731
+    assert money("Gluten-free cakes. Smoke-free home.") == []
+    assert money("A rent-free room for a carer.") == ["free"]
 
 
 def test_conditions_carry_the_original_substring() -> None:

@@ -17,7 +17,7 @@ sends a valid turn and a model failure is never a failed turn.
 An owner's stated conditions are a mandate. The model's ``accept`` is not sent while the system
 negotiator's judgement (:func:`~haggler.agents.match_negotiator.judge`: its ``conflicts``, from
 :mod:`~haggler.agents.match_conditions`) finds an unmet condition between the two users — money,
-place, level, schedule, language, stack; each conflict pairs a condition the agent's own user
+place, level, schedule, language, stack, age, quantity, refusal; each conflict pairs a condition the agent's own user
 stated with one of the other's, so an accept would commit its user past its own words (a parent
 who can only take free tutoring, a tutor at $85/hour). That turn is the system negotiator's
 instead — its ``decide`` for the same context, which never accepts over an unmet condition — and

@@ -24,8 +24,9 @@ conflict* — a side that states nothing of a kind cannot fail it):
   "free", "unpaid", "pro bono", "can't afford to pay" in a sought clause is a ceiling of zero. A
   *floor* is the least a side accepts ("from", "minimum", "at least", "$1M+"); a plain amount is a
   *price*. Whoever states the ceiling pays. Unmet: a ceiling below the other side's floor or price,
-  or a floor above every price the other side states ("minimum £14 an hour" against a job at
-  "£11 an hour") (same currency or one unnamed; same unit or one unnamed). "Free"/"pro bono" offered by a giver
+  or a floor a side *seeks* above every price the other side states outside its seeks ("minimum
+  £14 an hour" sought against a job at "£11 an hour"; an employer's "Salary from £30,000" is no
+  such floor) (same currency or one unnamed; same unit or one unnamed). "Free"/"pro bono" offered by a giver
   is a price of zero and meets any ceiling.
 * **place** — place names (capitalised names after "in", "near", "at", "from", a ``location``
   field, the place after a comma in a role: "Physiotherapist, Sydney") and modes: *remote only*
@@ -59,14 +60,17 @@ conflict* — a side that states nothing of a kind cannot fail it):
   in Python"). Unmet: a technology the other side seeks (or is built on) is refused here; or one it
   seeks is outside this side's exclusive set.
 * **age** — a requirement ("must be 18+", "aged 18+", "players aged 10-12", "under 25") against a
-  stated age ("Student, 15" in who someone is, "I'm 15", "15 years old"). Unmet: the stated age is
+  stated age ("Student, 15" in who someone is, "I'm 15", "15 years old"); a number of some unit
+  ("under 30 minutes", "I'm 25 minutes away") or a thing's age ("a 15-year-old company") is none. Unmet: the stated age is
   below the minimum or above the maximum. A user who speaks for a dependant ("my daughter") states
   no age of its own: the one who would take part is someone else.
 * **quantity** — a minimum order ("Minimum order 10,000 units", "MOQ 250", "bulk orders of
   10,000+") against an amount the other side asks for ("50 a month", "40 per order", "200 units";
   never money, never time). Unmet: the most it asks for is below the minimum.
 * **refusal** — what a side refuses ("strictly no pets", "no smokers allowed", "allergic to
-  cats", "nut-free"; "no one to review it" is a lack, not a refusal) or accepts only, for animals,
+  cats", "nut-free"; "no one to review it" is a lack, not a refusal; a bare "No problem" or
+  "hands-free" names no thing — animals, artifacts, foods, people, plants, substances — and is
+  an idiom) or accepts only, for animals,
   foods and plants ("dog sitting only"). Unmet: the other side's request or who it is names the
   refused thing or a kind of it through WordNet's hypernyms (a puppy is a dog, a dog a domestic
   animal, which "pet" means), or a sibling kind of the only one accepted (a cat against dogs
@@ -224,22 +228,43 @@ _FREE = re.compile(r"\b(?:free|unpaid|pro bono|no budget|for nothing|volunteer b
 #: act of volunteering) are asked to work for none.
 _PAID = re.compile(r"(?<!stop )(?<!avoid )\b(?P<paid>paid|paying)\b(?!\s+(?:for|to|out|off|back)\b)|"
                    r"\bvolunteers?\b(?!\s*(?:work|role|placement|opportunit))", re.I)
+#: "X-free" is free of X ("gluten-free", "smoke-free") unless X is money ("rent-free", "fee-free").
 _NOT_MONEY_FREE = re.compile(r"\bfree (?:time|evenings?|weekends?|mornings?|afternoons?|days?|on|to|from|"
-                             r"saturdays?|sundays?)\b|\bfree(?:lance|dom)|\bduty[- ]free|\bfree of\b", re.I)
+                             r"saturdays?|sundays?)\b|\bfree(?:lance|dom)|\bduty[- ]free|\bfree of\b|"
+                             r"\b(?!(?:rent|fee|fees|cost|charge|commission|interest|tuition|price)-)[a-z]+-free\b",
+                             re.I)
 _MONEY_WORDS = re.compile(r"\b(?:salary|rate|fee|fees|pay|paid|budget|price|cost|rent|ticket|cheque|check|"
                           r"retainer|stipend|spend|charge|charges)\b", re.I)
 
 
+#: What ends the text just before an amount: "salary" ("salary of 90,000") and a range's bottom
+#: ("$100–"). Searched in the :data:`_BEHIND` characters before the amount only, so that a clause
+#: of many numbers is read in linear time, not quadratic.
+_SALARY_BEFORE = re.compile(r"\bsalary\s*(?:of\s*)?$", re.I)
+_RANGE_BEFORE = re.compile(r"\d\s*(?:–|-|to)\s*$")
+_BEHIND = 64
+_MAX_AFTER = re.compile(r"\s*(?:max|maximum)\b", re.I)
+_MIN_AFTER = re.compile(r"\s*(?:minimum|min|or more)\b", re.I)
+
+
+def _first_end(pattern: re.Pattern[str], text: str) -> int | None:
+    """Where the first match of ``pattern`` in ``text`` ends (None: no match)."""
+    return m.end() if (m := pattern.search(text)) else None
+
+
 def _money(clause: _Clause) -> Iterator[Condition]:
     text = clause.text
+    money_word = bool(_MONEY_WORDS.search(text))
+    ceiling_end, floor_end = _first_end(_CEILING, text), _first_end(_FLOOR, text)
     for m in _AMOUNT.finditer(text):
         cur = (m["cur"] or "").strip().lower()
         mult = (m["mult"] or "").strip().lower()
         unit_text = (m["unit"] or "").strip().lower()
-        if not (cur or mult and _MONEY_WORDS.search(text) or re.search(r"\bsalary\s*(?:of\s*)?$", text[:m.start()], re.I)):
+        behind = max(0, m.start() - _BEHIND)
+        if not (cur or mult and money_word or _SALARY_BEFORE.search(text, behind, m.start())):
             continue  # money has a currency ("£30/hr"), or a multiplier beside a money word ("180k
             # salary"), or follows "salary": "400 guests", "grade 1" and "2 tonnes" are not money
-        if re.search(r"\d\s*(?:–|-|to)\s*$", text[:m.start()]):
+        if _RANGE_BEFORE.search(text, behind, m.start()):
             continue  # "$100–130": the range's top; its bottom is the price
         try:
             amount = Decimal(m["num"].replace(",", "")) * _MULT.get(mult, 1)
@@ -251,10 +276,10 @@ def _money(clause: _Clause) -> Iterator[Condition]:
             unit_text = unit_text or (top["unit"] or "").strip().lower()
         unit = next((u for word, u in _UNITS.items() if re.search(rf"\b{re.escape(word)}s?\b", unit_text)),
                     None) if unit_text else None
-        before = text[:m.start()]
-        if _CEILING.search(before) or re.search(r"^\s*(?:max|maximum)\b", text[m.end():], re.I):
+        # a ceiling or floor word anywhere before the amount, or one right after it
+        if ceiling_end is not None and ceiling_end <= m.start() or _MAX_AFTER.match(text, m.end()):
             sense = "ceiling"
-        elif _FLOOR.search(before) or m["plus"] or re.search(r"^\s*(?:minimum|min|or more)\b", text[m.end():], re.I):
+        elif floor_end is not None and floor_end <= m.start() or m["plus"] or _MIN_AFTER.match(text, m.end()):
             sense = "floor"
         else:
             sense = "price"
@@ -280,8 +305,10 @@ def _comparable(a: Condition, b: Condition) -> bool:
 
 
 def _money_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator[tuple[Condition, Condition, str]]:
-    """A ceiling on one side below the other's floor or price; a floor on one side above the
-    price the other states ("minimum £14 an hour" against a job at "£11 an hour")."""
+    """A ceiling on one side below the other's floor or price; a floor one side seeks above
+    every price the other states of itself ("minimum £14 an hour" against a job at "£11 an
+    hour"). An unsought floor ("Salary from £30,000") or a sought price ("a role at £28,000") is
+    not compared: an employer's floor is what it pays at least, a seeker's price what it asks."""
     for payer, payee, failing in ((mine, theirs, "mine"), (theirs, mine, "theirs")):
         for ceiling in (c for c in payer if c.sense == "ceiling"):
             for ask in (c for c in payee if c.sense in ("floor", "price")):
@@ -289,8 +316,8 @@ def _money_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
                     yield _sided(ceiling, ask, failing)
                     return
     for asker, offerer, failing in ((mine, theirs, "mine"), (theirs, mine, "theirs")):
-        for floor in (c for c in asker if c.sense == "floor"):
-            offered = [c for c in offerer if c.sense == "price" and _comparable(floor, c)]
+        for floor in (c for c in asker if c.sense == "floor" and c.sought):
+            offered = [c for c in offerer if c.sense == "price" and not c.sought and _comparable(floor, c)]
             if offered and max(c.value[0] for c in offered) < floor.value[0]:
                 yield _sided(floor, max(offered, key=lambda c: c.value[0]), failing)
                 return
@@ -689,16 +716,29 @@ def _stack_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator
 
 _AGE_MIN = re.compile(r"\b(?:aged|ages?|must be|over|at least)\s*(?P<num>\d{1,2})\s*(?:\+|or over|or older|and over|"
                       r"and up)|\b(?:aged|ages)\s*(?P<low>\d{1,2})\s*(?:-|–|to)\s*(?P<high>\d{1,2})\b", re.I)
-_AGE_MAX = re.compile(r"\b(?:under|aged up to|up to age)\s+(?P<num>\d{1,2})s?\b(?!\s*(?:years? of|yrs? of|hours|%))",
-                      re.I)
-_AGE_IS = re.compile(r"^(?P<bare>\d{1,2})$|\b(?:i'?m|i am|aged|age)\s+(?P<num>\d{1,2})\b(?!\s*(?:\+|-|–|or\b|and\b))|"
-                     r"\b(?P<old>\d{1,2})\s*(?:years? old|-year-old|yo\b)", re.I)
+#: A number that counts something other than years of age: "under 30 minutes away", "under 25
+#: kg", "I'm 25 minutes from Leeds", "under 5 years of experience".
+_NOT_AGE = (r"(?!\s*(?:%|(?:years?|yrs?)\s+of\b|(?:minutes?|mins?|hours?|hrs?|days?|weeks?|months?|seconds?|"
+            r"kg|kilos?|grams?|lbs?|pounds?|miles?|km|metres?|meters?|feet|ft|percent|mph|people|staff|employees)\b))")
+_AGE_MAX = re.compile(r"\b(?:under|aged up to|up to age)\s+(?P<num>\d{1,2})s?\b" + _NOT_AGE, re.I)
+_AGE_IS = re.compile(r"^(?P<bare>\d{1,2})$|\b(?:i'?m|i am|aged|age)\s+(?P<num>\d{1,2})\b(?!\s*(?:\+|-|–|or\b|and\b))"
+                     + _NOT_AGE + r"|\b(?P<old>\d{1,2})\s*(?:years? old|-year-old|yo\b)", re.I)
+_NEXT_WORD = re.compile(r"\s*([a-z]+)", re.I)
+
+
+def _of_someone_else(text: str, end: int) -> bool:
+    """Whether the age that ends at ``end`` qualifies a noun that is not a person: "a 15-year-old
+    company", "our 12-year-old labrador" (but "a 15-year-old student" is someone's age)."""
+    m = _NEXT_WORD.match(text, end)
+    noun = _noun(m[1]) if m else None
+    return noun is not None and match_lexicon.lexfile(noun) != match_lexicon.PERSON
 
 
 def _age(clause: _Clause) -> Iterator[Condition]:
     """Ages: a requirement ("must be 18+", "aged 18+", "players aged 10-12", "under 25") or a
     stated age ("Student, 15" — a bare number as its own clause of who someone is —, "I'm 15",
-    "15 years old")."""
+    "15 years old"). Not a number of minutes, kilos or staff ("under 30 minutes", "I'm 25
+    minutes away"), nor the age of a thing ("a 15-year-old company")."""
     text = clause.text
     found = False
     for m in _AGE_MIN.finditer(text):
@@ -715,6 +755,8 @@ def _age(clause: _Clause) -> Iterator[Condition]:
         return
     for m in _AGE_IS.finditer(text):
         if m["bare"] and clause.field not in ("role", "title", "headline", "age"):
+            continue
+        if m["old"] and _of_someone_else(text, m.end()):
             continue
         age = int(m["bare"] or m["num"] or m["old"])
         quote = clause.sentence if m["bare"] else text
@@ -783,6 +825,10 @@ _EXCLUSIVE = re.compile(r"\b(?P<a>[a-z]+)(?:\s+[a-z]+)?\s+only\b|\bonly\s+(?P<b>
 #: WordNet kinds whose members exclude each other under "only": animals, foods, plants (a dog
 #: sitter who sits dogs only does not sit cats; "experience only" says nothing of the kind).
 _EXCLUSIVE_KINDS = frozenset({5, 13, 20})
+#: WordNet kinds a bare "no X" clause or an "X-free" can refuse: animals, artifacts, foods,
+#: people, plants, substances ("No pets", "nut-free"); not states, acts or feelings ("No
+#: problem", "No rush", "No worries", "hands-free").
+_THINGS = frozenset({5, 6, 13, 18, 20, 27})
 
 
 def _noun(word: str) -> str | None:
@@ -797,8 +843,11 @@ def _refusal(clause: _Clause) -> Iterator[Condition]:
         return
     text = clause.text
     for m in _REFUSAL.finditer(text):
-        if (word := _noun(m["no"] or m["no2"] or m["no3"] or m["to"] or m["free"])) is not None:
-            yield Condition("refusal", "refuses", word, False, m.group(0), text)
+        if (word := _noun(m["no"] or m["no2"] or m["no3"] or m["to"] or m["free"])) is None:
+            continue
+        if (m["no3"] or m["free"]) and match_lexicon.lexfile(word) not in _THINGS:
+            continue  # "No problem.", "No rush", "hands-free": an idiom, not a refused thing
+        yield Condition("refusal", "refuses", word, False, m.group(0), text)
     for m in _EXCLUSIVE.finditer(text):
         word = _noun(m["a"] or m["b"] or "")
         if word is not None and match_lexicon.lexfile(word) in _EXCLUSIVE_KINDS:

@@ -30,7 +30,7 @@ users' profiles and intents and forms its own judgement from explainable feature
   :func:`_rivals`. So are two of a kind who both *give* one exchange and neither seeks it (two
   angels, two retired mentors: :func:`_both_give`);
 * **conditions** (:mod:`haggler.agents.match_conditions`): money and who pays, place and remote,
-  level, schedule, language, stack — one side's requirements against the other side's facts, a
+  level, schedule, language, stack, age, quantity, refusal — one side's requirements against the other side's facts, a
   documented rule each; an absent fact is never a conflict;
 * **what the other user gets** from my user, the same way, plus *evidence*: sentences of my
   user's own free text (``bio``, ``experience``...) that show it can give what the other seeks.
