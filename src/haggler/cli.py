@@ -679,6 +679,9 @@ def match_agent(
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupt)  # a service manager's stop is a Ctrl-C
+    # A shell starting a job in the background (`nohup ... &`) hands it SIGINT ignored, and Python
+    # then installs no Ctrl-C handler: restore it, so that Ctrl-C stops the agent wherever it runs.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with MatchAgentRuntime(server, agent_id, api_key, decider=decider, interval=interval, timeout=timeout,
                                log=log) as runtime:

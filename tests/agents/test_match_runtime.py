@@ -218,3 +218,26 @@ def test_haggler_match_agent_refuses_bad_options():
     assert result.returncode == 2 and "--server" in result.stderr and "Traceback" not in result.stderr
     result = haggler("match", "agent", "--server", "http://x", "--agent-id", "a", "--api-key", "k", "--interval", "0")
     assert result.returncode == 2 and "--interval" in result.stderr
+
+
+def test_ctrl_c_stops_an_agent_started_with_sigint_ignored(matching):
+    # A shell's background job (`nohup haggler match agent ... &`) starts with SIGINT ignored, and
+    # Python then installs no Ctrl-C handler; the agent restores it, so Ctrl-C still stops it.
+    import signal
+    import time
+
+    agent = Operator(matching).agent(Operator(matching).user_id(JONAS))
+    proc = subprocess.Popen([sys.executable, "-m", "haggler", "match", "agent", "--server", matching.base,
+                             "--agent-id", agent.id, "--api-key", agent.key, "--interval", "0.2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 60
+        while "polling every" not in (line := proc.stdout.readline()):
+            assert line and time.monotonic() < deadline, proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped" in out
