@@ -283,3 +283,9 @@ def test_accuracy_over_the_v2_tuning_pairs_in_sample() -> None:
     results = [right(pair, play(pair, first)) for pair in pairs for first in "ab"]
     print(f"\nv2 tuning pairs (in-sample): {sum(results)}/{len(results)} = {sum(results) / len(results):.1%}")
     assert sum(results) / len(results) >= TUNE_FLOOR
+
+
+def test_a_bare_rating_with_a_plus_is_a_minimum() -> None:
+    a, b = person("a", seeks=["hitting partners 4.5+ only"]), person("b", bio="NTRP 2.5, just started.")
+    assert only_conflict(a, b) == ("level", "hitting partners 4.5+ only", "NTRP 2.5")
+    assert only_conflict(a, person("c", bio="Python 3.11+ and Django.")) is None  # a version, no rating

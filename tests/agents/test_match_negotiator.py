@@ -20,7 +20,7 @@ import pytest
 
 from haggler.agents.match_context import MatchAction, MatchContext, parse_context
 from haggler.agents.match_negotiator import decide, judge
-from haggler.agents.match_text import DOMAINS, concepts, need_from
+from haggler.agents.match_text import DOMAINS, affirmed_concepts, concepts, need_from
 from haggler.errors import InvalidInput
 from tests.support.match_pairs import HELDOUT, PAIRS
 
@@ -432,3 +432,30 @@ def test_a_long_profile_of_numbers_is_judged_in_linear_time() -> None:
     started = time.monotonic()
     judge(context(crowded, ENGINEER, SEED, []))
     assert time.monotonic() - started < 15
+
+
+def test_a_contraction_negates_and_an_aversion_is_no_offer() -> None:
+    # "I can't write code" once read as offering code; "hate pickleball" as playing it.
+    assert affirmed_concepts("I can't write code.") == frozenset()
+    assert affirmed_concepts("Hate pickleball, love tennis.") == frozenset()
+    assert "engineering" in affirmed_concepts("I write code.")
+
+
+def test_an_unknown_hyphenated_word_is_also_its_parts() -> None:
+    assert {"sit", "cat"} <= concepts("a cat-sitting swap")
+    assert concepts("a co-founder") == concepts("a cofounder")  # known words stay joined
+
+
+def test_agent_nouns_meet_their_roots() -> None:
+    band = user("b", ["gigs every Friday"], ["a drummer"], role="Band")
+    percussion = user("p", ["drums and percussion"], ["a band to join"], role="Percussionist")
+    assert [n.text for n in judge(context(band, percussion, SEED, [])).met_own] == ["a drummer"]
+
+
+def test_two_who_seek_the_same_and_offer_none_of_it_are_rivals_whoever_they_are() -> None:
+    a = user("ia", ["a pitch deck", "fundraising contacts"], ["a technical co-founder"], role="MBA student")
+    b = user("ib", ["creator relationships"], ["a technical co-founder"], role="Marketing consultant")
+    assert set(judge(context(a, b, SEED, [])).rivals) == set(judge(context(a, b, SEED, [])).own_needs)
+    # One who offers it is the answer, not a rival.
+    c = user("ic", ["backend engineering"], ["a technical co-founder"], role="Marketing consultant")
+    assert not judge(context(a, c, SEED, [])).rivals

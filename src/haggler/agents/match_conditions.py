@@ -36,8 +36,8 @@ conflict* — a side that states nothing of a kind cannot fail it):
   requiring presence whose places share no name with the other's named places, when neither is
   remote-friendly. Same name on both sides, one place within the other (WordNet part holonyms,
   any sense: Leeds in West Yorkshire), either side remote-friendly, or an unknown place: met.
-* **level** — ratings on a named scale ("NTRP 4.5+", "rated 4.0", "grade 1", a bare "4.0+"
-  after "around"/"at least"), years of experience ("15+ years", "seven years"), and a ladder
+* **level** — ratings on a named scale ("NTRP 4.5+", "rated 4.0", "grade 1", a bare "4.0"
+  after "around"/"at least", a bare "4.5+" anywhere: a minimum), years of experience ("15+ years", "seven years"), and a ladder
   (beginner < intermediate < advanced < expert/pro; intern < junior < mid < senior < staff <
   principal). A sought level is a minimum ("4.5+", "senior", "pros only"), a maximum
   ("first-time", "beginner", "junior"), or "around"/"at my level" (within 0.5). Unmet: the other
@@ -401,7 +401,8 @@ _SCALES = {"ntrp": "rating", "usta": "rating", "rated": "rating", "rating": "rat
            "band": "band", "hsk": "hsk", "jlpt": "jlpt"}
 _RATING = re.compile(r"\b(?P<scale>NTRP|USTA|UTR|DUPR|rated|rating|grade|handicap|Elo|level|HSK|JLPT)\s*(?:of\s*)?"
                      r"(?P<num>\d+(?:\.\d+)?)(?P<plus>\+)?|(?P<num2>\d\.\d)(?P<plus2>\+)?\s*(?:[- ]rated|\(?USTA|"
-                     r"\(?NTRP)|(?P<lead>around|about|at least|minimum|roughly)\s+(?P<num3>\d\.\d)(?P<plus3>\+)?",
+                     r"\(?NTRP)|(?P<lead>around|about|at least|minimum|roughly)\s+(?P<num3>\d\.\d)(?P<plus3>\+)?|"
+                     r"(?<![\d.$£€¥])(?P<num4>\d\.\d)(?P<plus4>\+)(?!\d)",
                      re.I)
 _YEARS = re.compile(r"\b(?P<num>\d+|" + "|".join(_WORD_NUMBERS) + r")(?P<plus>\+)?\s*(?:years?|yrs?)\b"
                     r"(?!\s*old)", re.I)
@@ -429,11 +430,11 @@ _WEAK_RUNGS = frozenset({"new", "learning", "student", "lead", "pro", "professio
 def _level(clause: _Clause) -> Iterator[Condition]:
     text = clause.text
     for m in _RATING.finditer(text):
-        num = m["num"] or m["num2"] or m["num3"]
+        num = m["num"] or m["num2"] or m["num3"] or m["num4"]
         if re.match(r"\s*(?:am|pm|:)", text[m.end():], re.I):
             continue
         scale = _SCALES.get((m["scale"] or "rating").lower(), "rating")
-        plus = m["plus"] or m["plus2"] or m["plus3"]
+        plus = m["plus"] or m["plus2"] or m["plus3"] or m["plus4"]
         sense = _level_sense(clause, text, plus=bool(plus), capping=False)
         yield Condition("level", sense, (scale, Decimal(num)), clause.sought, m.group(0).strip(), text)
     for m in _YEARS.finditer(text):

@@ -83,7 +83,7 @@ from haggler.agents.match_context import (
 from haggler.agents import match_lexicon
 from haggler.agents.match_conditions import Conflict, conditions, conflicts
 from haggler.agents.match_text import (EXCHANGES, Need, affirmed_concepts, concepts, need_from, sentences,
-                                       widened)
+                                       undoubled, widened)
 
 __all__ = ["Judgement", "decide", "judge", "offer_meeting", "offer_roles"]
 
@@ -206,22 +206,26 @@ def _same(a: Need, b: Need) -> bool:
     return bool(_head(a) & _head(b)) and 2 * len(ca & cb) > len(ca | cb)
 
 
-def _rivals(own: Sequence[Need], other: Sequence[Need], alike: bool) -> tuple[Need, ...]:
+def _rivals(own: Sequence[Need], other: Sequence[Need], alike: bool,
+            offered: tuple[frozenset[str], frozenset[str]]) -> tuple[Need, ...]:
     """My user's needs the other user *also* seeks, when both seek the same things.
 
     Two candle sellers who both want buyers, two clinics that both want a hygienist, two PIs who
     both want a postdoc: each seeks what the other seeks, so neither is the other's answer — they
-    are rivals for the same counterpart, whatever words they share. The rule: the two are the
-    same kind of user (``alike``: see :func:`_alike`), at least half of each side's needs are the
-    same as one of the other's (:func:`_same`), and none of those asks for someone like the asker
-    (:data:`_LIKE_KIND`: a golf partner, a language exchange), where seeking the same is the
-    point. Returns my user's shared needs, else ()."""
-    if not alike:
-        return ()
+    are rivals for the same counterpart, whatever words they share. The rule: at least half of
+    each side's needs are the same as one of the other's (:func:`_same`); the two are the same
+    kind of user (``alike``: see :func:`_alike`), or neither's declared offers meet those needs
+    (``offered``: my user's, the other's — two idea people who both seek "a technical
+    co-founder"); and none of those needs asks for someone like the asker (:data:`_LIKE_KIND`: a
+    golf partner, a language exchange), where seeking the same is the point. Returns my user's
+    shared needs, else ()."""
     def shared(mine: Sequence[Need], theirs: Sequence[Need]) -> list[Need]:
         return [n for n in mine if any(_same(n, m) for m in theirs)]
     mine, theirs = shared(own, other), shared(other, list(own))
     if not mine or 2 * len(mine) < len(own) or 2 * len(theirs) < len(other):
+        return ()
+    if not alike and (any(_met(n, offered[1], offered[1]) for n in mine)
+                      or any(_met(n, offered[0], offered[0]) for n in theirs)):
         return ()
     if any(_LIKE_KIND.search(n.text) for n in mine + theirs):
         return ()
@@ -369,9 +373,12 @@ _TO_BE = re.compile(r"^\s*(?:be|become|work as|working as)\s+(?:an?\s+)?(?P<x>.+
 
 
 def _agentive(found: frozenset[str]) -> frozenset[str]:
-    """Concepts with the agent nouns' roots beside them ("speaker" → "speak"), so that someone
-    after speaking opportunities is the speaker another seeks."""
-    return found | {c[:-2] for c in found if c.endswith("er") and len(c) > 5}
+    """Concepts with the agent nouns' roots beside them ("speaker" → "speak", "drummer" → "drum",
+    "percussionist" → "percussion"), so that someone after speaking opportunities is the speaker
+    another seeks and a drummer brings drums."""
+    roots = {undoubled(c[:-2]) for c in found if c.endswith("er") and len(c) > 5}
+    roots |= {c[:-3] for c in found if c.endswith("ist") and len(c) > 7}
+    return found | roots
 
 
 def _would_be(need: Need) -> frozenset[str]:
@@ -449,10 +456,12 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     met_own = tuple(n for n in met_own if not _other_kind(n, other_says, other_about))
     met_other = tuple(n for n in met_other if not _other_kind(n, own_says, own_about))
     alike = _alike(own, other)
-    rivals = {n: next(m for m in other_needs if _same(n, m)) for n in _rivals(own_needs, other_needs, alike)}
+    offered = (own_offered, other_offered)
+    rivals = {n: next(m for m in other_needs if _same(n, m))
+              for n in _rivals(own_needs, other_needs, alike, offered)}
     if rivals:
         met_own = tuple(n for n in met_own if n not in rivals)
-        met_other = tuple(n for n in met_other if n not in _rivals(other_needs, own_needs, alike))
+        met_other = tuple(n for n in met_other if n not in _rivals(other_needs, own_needs, alike, offered[::-1]))
     both_give = _both_give(own_offered, other_offered, own_needs + other_needs) if alike else frozenset()
     if both_give:
         met_own, met_other = (), ()

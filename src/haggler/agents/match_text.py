@@ -37,7 +37,7 @@ from typing import NamedTuple
 from haggler.agents import match_lexicon
 
 __all__ = ["DOMAINS", "EXCHANGES", "THEMES", "Need", "affirmed_concepts", "concepts", "need_from", "sentences",
-           "widened"]
+           "undoubled", "widened"]
 
 #: Needs for these are met only by someone who offers the same exchange.
 EXCHANGES = frozenset({"employment", "clients", "capital", "mentorship"})
@@ -100,15 +100,17 @@ user users background small large big start starting seed preseed round series
 """.split())
 
 #: Token forms: "doesn't" tokenises to "doesn" and "t".
+#: Negation and aversion: "I can't write code", "hate pickleball", "not interested" name a gap
+#: or a refusal, never an offer. Contractions reach here as "not" (see :func:`_tokens`).
 _NEGATIONS = frozenset("not no never without lack lacks lacking missing cannot doesn isn don hasn haven won "
-                       "neither nor".split())
+                       "neither nor cant dont wont hate hates dislike dislikes avoid avoids refuse refuses".split())
 _SEEKING = frozenset("looking seek seeking seeks want wants need needs hope hoping searching".split())
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 
 
-def _undoubled(stem: str) -> str:
+def undoubled(stem: str) -> str:
     """A doubled final consonant undone, as the -ing/-ed ending doubled it ("sitting" → "sit",
     "shopping" → "shop"); l, s, z and f stay doubled ("billing", "dressing")."""
     if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "aeiouylsfz":
@@ -121,9 +123,9 @@ def _stem(word: str) -> str:
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 5 and word.endswith("ing"):
-        return _undoubled(word[:-3])
+        return undoubled(word[:-3])
     if len(word) > 4 and word.endswith("ed"):
-        return _undoubled(word[:-2])
+        return undoubled(word[:-2])
     if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
         return word[:-1]
     return word
@@ -177,8 +179,26 @@ def widened(concepts: frozenset[str]) -> frozenset[str]:
     return concepts | more
 
 
+_CONTRACTION = re.compile(r"n['’]t\b")
+_HYPHENATED = re.compile(r"\b([a-z0-9]+)-([a-z0-9]+)\b")
+
+
+def _hyphenated(m: re.Match[str]) -> str:
+    """A hyphenated word joined; an unknown one with its parts too ("cat-sitting": "catsitting
+    cat sitting"), a known one alone ("co-founder" is the generic "cofounder", not a founder)."""
+    joined = m[1] + m[2]
+    if joined in _GENERIC or joined in _SYNONYMS or joined in DOMAINS:
+        return joined
+    return " ".join([joined, *(p for p in m.groups() if len(p) > 2)])
+
+
 def _tokens(text: str) -> list[str]:
-    joined = " " + " ".join(_WORD.findall(text.lower().replace("-", ""))) + " "
+    """Words of ``text``: lower-cased, "n't" as "not" ("can't" negates), a hyphenated word joined
+    ("co-founder" is "cofounder") with its parts of three letters or more after it
+    ("cat-sitting" is also "cat sitting")."""
+    lowered = _CONTRACTION.sub(" not", text.lower())
+    lowered = _HYPHENATED.sub(_hyphenated, lowered)
+    joined = " " + " ".join(_WORD.findall(lowered)) + " "
     for phrase, word in _PHRASES:
         joined = joined.replace(f" {phrase} ", f" {word} ")
     return [word for word in joined.split() if len(word) > 1]
