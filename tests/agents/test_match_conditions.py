@@ -289,3 +289,15 @@ def test_a_bare_rating_with_a_plus_is_a_minimum() -> None:
     a, b = person("a", seeks=["hitting partners 4.5+ only"]), person("b", bio="NTRP 2.5, just started.")
     assert only_conflict(a, b) == ("level", "hitting partners 4.5+ only", "NTRP 2.5")
     assert only_conflict(a, person("c", bio="Python 3.11+ and Django.")) is None  # a version, no rating
+
+
+def test_an_accepting_negation_is_no_refusal_and_a_spoken_negation_no_language() -> None:
+    # "doesn't mind starting at 4 in the morning" accepts mornings; it rules nothing out.
+    bakery = person("b", seeks=["a baker who doesn't mind starting at 4 in the morning"])
+    baker = person("k", bio="Morning person, bread production since 2015.")
+    assert only_conflict(bakery, baker) is None
+    # "I don't speak French" is no French spoken: a French-speaking need has nothing to fail on.
+    family = person("f", seeks=["a French-speaking nanny"])
+    assert only_conflict(family, person("n", bio="I don't speak French.")) is None
+    assert only_conflict(family, person("n", bio="I speak Italian.")) == ("language", "a French-speaking nanny",
+                                                                          "I speak Italian")

@@ -47,13 +47,14 @@ conflict* — a side that states nothing of a kind cannot fail it):
   parts of the day ("evenings", "overnight", "daytime", "after school"), ranges ("18:00–21:00",
   "8pm–8am", "9–5"), "24/7"/"live-in" (always), "full-time" (weekdays 9–17). A side's
   *availability* is what it states with "only" ("daytime only, 8am to 5pm"); its *exclusions*
-  what it negates ("never free Saturday evenings"). Unmet: the times the other side states fall
+  what it negates ("never free Saturday evenings"; "doesn't mind starting at 4" accepts, it
+  negates nothing). Unmet: the times the other side states fall
   wholly outside the availability or wholly inside the exclusions; or the other side needs
   continuous cover (24/7, live-in, full-time) the availability does not contain.
 * **language** — language names spoken ("native Spanish", "speaks French", "Spanish-speaking",
   a language listed as an offer). Sought: a language in a sought clause ("a Spanish-speaking au
   pair", "practise Japanese"). Unmet: the other side states languages it speaks, and not that one;
-  a language it is learning is not one it speaks.
+  a language it is learning is not one it speaks, nor one it says it does not speak.
 * **stack** — technologies and areas (Python, Java, Spring, React, WordPress, Stata, backend,
   frontend...). A negated clause refuses them ("not interested in backend", "refuse to touch
   Stata", "stopped touching WordPress"); "only" makes them exclusive ("Webflow only", "I only work
@@ -108,6 +109,14 @@ _SEEKING = re.compile(r"\b(?:need|needs|needed|looking for|look for|seek|seeks|s
 _NEGATED = re.compile(r"\b(?:not|no|never|won't|wont|can't|cannot|can not|don't|doesn't|refuse|refuses|"
                       r"stopped|avoid|avoids|unable)\b|n't\b", re.I)
 _ONLY = re.compile(r"\bonly\b", re.I)
+#: Negations that accept: "doesn't mind starting at 4", "no problem with weekends".
+_ACCEPTING = re.compile(r"\b(?:do|does|did|would)(?:n['’]?t| not) mind\b|\bno (?:problem|issue)s? with\b|"
+                        r"\bnot a problem\b", re.I)
+
+
+def _negated(text: str) -> bool:
+    """Whether a clause negates or refuses, an accepting negation aside ("doesn't mind")."""
+    return bool(_NEGATED.search(_ACCEPTING.sub(" ", text)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +363,7 @@ def _place(clause: _Clause, user: UserContext) -> Iterator[Condition]:
     for regex, sense in ((_REMOTE_ONLY, "remote_only"), (_PRESENCE, "presence")):
         if m := regex.search(text):
             yield Condition("place", sense, None, clause.sought, m.group(0), text)
-    if not _REMOTE_ONLY.search(text) and (m := _REMOTE_OK.search(text)) and not _NEGATED.search(text):
+    if not _REMOTE_ONLY.search(text) and (m := _REMOTE_OK.search(text)) and not _negated(text):
         yield Condition("place", "remote_ok", None, clause.sought, m.group(0), text)
     names = [m.group(1) for m in _PLACE_AFTER.finditer(text)]
     if clause.field in _PLACE_FIELDS:
@@ -591,7 +600,7 @@ def _schedule(clause: _Clause) -> Iterator[Condition]:
     if found is None:
         return
     slots, span = found
-    if _NEGATED.search(text):
+    if _negated(text):
         sense = "never"
     elif _ONLY.search(clause.text):
         sense = "only"
@@ -652,6 +661,8 @@ def _language(clause: _Clause) -> Iterator[Condition]:
                 yield Condition("language", "speaks", name, True, m.group(0), text)
         elif _LEARNS.search(text) and not _SPEAKS.search(text):
             yield Condition("language", "learns", name, False, m.group(0), text)
+        elif _negated(text):
+            continue  # "I don't speak French" says what the user does not speak
         elif _SPEAKS.search(text) or clause.field in ("offers", "languages", "language", "skills"):
             yield Condition("language", "speaks", name, False, m.group(0), text)
 
@@ -691,7 +702,7 @@ def _stack(clause: _Clause) -> Iterator[Condition]:
         name = _STACK_ALIASES.get(name, name)
         if name == "go" and not re.search(r"\bGo\b", m.group(1)):
             continue  # "go" the verb
-        if _NEGATED.search(text):
+        if _negated(text):
             sense = "refuses"
         elif _ONLY.search(text) and name not in _AREAS:
             sense = "only"
