@@ -23,10 +23,11 @@ that fail a hard condition carry ``condition``), and ends with one ``RESULT`` li
   says it was skipped and why, and the ``RESULT`` line is ``llm_configured=0``. ``--limit N``
   plays only the first N pairs of each set (a real model costs money).
 
-``--pairs heldout`` (the default) is the held-out sets, never read while tuning — run them to
-report, not to tune: ``benchmarks/data/match_pairs_heldout_v2.json`` (96 pairs, written with the
-tuning pairs before tuning) and ``match_pairs_heldout_v3.json`` (80 pairs, written late in the
-tuning by a session that never saw the negotiator's code or pairs). ``--pairs tuning``
+``--pairs heldout`` (the default) is the held-out sets — run them to report, not to tune:
+``benchmarks/data/match_pairs_heldout_v2.json`` (96 pairs, written with the tuning pairs before
+tuning; after its first measurement its misreads were studied, so it is development data now and
+only v3 is unseen) and ``match_pairs_heldout_v3.json`` (80 pairs, written late in the tuning by a
+session that never saw the negotiator's code or pairs; never read). ``--pairs tuning``
 is the sets the negotiator may be tuned on (``tests/agents/match_pairs_tune_v2.json`` and the old
 ``tests/agents/match_pairs.json``); only there does ``--wrong`` list the misread runs.
 
