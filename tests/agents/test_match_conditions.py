@@ -301,3 +301,14 @@ def test_an_accepting_negation_is_no_refusal_and_a_spoken_negation_no_language()
     assert only_conflict(family, person("n", bio="I don't speak French.")) is None
     assert only_conflict(family, person("n", bio="I speak Italian.")) == ("language", "a French-speaking nanny",
                                                                           "I speak Italian")
+
+
+@pytest.mark.parametrize("a,b,expected", [
+    (person("o", seeks=["a field for 5,000 festival-goers"]), person("f", bio="Farm venue, up to 200 people."),
+     ("quantity", "a field for 5,000 festival-goers", "up to 200 people")),
+    (person("o", seeks=["a wedding venue for 120 guests"]), person("f", bio="The barn holds 300 guests."), None),
+    (person("o", seeks=["a sublet for 3 months"]), person("f", bio="Sleeps 2."), None),  # months, not people
+    (person("o", seeks=["a venue for 120 guests"]), person("f", bio="Courses of up to 3 days."), None),
+])
+def test_capacity(a: UserContext, b: UserContext, expected: tuple | None) -> None:
+    assert only_conflict(a, b) == expected

@@ -67,7 +67,10 @@ conflict* — a side that states nothing of a kind cannot fail it):
   no age of its own: the one who would take part is someone else.
 * **quantity** — a minimum order ("Minimum order 10,000 units", "MOQ 250", "bulk orders of
   10,000+") against an amount the other side asks for ("50 a month", "40 per order", "200 units";
-  never money, never time). Unmet: the most it asks for is below the minimum.
+  never money, never time). Unmet: the most it asks for is below the minimum. And a capacity
+  ("up to 200 people", "holds 300 guests", "seats 80") against the headcount the other side's
+  request is for ("a field for 5,000", "a venue for 120 guests"; never "for 3 months"). Unmet: the
+  headcount is above the capacity.
 * **refusal** — what a side refuses ("strictly no pets", "no smokers allowed", "allergic to
   cats", "nut-free"; "no one to review it" is a lack, not a refusal; a bare "No problem" or
   "hands-free" names no thing — animals, artifacts, foods, people, plants, substances — and is
@@ -799,6 +802,17 @@ _QTY_IS = re.compile(r"(?<![$£€¥\d.,])" + _QTY + r"\s+(?:(?!(?:days?|hours?|
                      + r"\s*(?:units|pieces|pcs|items)\b", re.I)
 
 
+_PEOPLE = r"(?:people|guests|persons|attendees|delegates|visitors|participants|diners|covers)"
+#: What a place or service holds at most: "up to 200 people", "capacity 120", "seats 80".
+_CAPACITY = re.compile(r"\b(?:up to|capacity(?: of)?|holds|seats|sleeps|max(?:imum)?(?: of)?)\s+"
+                       + _QTY + r"(?:\s+" + _PEOPLE + r")?\b", re.I)
+#: How many people a side's request is for: "a field for 5,000", "a venue for 350 guests".
+_HEADCOUNT = re.compile(r"\bfor\s+(?:about\s+|around\s+|up to\s+)?" + _QTY + r"(?:\+)?(?:\s+" + _PEOPLE + r")?(?![\d.,%])"
+                        r"(?!\s*(?:years?|yrs?|months?|weeks?|days?|hours?|hrs?|nights?|minutes?|mins?|k\b|m\b|"
+                        r"am\b|pm\b|[a-z]+ (?:a|per) ))"
+                        r"|(?<![$£€¥\d.,])" + _QTY.replace("num", "num2") + r"\+?\s+" + _PEOPLE + r"\b", re.I)
+
+
 def _number(text: str) -> int:
     return int(text.replace(",", ""))
 
@@ -815,6 +829,14 @@ def _quantity(clause: _Clause) -> Iterator[Condition]:
     for m in _QTY_IS.finditer(text):
         if clause.sought:
             yield Condition("quantity", "wants", _number(m["num"] or m["num2"]), True, m.group(0), text)
+    if clause.sought:
+        for m in _HEADCOUNT.finditer(text):
+            yield Condition("quantity", "headcount", _number(m["num"] or m["num2"]), True, m.group(0), text)
+    else:
+        for m in _CAPACITY.finditer(text):
+            if m.group(0).lower().startswith("up to") and not re.search(_PEOPLE, m.group(0), re.I):
+                continue  # "up to 3 days", "up to £500": no capacity without people
+            yield Condition("quantity", "capacity", _number(m["num"]), False, m.group(0), text)
 
 
 def _quantity_conflicts(mine: list[Condition], theirs: list[Condition]) -> Iterator[tuple[Condition, Condition, str]]:
@@ -823,6 +845,11 @@ def _quantity_conflicts(mine: list[Condition], theirs: list[Condition]) -> Itera
             wanted = [c for c in b if c.sense == "wants"]
             if wanted and max(c.value for c in wanted) < need.value:
                 yield _sided(need, max(wanted, key=lambda c: c.value), failing)
+                return
+        for need in (c for c in a if c.sense == "headcount"):
+            held = [c for c in b if c.sense == "capacity"]
+            if held and need.value > max(c.value for c in held):
+                yield _sided(need, max(held, key=lambda c: c.value), failing)
                 return
 
 
