@@ -312,3 +312,11 @@ def test_an_accepting_negation_is_no_refusal_and_a_spoken_negation_no_language()
 ])
 def test_capacity(a: UserContext, b: UserContext, expected: tuple | None) -> None:
     assert only_conflict(a, b) == expected
+
+
+def test_an_academic_level() -> None:
+    lab = person("l", seeks=["a PhD-level statistician to co-author"])
+    assert only_conflict(lab, person("u", role="Second-year undergrad")) == (
+        "level", "a PhD-level statistician to co-author", "Second-year undergrad")
+    assert only_conflict(lab, person("p", role="Biostatistician, postdoc")) is None
+    assert only_conflict(lab, person("s", role="Statistician")) is None  # no level stated

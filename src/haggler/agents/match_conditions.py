@@ -39,7 +39,7 @@ conflict* — a side that states nothing of a kind cannot fail it):
 * **level** — ratings on a named scale ("NTRP 4.5+", "rated 4.0", "grade 1", a bare "4.0"
   after "around"/"at least", a bare "4.5+" anywhere: a minimum), years of experience ("15+ years", "seven years"), and a ladder
   (beginner < intermediate < advanced < expert/pro; intern < junior < mid < senior < staff <
-  principal). A sought level is a minimum ("4.5+", "senior", "pros only"), a maximum
+  principal; high school < undergrad < master's < PhD < postdoc < professor, "PhD-level"). A sought level is a minimum ("4.5+", "senior", "pros only"), a maximum
   ("first-time", "beginner", "junior"), or "around"/"at my level" (within 0.5). Unmet: the other
   side's stated level on the same scale fails it (its highest for a minimum, its lowest for a
   maximum).
@@ -418,7 +418,8 @@ _RATING = re.compile(r"\b(?P<scale>NTRP|USTA|UTR|DUPR|rated|rating|grade|handica
                      re.I)
 _YEARS = re.compile(r"\b(?P<num>\d+|" + "|".join(_WORD_NUMBERS) + r")(?P<plus>\+)?\s*(?:years?|yrs?)\b"
                     r"(?!\s*old)", re.I)
-#: Rungs of two ladders: skill (0–3) and career (0–6). A word names one rung of one ladder.
+#: Rungs of three ladders: skill (0–3), career (0–6) and academic (0–5: high school, undergrad, master's,
+#: PhD, postdoc, professor). A word names one rung of one ladder.
 _LADDER = {
     "beginner": ("skill", 0), "novice": ("skill", 0), "learning": ("skill", 0), "just started": ("skill", 0),
     "intermediate": ("skill", 1), "improver": ("skill", 1), "advanced": ("skill", 2),
@@ -429,6 +430,10 @@ _LADDER = {
     "early-career": ("career", 1), "mid-level": ("career", 2), "senior": ("career", 3), "staff": ("career", 4),
     "lead": ("career", 4), "principal": ("career", 5), "director": ("career", 6), "vp": ("career", 6),
     "executive": ("career", 6), "retired": ("career", 6),
+    "high school": ("academic", 0), "high-school": ("academic", 0), "undergrad": ("academic", 1),
+    "undergraduate": ("academic", 1), "master's": ("academic", 2), "masters": ("academic", 2),
+    "msc": ("academic", 2), "phd": ("academic", 3), "doctoral": ("academic", 3), "doctorate": ("academic", 3),
+    "postdoc": ("academic", 4), "postdoctoral": ("academic", 4), "professor": ("academic", 5),
 }
 _LADDER_RE = _alternation(_LADDER)
 #: Words that, sought, cap the level rather than set a floor: a mentor of "first-time managers".
