@@ -459,3 +459,12 @@ def test_two_who_seek_the_same_and_offer_none_of_it_are_rivals_whoever_they_are(
     # One who offers it is the answer, not a rival.
     c = user("ic", ["backend engineering"], ["a technical co-founder"], role="Marketing consultant")
     assert not judge(context(a, c, SEED, [])).rivals
+
+
+def test_an_intents_tags_are_what_the_user_is_about_not_what_it_asks() -> None:
+    # Two gym beginners who both want a trainer: the tags "gym strength" on one's intent once let
+    # the other's gym profile "meet" it.
+    a = user("ga", ["a spotter"], [], role="Gym beginner")
+    a["intents"] = [{"description": "Learn to lift safely", "tags": ["gym", "strength"]}]
+    b = user("gb", ["gym strength sessions"], [], role="Gym regular")
+    assert [n.text for n in judge(context(a, b, SEED, [])).own_needs] == ["Learn to lift safely"]

@@ -141,11 +141,13 @@ def _only_condition(text: str) -> bool:
 
 
 def _needs(user: UserContext) -> tuple[Need, ...]:
-    """A user's needs: its profile's seeks and its intents (tags folded in), each with some
+    """A user's needs: its profile's seeks and its intents' descriptions, each with some
     substance — "a co-founder" alone asks for nothing anyone can check, and "minimum £13.50 an
-    hour" is a condition, not a need."""
+    hour" is a condition, not a need. An intent's tags file it under topics ("oss beginner",
+    "gym strength"); folded into the need they let any profile on the topic meet it, so they are
+    what the user is *about* (see :func:`_all_texts`), not what it asks."""
     texts = _texts(user.profile, _SEEKS)
-    texts += [" ".join((i.description, *i.tags)) for i in user.intents]
+    texts += [i.description for i in user.intents]
     needs = (need_from(t) for t in dict.fromkeys(texts) if not _only_condition(t))
     return tuple(n for n in needs if not n.empty)
 
