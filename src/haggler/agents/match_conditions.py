@@ -899,7 +899,7 @@ def _refusal(clause: _Clause) -> Iterator[Condition]:
 
 
 _KIND_LEVELS = 3
-_WORDS = re.compile(r"[a-z]+", re.I)
+_LETTERS = re.compile(r"[a-z]+", re.I)
 
 
 def _mentions(user: UserContext) -> list[tuple[str, _Clause]]:
@@ -909,19 +909,23 @@ def _mentions(user: UserContext) -> list[tuple[str, _Clause]]:
     for clause in _clauses(user):
         if clause.sought or clause.field in ("role", "title", "headline"):
             (sought if clause.sought else said).extend(
-                (noun, clause) for w in _WORDS.findall(clause.text) if (noun := _noun(w)))
+                (noun, clause) for w in _LETTERS.findall(clause.text) if (noun := _noun(w)))
     return sought + said
 
 
-def _refusal_conflicts(own: UserContext, other: UserContext) -> Iterator[tuple[Condition, Condition, str]]:
+def _refusal_conflicts(own: UserContext, other: UserContext, mine: list[Condition],
+                       theirs: list[Condition]) -> Iterator[tuple[Condition, Condition, str]]:
     """One side refuses a kind of thing the other side's request names ("strictly no pets" against
     "a room where my dog can live too": a dog is a domestic animal, which "pet" means), or accepts
-    only one kind and the other asks for a sibling kind ("dog sitting only" against "a cat sitter")."""
-    for a, b, failing in ((own, other, "theirs"), (other, own, "mine")):
-        limits = [c for c in conditions(a) if c.kind == "refusal"]
+    only one kind and the other asks for a sibling kind ("dog sitting only" against "a cat sitter").
+    ``mine`` and ``theirs`` are each side's refusals; the other side's words are read only when
+    there is a refusal to hold them against."""
+    for limits, b, failing in ((mine, other, "theirs"), (theirs, own, "mine")):
         if not limits:
             continue
-        for noun, clause in _mentions(b):
+        mentions = _mentions(b)
+        named = {noun for noun, _ in mentions}
+        for noun, clause in mentions:
             kinds = {noun} | match_lexicon.broader(noun, _KIND_LEVELS)
             for limit in limits:
                 if limit.sense == "refuses":
@@ -929,15 +933,11 @@ def _refusal_conflicts(own: UserContext, other: UserContext) -> Iterator[tuple[C
                 else:
                     shared = match_lexicon.broader(limit.value, 2) & match_lexicon.broader(noun, 2)
                     hit = (noun != limit.value and match_lexicon.lexfile(noun) == match_lexicon.lexfile(limit.value)
-                           and bool(shared) and not _mentioned(limit.value, b))
+                           and bool(shared) and limit.value not in named)
                 if hit:
                     need = Condition("refusal", "names", noun, clause.sought, noun, clause.text)
                     yield (need, limit, failing) if failing == "mine" else (limit, need, failing)
                     return
-
-
-def _mentioned(noun: str, user: UserContext) -> bool:
-    return any(n == noun for n, _ in _mentions(user))
 
 
 # --- the API -------------------------------------------------------------------------------------
@@ -976,11 +976,11 @@ def conflicts(own: UserContext, other: UserContext) -> tuple[Conflict, ...]:
     mine, theirs = conditions(own), conditions(other)
     found: list[Conflict] = []
     for kind in KINDS:
-        if kind == "refusal":
-            pair = next(_refusal_conflicts(own, other), None)
+        of_kind = [c for c in mine if c.kind == kind], [c for c in theirs if c.kind == kind]
+        if kind == "refusal":  # held against the other side's words, not only its conditions
+            pair = next(_refusal_conflicts(own, other, *of_kind), None)
         else:
-            pair = next(_COMPARE[kind]([c for c in mine if c.kind == kind], [c for c in theirs if c.kind == kind]),
-                        None)
+            pair = next(_COMPARE[kind](*of_kind), None)
         if pair is not None:
             found.append(Conflict(kind, *pair))
     return tuple(found)

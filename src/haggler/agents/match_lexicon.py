@@ -32,11 +32,15 @@ import gzip
 import json
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
-__all__ = ["ALIASES", "NARROWER", "LOCATION", "PERSON", "Lexicon", "broader", "canonical", "containers", "lemma", "lexfile",
-           "load", "same_sense", "synonyms", "within"]
+__all__ = ["ALIASES", "MEMO_SIZE", "NARROWER", "LOCATION", "PERSON", "Lexicon", "broader", "canonical", "containers",
+           "lemma", "lexfile", "load", "same_sense", "synonyms", "within"]
+
+#: How many answers a function keyed by user text remembers: its words come from other people's
+#: profiles, so an unbounded memo would grow with every profile a long-running server reads.
+MEMO_SIZE = 65_536
 
 #: WordNet lexicographer files (``lexnames``) the matcher cares about.
 LOCATION, PERSON = 15, 18
@@ -123,7 +127,7 @@ def _normal(text: str) -> str:
     return _SPACE.sub(" ", text.strip().lower())
 
 
-@cache
+@lru_cache(maxsize=MEMO_SIZE)
 def lemma(text: str) -> str | None:
     """The lemma ``text`` stands for: an alias's target, a jargon phrase itself, a WordNet lemma
     as written, an irregular plural's base, or the base WordNet's suffix rules find; None when

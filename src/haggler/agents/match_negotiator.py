@@ -411,11 +411,16 @@ def _compounds(text: str) -> set[tuple[str, str]]:
     return found
 
 
-def _other_kind(need: Need, offers: Sequence[str], about: frozenset[str]) -> bool:
+def _offered_compounds(user: UserContext) -> set[tuple[str, str]]:
+    """The compounds of what a user offers and who it is (see :func:`_compounds`)."""
+    return set().union(*(_compounds(t) for t in _texts(user.profile, _DECLARED + _IDENTITY)))
+
+
+def _other_kind(need: Need, theirs: set[tuple[str, str]], about: frozenset[str]) -> bool:
     """Whether the other user offers or is another kind of what ``need`` names: the same head
-    with another modifier, and the need's modifier nowhere in its profile ("a drum teacher"
-    against a "Violin teacher"; "a motion designer" against a "Junior product designer")."""
-    theirs = set().union(*(_compounds(t) for t in offers)) if offers else set()
+    with another modifier (``theirs``: :func:`_offered_compounds`), and the need's modifier
+    nowhere in its profile ("a drum teacher" against a "Violin teacher"; "a motion designer"
+    against a "Junior product designer")."""
     return any(m not in about and any(h == h2 and m != m2 and _same_kind(m, m2) for m2, h2 in theirs)
                for m, h in _compounds(need.text))
 
@@ -453,10 +458,9 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     met_other = tuple(n for n in other_needs if n in gets_other or _met_by_wanting(n, own_needs)
                       or _met_by_seeker(n, own_needs, for_other, own_about, own_identity))
 
-    other_says = _texts(other.profile, _DECLARED + _IDENTITY)
-    own_says = _texts(own.profile, _DECLARED + _IDENTITY)
-    met_own = tuple(n for n in met_own if not _other_kind(n, other_says, other_about))
-    met_other = tuple(n for n in met_other if not _other_kind(n, own_says, own_about))
+    other_kinds, own_kinds = _offered_compounds(other), _offered_compounds(own)
+    met_own = tuple(n for n in met_own if not _other_kind(n, other_kinds, other_about))
+    met_other = tuple(n for n in met_other if not _other_kind(n, own_kinds, own_about))
     alike = _alike(own, other)
     offered = (own_offered, other_offered)
     rivals = {n: next(m for m in other_needs if _same(n, m))
@@ -516,7 +520,7 @@ def _objection_sentence(whose: str, need: Need | Conflict, j: Judgement) -> str:
     return f"Your user seeks {_quoted(need.text)}, which my user does not offer."
 
 
-_WORDS = re.compile(r"[^\W_][\w'’.+#-]*[\w+#]|[^\W_]")
+_WRITTEN_WORD = re.compile(r"[^\W_][\w'’.+#-]*[\w+#]|[^\W_]")
 
 
 def _words_for(wanted: frozenset[str], texts: Sequence[str]) -> list[str]:
@@ -525,7 +529,7 @@ def _words_for(wanted: frozenset[str], texts: Sequence[str]) -> list[str]:
     it."""
     found: dict[str, str] = {}
     for text in texts:
-        for word in _WORDS.findall(text):
+        for word in _WRITTEN_WORD.findall(text):
             for concept in concepts(word) & wanted:
                 found.setdefault(concept, word)
     return list(dict.fromkeys(found.values()))

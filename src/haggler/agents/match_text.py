@@ -31,7 +31,7 @@ check on that: it is measured, not tuned to (see its test for the numbers).
 from __future__ import annotations
 
 import re
-from functools import cache
+from functools import lru_cache
 from typing import NamedTuple
 
 from haggler.agents import match_lexicon
@@ -142,7 +142,7 @@ _TOO_BROAD = frozenset({"person", "individual", "someone", "somebody", "mortal",
                         "adult", "professional", "skilled worker", "trained worker", "skilled workman"})
 
 
-@cache
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
 def _wordnet_concept(word: str) -> str | None:
     """The concept WordNet gives a person or place noun: the table's concept when one
     of its synonyms is in the table, else its synset's name; None for other words."""
@@ -164,7 +164,7 @@ def _phrases(words: list[str]) -> list[str]:
     return found
 
 
-@cache
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
 def widened(concepts: frozenset[str]) -> frozenset[str]:
     """``concepts`` with what they imply for someone who *brings* them: each person's broader
     occupations (two levels, the most general dropped) and each place's containing regions."""
