@@ -105,7 +105,7 @@ def _declined(error: Any, reference: str | None = None) -> ChargeResult:
     """A decline, in the words Stripe writes for the buyer (a card error's message is meant to be shown
     to them, and does not give away a suspicion of fraud), with the PaymentIntent it happened on."""
     intent = getattr(error, "payment_intent", None)
-    reason = getattr(error, "message", None) or "the card was declined"
+    reason = getattr(error, "message", None) or "the payment was declined"
     return ChargeResult(PaymentOutcome.DECLINED, reference=intent.id if intent else reference, reason=reason)
 
 
