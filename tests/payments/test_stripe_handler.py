@@ -84,6 +84,12 @@ def test_a_token_stripe_does_not_know_is_declined_and_creates_nothing(fake: Fake
     assert fake.intents == {} and fake.charges == 0
 
 
+def test_a_credential_without_a_token_is_declined_without_asking_stripe(fake: FakeStripe) -> None:
+    result = handler(fake).charge(Charge(1850, "EUR", {"type": "stripe_token"}, "order-1-attempt-1"))
+    assert result == ChargeResult(PaymentOutcome.DECLINED, reason="the payment credential carries no token")
+    assert fake.requests == []
+
+
 @pytest.mark.parametrize(("outcome", "then"), [("complete", PaymentOutcome.SUCCEEDED),
                                                ("fail", PaymentOutcome.DECLINED)])
 def test_3d_secure_sends_the_buyer_to_stripe_and_the_retry_reads_how_it_ended(
@@ -135,7 +141,7 @@ def test_a_timeout_is_unavailable_and_the_retry_finds_the_payment_stripe_took(fa
     fake.delay = 3 * TIMEOUT
     stripe = handler(fake, timeout=TIMEOUT, max_network_retries=1)
     started = time.monotonic()
-    with pytest.raises(PaymentUnavailable, match="same idempotency key"):
+    with pytest.raises(PaymentUnavailable, match=r"APIConnectionError, no answer\); retry with the same"):
         stripe.charge(card("pm_card_visa"))
     assert time.monotonic() - started < 2 * fake.delay + 5  # gave up, did not wait the answers out
     # Stripe acted on the first request; the SDK's own retry carried the same key and charged nothing more.

@@ -156,13 +156,14 @@ class FakeStripe:
         return answer, True
 
     async def _retrieve(self, request: Request) -> Response:
+        intent_id = request.path_params["intent"]
         with self._lock:
             self.requests.append(Sent("GET", request.url.path, None, {}))
             refused = self._refused(request)
             if refused is not None:
                 answer = refused
-            elif (intent := self.intents.get(request.path_params["intent"])) is None:
-                answer = _error(404, "invalid_request_error", f"No such payment_intent: '{request.path_params['intent']}'",
+            elif (intent := self.intents.get(intent_id)) is None:
+                answer = _error(404, "invalid_request_error", f"No such payment_intent: '{intent_id}'",
                                 code="resource_missing", param="intent")
             else:
                 answer = Answer(200, dict(intent))

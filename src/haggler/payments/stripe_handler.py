@@ -55,6 +55,8 @@ class StripeHandler:
 
     def charge(self, charge: Charge) -> ChargeResult:
         """Take ``charge`` with one confirmed PaymentIntent; see :class:`PaymentHandler`."""
+        if not charge.credential.get("token"):
+            return ChargeResult(PaymentOutcome.DECLINED, reason="the payment credential carries no token")
         stripe = self._stripe
         intents = self._client.v1.payment_intents
         try:
@@ -68,7 +70,8 @@ class StripeHandler:
                 return ChargeResult(PaymentOutcome.DECLINED, reason="the payment method was not accepted")
             raise PaymentSetupError(f"Stripe rejected the charge request: {exc.user_message}") from exc
         except (stripe.APIConnectionError, stripe.APIError, stripe.RateLimitError) as exc:
-            raise PaymentUnavailable(f"Stripe did not answer ({type(exc).__name__}, HTTP {exc.http_status}); "
+            answer = f"HTTP {exc.http_status}" if exc.http_status else "no answer"
+            raise PaymentUnavailable(f"Stripe did not answer ({type(exc).__name__}, {answer}); "
                                      "retry with the same idempotency key") from exc
         except (stripe.AuthenticationError, stripe.PermissionError) as exc:
             raise PaymentSetupError(f"Stripe refused the API key (HTTP {exc.http_status}): check {KEY_ENV} "
@@ -81,7 +84,7 @@ class StripeHandler:
     def _params(self, charge: Charge) -> dict[str, Any]:
         params: dict[str, Any] = {
             "amount": charge.amount_cents, "currency": charge.currency.lower(),
-            "payment_method": charge.credential.get("token"), "payment_method_types": ["card"], "confirm": True,
+            "payment_method": charge.credential["token"], "payment_method_types": ["card"], "confirm": True,
             "return_url": self.return_url, "metadata": dict(charge.metadata)}
         if charge.description:
             params["description"] = charge.description
