@@ -447,7 +447,7 @@ def shop(
     llm_timeout: LLMTimeout = 20.0,
     llm_prices: LLMPrices = None,
 ) -> None:
-    """Haggle for a product at any negotiate.v1 store with haggler's shopper agent (with --llm-*:
+    """Haggle for a product at any nash.v1 or negotiate.v1 store with haggler's shopper agent (with --llm-*:
     a model writes the turns, never above the budget and never stating it)."""
     import asyncio
 
