@@ -4,8 +4,8 @@ It exists to test ``haggler check``: with no defect switched on it follows the s
 checker must pass it clean); each flag of ``Defects`` breaks exactly one rule the way stores
 in the wild break it. By default it speaks negotiate.v1 only; ``nash=True`` also serves the
 descriptor under nash.v1's names, and ``checkout_url`` says what the reply that closes a chat
-with a deal (the shopper says "deal") carries at its top level. It also counts the requests it gets, so a test can hold the checker to
-the limits the store publishes.
+with a deal (the shopper says "deal") carries at its top level. It also counts the requests it
+gets, so a test can hold the checker to the limits the store publishes.
 
     store = BrokenStore(Defects(relative_next=True))
     with ThreadedServer(store.app) as server:

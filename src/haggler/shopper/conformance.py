@@ -7,8 +7,8 @@ negotiate.v1 files, as pier39's connector looks), catalog, one chat driven by fo
 so every check applies to both; the report says which version the store named. A nash.v1 store
 gets one more chat (a second chat start), accepted at once, to see the top-level
 ``checkout_url`` on the reply that closes it with a deal: that leaves an unpaid deal at the
-store, which expires as any unpaid deal does. Every rule of the spec (and every known defect of existing stores)
-is one small check function in ``CHECKS``, in the order a reader meets it in the spec; each
+store, which expires as any unpaid deal does. Every rule of the spec (and every known defect of
+existing stores) is one small check function in ``CHECKS``, in the order a reader meets it in the spec; each
 gives one ``CheckResult``.
 
 The checker is a polite client. It stays inside the limits the store publishes:
@@ -292,7 +292,8 @@ class _Ctx:
         """Every discovery file asked for once, in a shopper's order: (path, response). A file that
         could not be fetched is left out; the first failure is raised when nothing was fetched."""
         if "discovery" not in self._memo:
-            fetched, failure = [], None
+            fetched: list[tuple[str, _Exchange]] = []
+            failure: Exception | None = None
             for path in DISCOVERY_FILES:
                 try:
                     fetched.append((path, self.get(self.discovery_url(path), "discovery")))
@@ -686,7 +687,8 @@ def _protocol(ctx: _Ctx) -> Outcome:
     descriptor = ctx.descriptor()
     key = next((k for k in PROTOCOL_KEYS if descriptor.get(k)), None)
     if key is None:
-        return "nash_protocol and negotiate_protocol are missing; a shopper must refuse this store (later checks skipped)"
+        return ("nash_protocol and negotiate_protocol are missing; a shopper must refuse this store "
+                "(later checks skipped)")
     if descriptor[key] not in PROTOCOLS:
         return f"{key} is {descriptor[key]!r}; a shopper must refuse this store (later checks skipped)"
     return "pass", f"{key}: {descriptor[key]}"

@@ -69,7 +69,8 @@ class NegotiationResult:
             return to_decimal_number(cents) if cents is not None else None
 
         return {
-            "store": self.store, "protocol": self.protocol, "product_id": self.product_id, "product_name": self.product_name,
+            "store": self.store, "protocol": self.protocol, "product_id": self.product_id,
+            "product_name": self.product_name,
             "outcome": self.outcome, "price": money(self.price_cents), "currency": self.currency,
             "extras": list(self.extras), "list_price": money(self.list_price_cents),
             "saving": money(self.saving_cents), "turns": self.turns, "session_id": self.session_id,
@@ -193,7 +194,8 @@ def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str
     else:
         checkout = checkout_url or (deal.checkout_url if deal else reading.checkout_url)
     return NegotiationResult(
-        store=store.name, protocol=store.protocol, product_id=listing.id, product_name=listing.name, list_price_cents=list_price,
+        store=store.name, protocol=store.protocol, product_id=listing.id, product_name=listing.name,
+        list_price_cents=list_price,
         currency=listing.currency, outcome=kind, price_cents=price, extras=tuple(extras),
         session_id=session_id, turns=sent, transcript=tuple(transcript),
         deal_id=deal.id if deal else None, checkout_url=checkout,

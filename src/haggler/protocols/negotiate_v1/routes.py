@@ -1,5 +1,6 @@
-"""negotiate.v1 (and its successor name, nash.v1) over HTTP: discovery, catalog, chat (GET, plus the optional POSTs of §5). The
-pages for people — the storefront, its widget, a deal's checkout — are ``haggler.web``'s."""
+"""negotiate.v1 (and its successor name, nash.v1) over HTTP: discovery, catalog, chat (GET, plus
+the optional POSTs of §5). The pages for people — the storefront, its widget, a deal's checkout —
+are ``haggler.web``'s."""
 
 from __future__ import annotations
 
