@@ -75,7 +75,7 @@ class DealCheckout:
                 raise Gone(f"deal {deal_id} expired at {state.expires_at.strftime('%Y-%m-%d %H:%M UTC')}")
             redeem(conn, deal_id, None, now)
             order = Order(new_order_id(), (state.line,), state.line.line_total_cents, state.deal.currency, now,
-                          buyer, deal_id=deal_id)
+                          buyer, deal_id=deal_id, door="chat")
             insert_order(conn, order)
             return order, True
 

@@ -289,7 +289,7 @@ class CartService:
             if found is not None:
                 return Placed(found, row.session_id, False)
             order = Order(new_order_id(), lines_from_json(row.lines), row.total_cents, row.currency, self.clock(),
-                          buyer, checkout_id=checkout_id)
+                          buyer, checkout_id=checkout_id, door="cart")
             insert_order(conn, order)
             return Placed(order, row.session_id, True)
 
