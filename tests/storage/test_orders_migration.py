@@ -43,7 +43,7 @@ def test_orders_placed_before_0008_survive_it(db_url):
         assert order.buyer is None and order.door == "cart" and order.placed_at == PLACED
         assert order.lines[0].quantity == 2 and order.lines[0].name == "Thing"
         with pytest.raises(IntegrityError), db.write() as conn:  # the kept unique key on checkout_id
-            conn.execute(insert(orders).values(id="ord_twin", checkout_id="co1", lines=LINES, total_cents=1,
-                                               currency="USD", placed_at=PLACED))
+            conn.execute(insert(orders).values(id="ord_twin", checkout_id="co1", door="cart", lines=LINES,
+                                               total_cents=1, currency="USD", placed_at=PLACED))
     finally:
         db.dispose()
