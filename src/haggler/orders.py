@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from haggler.errors import InvalidInput
@@ -243,6 +243,14 @@ def redeem(conn: Connection, deal_id: str, session_id: str | None, at: datetime)
     conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=at))
 
 
+def release(conn: Connection, deal_id: str) -> None:
+    """Give back a deal a checkout protocol redeemed for a payment that did not go through; a
+    redemption for an agent's cart, or one an order was placed for, is never released."""
+    conn.execute(delete(deal_redemptions).where(
+        deal_redemptions.c.deal_id == deal_id, deal_redemptions.c.session_id.is_(None),
+        ~select(orders.c.id).where(orders.c.deal_id == deal_id).exists()))
+
+
 def new_order_id() -> str:
     return "ord_" + secrets.token_urlsafe(12)
 
@@ -262,4 +270,4 @@ def place_once(db: Database, place: Callable[[Connection], T]) -> T:
 
 __all__ = ["BUYER_FIELDS", "DOORS", "Buyer", "BuyerInvalid", "Order", "OrderLine", "count_orders", "insert_order",
            "lines_from_json", "lines_json", "list_orders", "new_order_id", "order_for", "place_once",
-           "read_buyer", "redeem", "redemption_of", "snapshot_json", "total_cents", "update_details"]
+           "read_buyer", "redeem", "redemption_of", "release", "snapshot_json", "total_cents", "update_details"]

@@ -30,13 +30,18 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, insert, select, update
+from sqlalchemy.exc import IntegrityError
 
+from haggler.catalog import Catalog
+from haggler.commerce import deals
 from haggler.commerce import merchant_data as data
-from haggler.commerce.merchant_data import Address
+from haggler.commerce.deals import AppliedDeal, Rejection
+from haggler.commerce.merchant_data import Address, Product
 from haggler.commerce.pricing import AppliedDiscount, Line, ShippingOption, Totals, apply_discounts
 from haggler.commerce.pricing import shipping_options, subtotal, totals
-from haggler.errors import Conflict, InFlight, InvalidInput, NotFound, PaymentDeclined, Unavailable
-from haggler.orders import Buyer, Order, OrderLine, insert_order, new_order_id, order_for, place_once
+from haggler.errors import Conflict, Gone, InFlight, InvalidInput, NotFound, PaymentDeclined, Unavailable
+from haggler.orders import Buyer, Order, OrderLine, insert_order, new_order_id, order_for, place_once, redeem
+from haggler.orders import redemption_of, release
 from haggler.payments.handler import Charge, PaymentHandler, PaymentUnavailable
 from haggler.storage.database import Database
 from haggler.storage.schema import checkout_sessions
@@ -86,7 +91,8 @@ class Session:
     #: Where the buyer's platform wants order events (from its profile), if it said.
     webhook_url: str | None = None
     order_id: str | None = None
-    stock_taken: bool = False
+    #: Whether a completion in progress holds the stock and the deal (step 1 of completing).
+    reserved: bool = False
     progress_since: datetime | None = None
 
     @property
@@ -151,10 +157,18 @@ class Priced:
     """A session with what the merchant's data makes of it."""
 
     session: Session
+    #: The discounts taken, in the order they were: a deal first, then the codes.
     discounts: tuple[AppliedDiscount, ...]
-    rejected_codes: tuple[str, ...]
+    rejections: tuple[Rejection, ...]
     options: tuple[ShippingOption, ...]  # for the selected destination
     totals: Totals
+    deal: AppliedDeal | None = None
+
+    def line_total(self, line: Line) -> int:
+        """A line's total: the agreed price for the line a deal applies to."""
+        if self.deal is not None and self.deal.line_id == line.id:
+            return min(line.subtotal_cents, self.deal.deal.price_cents)
+        return line.subtotal_cents
 
     @property
     def selected_option(self) -> ShippingOption | None:
@@ -193,7 +207,7 @@ def _session(row: Any) -> Session:
         f["selected_destination_id"], f["selected_option_id"])
     return Session(row.id, row.protocol, row.status, row.currency, row.created_at, row.expires_at,
                    tuple(Line(**line) for line in state["lines"]), state["buyer"], tuple(state["discount_codes"]),
-                   fulfillment, state["payment"], state["webhook_url"], state["order_id"], state["stock_taken"],
+                   fulfillment, state["payment"], state["webhook_url"], state["order_id"], state["reserved"],
                    datetime.fromisoformat(state["progress_since"]) if state["progress_since"] else None)
 
 
@@ -202,11 +216,25 @@ class CheckoutSessions:
     completion through ``handlers`` (by handler id)."""
 
     def __init__(self, db: Database, clock: Callable[[], datetime], protocol: str,
-                 handlers: Mapping[str, PaymentHandler]) -> None:
+                 handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
+                 deal_ttl: timedelta = timedelta(hours=24)) -> None:
         self.db = db
         self.clock = clock
         self.protocol = protocol
         self.handlers = dict(handlers)
+        #: The store's negotiable catalog: its products are sold at list price when the merchant
+        #: data has no product of that id (so that a deal closed in chat can be bought here).
+        self.catalog = catalog
+        self.deal_ttl = deal_ttl
+
+    def _product(self, conn: Connection, product_id: str) -> Product | None:
+        found = data.product(conn, product_id)
+        if found is None and self.catalog is not None:
+            listed = self.catalog.product(product_id)
+            if listed is not None:
+                facts = listed.facts  # public fields only
+                found = Product(facts.id, facts.name, facts.list_price_cents, facts.currency, None)
+        return found
 
     # -- reads and writes of a session ------------------------------------------------------------
 
@@ -295,7 +323,7 @@ class CheckoutSessions:
         known = {line.id: line for line in session.lines}
         lines = []
         for i, want in enumerate(requested):
-            found = data.product(conn, want.product_id)
+            found = self._product(conn, want.product_id)
             if found is None:
                 raise InvalidInput(f"Product {want.product_id} not found")
             if found.currency != session.currency:
@@ -339,17 +367,45 @@ class CheckoutSessions:
     # -- pricing -----------------------------------------------------------------------------------
 
     def _price(self, conn: Connection, session: Session) -> Priced:
-        discounts, rejected = [], []
+        """The session priced: a deal's code brings its line to the agreed price; the discount codes
+        then apply, one after another, to the other lines (a deal's price is exact)."""
+        codes, rejections = [], []
+        deal: AppliedDeal | None = None
+        now = self.clock()
         for code in session.discount_codes:
             found = data.discount(conn, code)
-            (discounts if found is not None else rejected).append(found or code)
-        applied, _ = apply_discounts(subtotal(session.lines), discounts)
+            if found is not None:
+                codes.append(found)
+                continue
+            row = deals.find(conn, code)
+            if row is None:
+                rejections.append(Rejection(code, "discount_code_invalid", f"Code '{code}' is not a valid discount code"))
+                continue
+            checked = self._check_deal(conn, row, session, now, deal)
+            if isinstance(checked, Rejection):
+                rejections.append(checked)
+            else:
+                deal = checked
+        dealt = next((li for li in session.lines if deal is not None and li.id == deal.line_id), None)
+        taken: tuple[AppliedDiscount, ...] = ()
+        if deal is not None and dealt is not None:
+            taken = (AppliedDiscount(deal.code, "Negotiated price",
+                                     dealt.subtotal_cents - min(dealt.subtotal_cents, deal.deal.price_cents)),)
+        applied, _ = apply_discounts(subtotal(session.lines) - (dealt.subtotal_cents if dealt else 0), codes)
         destination = session.fulfillment.destination if session.fulfillment else None
         options = shipping_options(data.shipping_rates(conn), data.promotions(conn), destination.country,
                                    session.lines) if destination is not None else ()
         chosen = session.fulfillment.selected_option_id if session.fulfillment else None
         option = next((o for o in options if o.id == chosen), None)
-        return Priced(session, applied, tuple(rejected), options, totals(session.lines, applied, option))
+        discounts = taken + applied
+        return Priced(session, discounts, tuple(rejections), options, totals(session.lines, discounts, option), deal)
+
+    def _check_deal(self, conn: Connection, row: Any, session: Session, now: datetime,
+                    already: AppliedDeal | None) -> AppliedDeal | Rejection:
+        if session.reserved and session.status in (IN_PROGRESS, COMPLETED):
+            # This session's own completion holds (or used) the deal's redemption.
+            return AppliedDeal(row, next(li.id for li in session.lines if li.product_id == row.product_id))
+        return deals.check(conn, row, session.lines, session.currency, now, self.deal_ttl, already=already)
 
     def _settle(self, conn: Connection, session: Session) -> Priced:
         """Priced, with an option no longer offered for the destination dropped and the status
@@ -367,30 +423,18 @@ class CheckoutSessions:
     def complete(self, session_id: str, payment: PaymentRequest, *, door: str) -> tuple[Priced, Order]:
         """Charge for the session and place its order (see the module's docstring); the priced,
         completed session and the order. Refusals: 409 when already completed, canceled or being
-        completed, 400 when something is missing, 402 when the payment is declined, 503 when the
-        payment handler did not answer."""
+        completed (or its deal was bought elsewhere meanwhile), 400 when something is missing, 402
+        when the payment is declined, 503 when the payment handler did not answer."""
         handler = self.handlers.get(payment.handler_id)
         if handler is None:
             offered = ", ".join(sorted(self.handlers)) or "none"
             raise InvalidInput(f"payment handler {payment.handler_id} is not available here (offered: {offered})")
-        with self.db.write() as conn:
-            session = self._load(conn, session_id, for_update=True)
-            self._refuse_final(session, "completed")
-            now = self.clock()
-            if session.status == IN_PROGRESS and session.progress_since and now - session.progress_since < STALE_PROGRESS:
-                raise InFlight(f"checkout session {session_id} is being completed")
-            priced = self._settle(conn, session) if session.status != IN_PROGRESS else self._price(conn, session)
-            if not priced.ready:
-                raise InvalidInput("Fulfillment address and option must be selected before completing the checkout")
-            credential = self._credential(conn, payment)
-            session = priced.session
-            if not session.stock_taken:
-                for line in session.lines:
-                    if not data.take_stock(conn, line.product_id, line.quantity):
-                        raise Conflict(f"Insufficient stock for {line.product_id}")
-            session = replace(session, status=IN_PROGRESS, stock_taken=True, progress_since=now)
-            self._save(conn, session)
-        priced = replace(priced, session=session)
+        try:
+            priced, credential = self._begin_completion(session_id, payment)
+        except IntegrityError:  # a racing checkout redeemed the deal first
+            raise Conflict(f"checkout session {session_id}: its deal was just bought through another checkout") \
+                from None
+        session = priced.session
         digest = hashlib.sha256(json.dumps(dict(credential), sort_keys=True).encode()).hexdigest()[:32]
         charge = Charge(priced.totals.total_cents, session.currency, credential,
                         idempotency_key=f"{self.protocol}-{session.id}-{digest}",
@@ -423,6 +467,41 @@ class CheckoutSessions:
 
         return place_once(self.db, place)
 
+    def _begin_completion(self, session_id: str, payment: PaymentRequest) -> tuple[Priced, Mapping[str, Any]]:
+        """Step 1: check the session, take its stock and its deal, mark it in progress; the priced
+        session and the credential to charge."""
+        with self.db.write() as conn:
+            session = self._load(conn, session_id, for_update=True)
+            self._refuse_final(session, "completed")
+            now = self.clock()
+            if session.status == IN_PROGRESS and session.progress_since and now - session.progress_since < STALE_PROGRESS:
+                raise InFlight(f"checkout session {session_id} is being completed")
+            priced = self._settle(conn, session) if session.status != IN_PROGRESS else self._price(conn, session)
+            if not priced.ready:
+                raise InvalidInput("Fulfillment address and option must be selected before completing the checkout")
+            lost = next((r for r in priced.rejections if deals.find(conn, r.code) is not None), None)
+            if lost is not None:  # never charge a price other than the one the deal promised
+                raise Conflict(f"{lost.content}: nothing was charged; update the checkout's discount codes")
+            credential = self._credential(conn, payment)
+            if not session.reserved:
+                self._reserve(conn, priced, now)
+            session = replace(priced.session, status=IN_PROGRESS, reserved=True, progress_since=now)
+            self._save(conn, session)
+        return replace(priced, session=session), credential
+
+    def _reserve(self, conn: Connection, priced: Priced, now: datetime) -> None:
+        """Take the lines' stock and redeem the deal, for a completion about to charge."""
+        for line in priced.session.lines:
+            if not data.take_stock(conn, line.product_id, line.quantity):
+                raise Conflict(f"Insufficient stock for {line.product_id}")
+        if priced.deal is not None:
+            deal = priced.deal.deal
+            if deal.created_at + self.deal_ttl <= now:
+                raise Gone(f"deal {deal.id} has expired")
+            if redemption_of(conn, deal.id) is not None:
+                raise Conflict(f"deal {deal.id} has already been bought")
+            redeem(conn, deal.id, None, now)
+
     def _credential(self, conn: Connection, payment: PaymentRequest) -> Mapping[str, Any]:
         if payment.credential:
             return payment.credential
@@ -432,23 +511,34 @@ class CheckoutSessions:
         return {"type": "token", "token": on_file.token}
 
     def _give_back(self, session_id: str) -> None:
-        """Undo step 1 after a payment that did not go through: the stock back, the session as it was."""
+        """Undo step 1 after a payment that did not go through: the stock and the deal back, the
+        session as it was."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
             if session.status != IN_PROGRESS:
                 return
-            if session.stock_taken:
+            if session.reserved:
+                held = self._price(conn, session).deal
                 for line in session.lines:
                     data.return_stock(conn, line.product_id, line.quantity)
-            self._save(conn, self._settle(conn, replace(session, stock_taken=False, progress_since=None)).session)
+                if held is not None:
+                    release(conn, held.deal.id)
+            self._save(conn, self._settle(conn, replace(session, reserved=False, progress_since=None)).session)
 
     def _order(self, priced: Priced, payment: PaymentRequest, reference: str | None, door: str,
                now: datetime) -> Order:
         session = priced.session
         destination = session.fulfillment.destination if session.fulfillment else None
         option = priced.selected_option
-        lines = tuple(OrderLine(line.product_id, line.title, line.quantity, line.unit_price_cents, session.currency,
-                                (), line.deal_id, line.unit_price_cents) for line in session.lines)
+        deal = priced.deal
+        lines = []
+        for line in session.lines:
+            if deal is not None and deal.line_id == line.id:
+                lines.append(OrderLine(line.product_id, line.title, 1, priced.line_total(line), session.currency,
+                                       deal.deal.extras, deal.deal.id, line.unit_price_cents))
+            else:
+                lines.append(OrderLine(line.product_id, line.title, line.quantity, line.unit_price_cents,
+                                       session.currency, (), None, line.unit_price_cents))
         buyer = Buyer(session.buyer_name or (destination.full_name if destination else None) or "",
                       session.buyer_email or "", destination.one_line() if destination else "")
         details = {
@@ -466,9 +556,9 @@ class CheckoutSessions:
             "adjustments": [],
             "mandate": payment.mandate,
         }
-        return Order(new_order_id(), lines, priced.totals.total_cents, session.currency, now, buyer,
-                     session_id=session.id, door=door, payment_handler=payment.handler_id,
-                     payment_reference=reference, details=details)
+        return Order(new_order_id(), tuple(lines), priced.totals.total_cents, session.currency, now, buyer,
+                     deal_id=deal.deal.id if deal else None, session_id=session.id, door=door,
+                     payment_handler=payment.handler_id, payment_reference=reference, details=details)
 
     # -- after the order ---------------------------------------------------------------------------
 

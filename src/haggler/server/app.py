@@ -187,7 +187,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(market.router())
     app.include_router(admin_router(config, db, limits))
     if config.ucp.enabled:
-        app.state.ucp = UcpService(db, config.clock, config.ucp, _payment_handlers(config))
+        app.state.ucp = UcpService(db, config.clock, config.ucp, _payment_handlers(config),
+                                   catalog=config.catalog, deal_ttl=config.agents.deal_ttl)
         app.include_router(ucp_router(app.state.ucp, base_url))
         # UCP's paths answer errors in UCP's shape, wherever they are raised (server/errors.py).
         setattr(app.state, ERROR_SHAPES_STATE, ((UCP_PATHS, ucp_views.error),))

@@ -25,7 +25,8 @@ from haggler.storage.database import Database
 
 @dataclass(frozen=True, slots=True)
 class DealCheckoutState:
-    """Where a deal's checkout stands: ``order`` once bought; ``in_cart`` when an agent's cart holds it."""
+    """Where a deal's checkout stands: ``order`` once bought; ``in_cart`` when an agent holds it (in
+    its cart, or in a checkout it is completing)."""
 
     deal: DealRow
     line: OrderLine
@@ -53,7 +54,8 @@ class DealCheckout:
             raise NotFound(f"unknown deal: {deal_id}")
         order = order_for(conn, deal_id=deal_id)
         redemption = redemption_of(conn, deal_id)
-        in_cart = redemption is not None and redemption.session_id is not None
+        # Held by an agent: in its cart, or taken by a checkout it is completing (UCP) and not yet ordered.
+        in_cart = redemption is not None and (redemption.session_id is not None or order is None)
         return DealCheckoutState(deal, self._line(deal), deal.created_at + self.deal_ttl, order, in_cart)
 
     def state(self, deal_id: str) -> DealCheckoutState:

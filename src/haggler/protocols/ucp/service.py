@@ -14,12 +14,13 @@ import hmac
 import json
 import secrets
 from collections.abc import Callable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from haggler.catalog import Catalog
 from haggler.commerce.sessions import CheckoutSessions
 from haggler.errors import Conflict, Forbidden, InFlight, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
@@ -47,11 +48,14 @@ class Answer(NamedTuple):
 
 class UcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: UcpSettings,
-                 handlers: Mapping[str, PaymentHandler], webhooks: Webhooks | None = None) -> None:
+                 handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
+                 deal_ttl: timedelta = timedelta(hours=24), webhooks: Webhooks | None = None) -> None:
+        """``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
+        a deal closed in chat can be bought (the agents.json cart's and checkout page's lifetime)."""
         self.db = db
         self.clock = clock
         self.settings = settings
-        self.sessions = CheckoutSessions(db, clock, DOOR, handlers)
+        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
         self.webhooks = webhooks or Webhooks(settings)
         listed = views.LISTED_FOR_TESTS if settings.simulation_secret else ()
         #: The handlers a checkout names: those it can charge through, then those listed for tests.

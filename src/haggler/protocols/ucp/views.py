@@ -155,9 +155,8 @@ def _messages(priced: Priced) -> list[dict[str, Any]]:
     each discount code that was not applied (a warning, as UCP's discount extension asks)."""
     session = priced.session
     codes = [c.lower() for c in session.discount_codes]
-    messages = [{"type": "warning", "code": "discount_code_invalid",
-                 "path": f"$.discounts.codes[{codes.index(code.lower())}]",
-                 "content": f"Code '{code}' is not a valid discount code"} for code in priced.rejected_codes]
+    messages = [{"type": "warning", "code": r.reason, "path": f"$.discounts.codes[{codes.index(r.code.lower())}]",
+                 "content": r.content} for r in priced.rejections]
     if session.status not in (COMPLETED, "canceled") and not priced.ready:
         f = session.fulfillment
         if f is None or f.destination is None:
@@ -204,7 +203,9 @@ def checkout(priced: Priced, base: str, handler_ids: Iterable[str], order: Order
                                                    "price": line.unit_price_cents,
                                                    "image_url": line.image_url}.items() if v is not None},
                         "quantity": line.quantity,
-                        "totals": _totals([("subtotal", line.subtotal_cents, None), ("total", line.subtotal_cents, None)])}
+                        "totals": _totals([("subtotal", line.subtotal_cents, None),
+                                           ("discount", line.subtotal_cents - priced.line_total(line) or None, None),
+                                           ("total", priced.line_total(line), None)])}
                        for line in session.lines],
         "totals": _totals([("subtotal", t.subtotal_cents, None),
                            ("discount", t.discount_cents or None, "Discounts"),
