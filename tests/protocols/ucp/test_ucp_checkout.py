@@ -341,6 +341,10 @@ def test_a_repeated_request_gets_the_first_answer_and_a_changed_one_409(ucp_stor
     assert (again.status_code, again.json()) == (first.status_code, first.json()) == (201, first.json())
     other = ucp_store.http.post("/checkout-sessions", headers=key_headers, json=create_body("mug"))
     assert other.status_code == 409
+    # Another platform's key of the same spelling is its own.
+    elsewhere = ucp_store.http.post("/checkout-sessions", json=create_body("mug"),
+                                    headers=headers("https://other.example/profile.json", key="same-key-1"))
+    assert elsewhere.status_code == 201 and elsewhere.json()["id"] != first.json()["id"]
 
 
 def test_a_repeated_completion_charges_and_orders_once(ucp_store, platform):

@@ -1,8 +1,8 @@
 """UCP's checkout and order operations, without HTTP: the agent's header checked, the request read,
 the checkout core asked, the answer shaped, idempotency kept, and the order webhooks due after it.
 
-Idempotency (UCP checkout REST binding, "HTTP Headers"): with an ``idempotency-key``, the first
-answer is stored with a fingerprint of the request (method, path and body, whatever its spacing or
+Idempotency (UCP checkout REST binding, "HTTP Headers"): with an ``idempotency-key`` (each
+platform's keys apart, by the profile its ``UCP-Agent`` names), the first answer is stored with a fingerprint of the request (method, path and body, whatever its spacing or
 key order); the same key with the same request answers the stored status and body again, with
 another request 409. A request that failed leaves no record, so sending it again runs it again.
 """
@@ -33,8 +33,9 @@ from haggler.storage.schema import idempotency_keys
 
 #: The door UCP orders come through (orders.door).
 DOOR = "ucp"
-#: The idempotency records' owner in ``idempotency_keys`` (the exchange keys its own per agent).
-_IDEMPOTENCY_SCOPE = "ucp"
+#: The idempotency records' owner in ``idempotency_keys`` (the exchange keys its own per agent):
+#: ``ucp:`` and a digest of the platform's profile URL, so that one platform's keys never meet another's.
+_IDEMPOTENCY_OWNER = "ucp:"
 _LONGEST_KEY = 255
 
 
@@ -74,7 +75,7 @@ class UcpService:
         def run() -> Answer:
             request = reading.session_input(body, creating=True, webhook_url=self.webhooks.webhook_url(agent.profile))
             return Answer(201, self._checkout(self.sessions.create(request), base))
-        return self._idempotent(key, "POST /checkout-sessions", body, run)
+        return self._idempotent(agent, key, "POST /checkout-sessions", body, run)
 
     def get(self, agent_header: str | None, session_id: str, base: str) -> Answer:
         reading.read_agent(agent_header)
@@ -89,19 +90,19 @@ class UcpService:
                 raise InvalidInput(f"the body's id {body['id']!r} is not the session's {session_id!r}")
             request = reading.session_input(body, creating=False, webhook_url=self.webhooks.webhook_url(agent.profile))
             return Answer(200, self._checkout(self.sessions.update(session_id, request), base))
-        return self._idempotent(key, f"PUT /checkout-sessions/{session_id}", body, run)
+        return self._idempotent(agent, key, f"PUT /checkout-sessions/{session_id}", body, run)
 
     def cancel(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                base: str) -> Answer:
-        reading.read_agent(agent_header)
-        return self._idempotent(key, f"POST /checkout-sessions/{session_id}/cancel", body,
+        agent = reading.read_agent(agent_header)
+        return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/cancel", body,
                                 lambda: Answer(200, self._checkout(self.sessions.cancel(session_id), base)))
 
     def complete(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                  base: str) -> Answer:
         """Charge and place the order (``haggler/commerce/sessions.py``), then tell the platform's
         webhook ``order_placed``."""
-        reading.read_agent(agent_header)
+        agent = reading.read_agent(agent_header)
 
         def run() -> Answer:
             payment = reading.payment_request(body)
@@ -109,7 +110,7 @@ class UcpService:
             url = priced.session.webhook_url
             after = (lambda: self.webhooks.deliver(url, views.order_event("order_placed", order, base))) if url else None
             return Answer(200, self._checkout(priced, base, order), after)
-        return self._idempotent(key, f"POST /checkout-sessions/{session_id}/complete", body, run)
+        return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
     def _checkout(self, priced: Any, base: str, order: Order | None = None) -> dict[str, Any]:
         if order is None and priced.session.order_id is not None:
@@ -134,7 +135,7 @@ class UcpService:
                      base: str) -> Answer:
         """Record the fulfillment events and adjustments sent. Both are append-only logs (UCP
         order, "Data Model"): an update may add entries, never drop one already recorded (422)."""
-        reading.read_agent(agent_header)
+        agent = reading.read_agent(agent_header)
 
         def run() -> Answer:
             events, adjustments = reading.order_update(body)
@@ -150,7 +151,7 @@ class UcpService:
                     details[name] = sent
                 return details
             return Answer(200, views.order(self._change_order(order_id, change), base))
-        return self._idempotent(key, f"PUT /orders/{order_id}", body, run)
+        return self._idempotent(agent, key, f"PUT /orders/{order_id}", body, run)
 
     def _change_order(self, order_id: str, change: Callable[[Order, dict[str, Any]], dict[str, Any]]) -> Order:
         with self.db.write() as conn:
@@ -188,14 +189,16 @@ class UcpService:
 
     # -- idempotency -------------------------------------------------------------------------------
 
-    def _idempotent(self, key: str | None, what: str, body: dict[str, Any], run: Callable[[], Answer]) -> Answer:
+    def _idempotent(self, agent: reading.Agent, key: str | None, what: str, body: dict[str, Any],
+                    run: Callable[[], Answer]) -> Answer:
         if key is None:
             return run()
         if not key.strip() or len(key) > _LONGEST_KEY:
             raise InvalidInput(f"idempotency-key must be 1 to {_LONGEST_KEY} characters")
         fingerprint = hashlib.sha256(
             (what + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()).hexdigest()
-        where = (idempotency_keys.c.agent_id == _IDEMPOTENCY_SCOPE) & (idempotency_keys.c.key == key)
+        owner = _IDEMPOTENCY_OWNER + hashlib.sha256((agent.profile or "").encode()).hexdigest()[:32]
+        where = (idempotency_keys.c.agent_id == owner) & (idempotency_keys.c.key == key)
         try:
             with self.db.write() as conn:
                 row = conn.execute(select(idempotency_keys).where(where)).first()
@@ -205,7 +208,7 @@ class UcpService:
                     if row.status_code is None:
                         raise InFlight("the first request with this idempotency-key is still being processed")
                     return Answer(row.status_code, json.loads(row.body))
-                conn.execute(insert(idempotency_keys).values(agent_id=_IDEMPOTENCY_SCOPE, key=key,
+                conn.execute(insert(idempotency_keys).values(agent_id=owner, key=key,
                                                              request_hash=fingerprint, created_at=self.clock()))
         except IntegrityError:
             raise InFlight("the first request with this idempotency-key is still being processed") from None
