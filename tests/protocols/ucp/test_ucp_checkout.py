@@ -446,3 +446,20 @@ def test_simulation_needs_the_secret(ucp_store, secret):
                                  headers={"Simulation-Secret": secret} if secret else {})
     assert answer.status_code == 403
     assert ucp_store.http.get(f"/orders/{order_id}", headers=headers()).json()["fulfillment"]["events"] == []
+
+
+def test_haggler_orders_shows_the_door_a_ucp_order_came_through(ucp_store, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    _, order_id = completed_order(ucp_store)
+    url = ucp_store.app.state.ucp.db.url
+    shown = subprocess.run([sys.executable, "-m", "haggler", "orders", "--db", url, "--json"], capture_output=True,
+                           text=True, timeout=60, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    [order] = json.loads(shown.stdout)["items"]
+    assert (order["order_id"], order["source"]) == (order_id, "ucp")
+    table = subprocess.run([sys.executable, "-m", "haggler", "orders", "--db", url], capture_output=True, text=True,
+                           timeout=60, cwd=tmp_path)
+    assert order_id in table.stdout and " ucp " in table.stdout
