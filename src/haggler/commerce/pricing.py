@@ -18,8 +18,8 @@ FREE_SHIPPING_LEVEL = "standard"
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """A line of a checkout: a product at the merchant's price for it, or (``deal_id``) at the price
-    a negotiated deal agreed."""
+    """A line of a checkout: a product at the merchant's price for it (a deal's price, when one
+    applies, is the session's to say: ``sessions.Priced.line_total``)."""
 
     id: str
     product_id: str
@@ -27,7 +27,6 @@ class Line:
     quantity: int
     unit_price_cents: int
     image_url: str | None = None
-    deal_id: str | None = None
 
     @property
     def subtotal_cents(self) -> int:

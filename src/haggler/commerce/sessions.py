@@ -43,6 +43,7 @@ from haggler.errors import Conflict, Gone, InFlight, InvalidInput, NotFound, Pay
 from haggler.orders import Buyer, Order, OrderLine, insert_order, new_order_id, order_for, place_once, redeem
 from haggler.orders import redemption_of, release
 from haggler.payments.handler import Charge, PaymentHandler, PaymentUnavailable
+from haggler.storage.chats import DealRow
 from haggler.storage.database import Database
 from haggler.storage.schema import checkout_sessions
 
@@ -400,7 +401,7 @@ class CheckoutSessions:
         discounts = taken + applied
         return Priced(session, discounts, tuple(rejections), options, totals(session.lines, discounts, option), deal)
 
-    def _check_deal(self, conn: Connection, row: Any, session: Session, now: datetime,
+    def _check_deal(self, conn: Connection, row: DealRow, session: Session, now: datetime,
                     already: AppliedDeal | None) -> AppliedDeal | Rejection:
         if session.reserved and session.status in (IN_PROGRESS, COMPLETED):
             # This session's own completion holds (or used) the deal's redemption.
