@@ -13,7 +13,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -165,7 +165,7 @@ class Order:
     checkout_id: str | None = None
     deal_id: str | None = None
     session_id: str | None = None
-    door: str = "cart"
+    door: str = field(kw_only=True)  # one of DOORS, always named where an order is made
     payment_handler: str | None = None  # None: no payment was taken at the door
     payment_reference: str | None = None
     #: What a checkout protocol records beyond the lines (haggler/commerce/sessions.py).
@@ -181,8 +181,9 @@ class Order:
 def _order(row: Any) -> Order:
     buyer = Buyer(row.buyer_name, row.buyer_email, row.ship_to) if row.buyer_name is not None else None
     return Order(row.id, lines_from_json(row.lines), row.total_cents, row.currency, row.placed_at, buyer,
-                 row.checkout_id, row.deal_id, row.session_id, row.door, row.payment_handler, row.payment_reference,
-                 json.loads(row.details) if row.details is not None else None)
+                 row.checkout_id, row.deal_id, row.session_id, door=row.door, payment_handler=row.payment_handler,
+                 payment_reference=row.payment_reference,
+                 details=json.loads(row.details) if row.details is not None else None)
 
 
 def order_for(conn: Connection, *, checkout_id: str | None = None, deal_id: str | None = None,
