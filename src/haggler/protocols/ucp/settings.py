@@ -23,6 +23,13 @@ class UcpSettings:
     #: How long a fetched platform profile is trusted before it is fetched again.
     profile_cache_seconds: float = 300.0
 
+    @property
+    def private_urls_allowed(self) -> bool:
+        """Whether platform profiles and webhooks on private or loopback addresses are reached: only
+        by a test store (one with a simulation secret, which the conformance suite's local mocks
+        need); a real store would otherwise let any platform make it call into its own network."""
+        return self.simulation_secret is not None
+
     def __post_init__(self) -> None:
         if self.simulation_secret is not None and len(self.simulation_secret) < 8:
             raise ValueError("--simulation-secret must be at least 8 characters")

@@ -6,6 +6,8 @@ UCP's order capability: the platform's profile gives ``webhook_url`` in the conf
 retry failed deliveries. A profile is fetched once per :attr:`UcpSettings.profile_cache_seconds`
 (the overview's "unless already cached"); a profile that cannot be fetched or read names no webhook,
 and the checkout goes on without one. Deliveries run after the response is sent, off the request.
+Both URLs come from the platform, so both pass the shopper's :class:`URLPolicy`: http(s) only, and a
+private or loopback address only on a test store (``UcpSettings.private_urls_allowed``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from typing import Any
 import httpx
 
 from haggler.protocols.ucp.settings import UcpSettings
+from haggler.shopper.errors import BlockedURL
+from haggler.shopper.urls import URLPolicy
 from haggler.protocols.ucp.views import ORDER
 
 log = logging.getLogger("haggler")
@@ -28,8 +32,9 @@ MAX_PROFILE_BYTES = 256 * 1024
 
 class Webhooks:
     def __init__(self, settings: UcpSettings, transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, policy: URLPolicy | None = None) -> None:
         self.settings = settings
+        self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
         self._transport = transport
         self._sleep = sleep
         self._profiles: dict[str, tuple[float, str | None]] = {}
@@ -57,17 +62,23 @@ class Webhooks:
 
     def _fetch(self, profile_url: str) -> str | None:
         try:
+            self.policy.check(profile_url)
             with self._client() as client:
                 answer = client.get(profile_url, headers={"Accept": "application/json"})
             if answer.status_code != 200 or len(answer.content) > MAX_PROFILE_BYTES:
                 return None
             return order_webhook(answer.json())
-        except (httpx.HTTPError, ValueError) as exc:
+        except (httpx.HTTPError, ValueError, BlockedURL) as exc:
             log.info("UCP platform profile %s not read: %s", profile_url, exc)
             return None
 
     def deliver(self, url: str, event: Mapping[str, Any]) -> bool:
         """POST ``event`` to ``url``, retrying with a growing pause; whether it was taken (2xx)."""
+        try:
+            self.policy.check(url)
+        except BlockedURL as exc:
+            log.warning("UCP webhook %s not sent: %s", url, exc)
+            return False
         for attempt in range(self.settings.webhook_attempts):
             if attempt:
                 self._sleep(0.5 * 2 ** (attempt - 1))
