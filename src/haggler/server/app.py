@@ -110,6 +110,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     matching = Matching(db, config.clock, config.matching, limits)
     matching_mcp = mcp_tools.build_server(matching)
     market = Market(db, config.clock, limits, config.market, operator_token=config.matching.operator_token)
+    ucp = UcpService(db, config.clock, config.ucp, _payment_handlers(config), catalog=config.catalog,
+                     deal_ttl=config.agents.deal_ttl) if config.ucp.enabled else None
 
     leadership = leadership_for(db)
     metrics = Metrics(db, config.matching.operator_token, leadership)
@@ -120,7 +122,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                                 ("agent_sessions", agents.sweep, "ended %d expired agent sessions"),
                                 ("exchange", exchange.sweep, "cancelled %d transactions whose offer expired"),
                                 ("matching", matching.sweep, "applied deadlines to %d match negotiations"),
-                                ("market", market.sweep, "expired %d market deals left unsigned")):
+                                ("market", market.sweep, "expired %d market deals left unsigned"),
+                                *((("ucp", ucp.sweep, "forgot %d answered UCP idempotency keys"),) if ucp else ())):
             try:
                 count = job()
             except Exception:
@@ -186,10 +189,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(matching.router())
     app.include_router(market.router())
     app.include_router(admin_router(config, db, limits))
-    if config.ucp.enabled:
-        app.state.ucp = UcpService(db, config.clock, config.ucp, _payment_handlers(config),
-                                   catalog=config.catalog, deal_ttl=config.agents.deal_ttl)
-        app.include_router(ucp_router(app.state.ucp, base_url))
+    if ucp is not None:
+        app.state.ucp = ucp
+        app.include_router(ucp_router(ucp, base_url))
         # UCP's paths answer errors in UCP's shape, wherever they are raised (server/errors.py).
         setattr(app.state, ERROR_SHAPES_STATE, ((UCP_PATHS, ucp_views.error),))
     app.include_router(api_docs.build_router(app.title, OPENAPI_PATH))

@@ -347,6 +347,19 @@ def test_a_repeated_request_gets_the_first_answer_and_a_changed_one_409(ucp_stor
     assert elsewhere.status_code == 201 and elsewhere.json()["id"] != first.json()["id"]
 
 
+def test_answered_keys_are_kept_a_day_and_more_then_forgotten(ucp_store):
+    """checkout-rest.md: store the key with the result for at least 24 hours."""
+    key_headers = headers(key="kept-key")
+    first = ucp_store.http.post("/checkout-sessions", headers=key_headers, json=create_body()).json()
+    ucp_store.clock.advance(hours=47)
+    assert ucp_store.app.state.ucp.sweep() == 0
+    assert ucp_store.http.post("/checkout-sessions", headers=key_headers, json=create_body()).json() == first
+    ucp_store.clock.advance(hours=2)
+    assert ucp_store.app.state.ucp.sweep() == 1
+    again = ucp_store.http.post("/checkout-sessions", headers=key_headers, json=create_body())
+    assert again.status_code == 201 and again.json()["id"] != first["id"]
+
+
 def test_a_repeated_completion_charges_and_orders_once(ucp_store, platform):
     checkout = ready_checkout(ucp_store.http, profile=platform.profile_url)
     key_headers = headers(platform.profile_url, key="complete-once")

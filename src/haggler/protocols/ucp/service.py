@@ -31,6 +31,8 @@ from haggler.protocols.ucp.webhooks import Webhooks
 from haggler.storage.database import Database
 from haggler.storage.schema import idempotency_keys
 
+#: How long an answered idempotency key is kept (the REST binding: at least 24 hours).
+IDEMPOTENCY_TTL = timedelta(hours=48)
 #: The door UCP orders come through (orders.door).
 DOOR = "ucp"
 #: The idempotency records' owner in ``idempotency_keys`` (the exchange keys its own per agent):
@@ -188,6 +190,15 @@ class UcpService:
         return Answer(200, views.order(order, base), after)
 
     # -- idempotency -------------------------------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Forget the answered idempotency keys older than :data:`IDEMPOTENCY_TTL` (the store's
+        background sweep); how many."""
+        with self.db.write() as conn:
+            return conn.execute(delete(idempotency_keys).where(
+                idempotency_keys.c.agent_id.startswith(_IDEMPOTENCY_OWNER, autoescape=True),
+                idempotency_keys.c.status_code.is_not(None),
+                idempotency_keys.c.created_at < self.clock() - IDEMPOTENCY_TTL)).rowcount
 
     def _idempotent(self, agent: reading.Agent, key: str | None, what: str, body: dict[str, Any],
                     run: Callable[[], Answer]) -> Answer:
