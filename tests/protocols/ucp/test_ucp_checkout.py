@@ -476,3 +476,14 @@ def test_haggler_orders_shows_the_door_a_ucp_order_came_through(ucp_store, tmp_p
     table = subprocess.run([sys.executable, "-m", "haggler", "orders", "--db", url], capture_output=True, text=True,
                            timeout=60, cwd=tmp_path)
     assert order_id in table.stdout and " ucp " in table.stdout
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'{"line_items": "three"}'])
+def test_bodies_and_answers_are_json(ucp_store, body):
+    """checkout-rest.md, "Content Types": request and response bodies MUST be valid JSON; a body
+    that is not is refused in UCP's error shape."""
+    answer = ucp_store.http.post("/checkout-sessions", content=body,
+                                 headers={**headers(), "Content-Type": "application/json"})
+    assert answer.status_code == 400
+    assert answer.headers["content-type"].startswith("application/json")
+    assert answer.json()["messages"][0]["type"] == "error" and answer.json()["detail"]
