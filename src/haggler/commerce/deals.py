@@ -45,6 +45,7 @@ class AppliedDeal:
 
 
 def find(conn: Connection, code: str) -> DealRow | None:
+    """The deal a code names (a deal's code is its id), or None."""
     return get_deal(conn, code)
 
 

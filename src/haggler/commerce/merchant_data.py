@@ -106,6 +106,7 @@ class Instrument:
 
 
 def product(conn: Connection, product_id: str) -> Product | None:
+    """The product of the merchant's data with this id, or None."""
     row = conn.execute(select(commerce_products).where(commerce_products.c.id == product_id)).first()
     return Product(row.id, row.title, row.price_cents, row.currency, row.image_url) if row else None
 
@@ -141,17 +142,20 @@ def discount(conn: Connection, code: str) -> Discount | None:
 
 
 def promotions(conn: Connection) -> tuple[Promotion, ...]:
+    """Every promotion, in id order (read per pricing: the table is a handful of rows)."""
     return tuple(Promotion(r.id, r.kind, r.min_subtotal_cents, tuple(json.loads(r.eligible_item_ids or "[]")),
                            r.description)
                  for r in conn.execute(select(commerce_promotions).order_by(commerce_promotions.c.id)))
 
 
 def shipping_rates(conn: Connection) -> tuple[ShippingRate, ...]:
+    """Every shipping rate, in id order (read per pricing: the table is a handful of rows)."""
     return tuple(ShippingRate(r.id, r.country_code, r.service_level, r.price_cents, r.title)
                  for r in conn.execute(select(commerce_shipping_rates).order_by(commerce_shipping_rates.c.id)))
 
 
 def instrument(conn: Connection, instrument_id: str) -> Instrument | None:
+    """The payment instrument on file under this id, or None."""
     row = conn.execute(select(commerce_payment_instruments)
                        .where(commerce_payment_instruments.c.id == instrument_id)).first()
     return Instrument(row.id, row.kind, row.brand, row.last_digits, row.token, row.handler_id) if row else None

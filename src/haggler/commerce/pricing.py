@@ -96,6 +96,7 @@ def shipping_options(rates: Sequence[ShippingRate], promotions: Sequence[Promoti
 
 
 def free_shipping(promotions: Sequence[Promotion], lines: Sequence[Line]) -> bool:
+    """Whether a free-shipping promotion covers these lines."""
     items = subtotal(lines)
     ids = {line.product_id for line in lines}
     for promotion in promotions:
@@ -109,6 +110,7 @@ def free_shipping(promotions: Sequence[Promotion], lines: Sequence[Line]) -> boo
 
 
 def totals(lines: Sequence[Line], discounts: Sequence[AppliedDiscount], option: ShippingOption | None) -> Totals:
+    """Subtotal less what the discounts took, plus the chosen option (none yet: no shipping counted)."""
     items = subtotal(lines)
     off = sum(d.amount_cents for d in discounts)
     shipping = option.price_cents if option is not None else None

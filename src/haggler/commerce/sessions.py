@@ -255,10 +255,12 @@ class CheckoutSessions:
             status=session.status, currency=session.currency, state=_state_json(session), updated_at=self.clock()))
 
     def get(self, session_id: str) -> Priced:
+        """The session priced as it stands now (prices, deals and options read again)."""
         with self.db.read() as conn:
             return self._price(conn, self._load(conn, session_id))
 
     def create(self, request: SessionInput) -> Priced:
+        """A new session, priced; refused whole (400) when a line cannot be sold."""
         now = self.clock()
         session = Session(_new_id("chk_"), self.protocol, INCOMPLETE, (request.currency or data.DEFAULT_CURRENCY).upper(),
                           now, now + SESSION_TTL)
@@ -271,6 +273,8 @@ class CheckoutSessions:
         return priced
 
     def update(self, session_id: str, request: SessionInput) -> Priced:
+        """What the request sends replaces the session's, what it leaves out stays; a completed or
+        canceled session takes no update (409), nor one being completed."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
             self._refuse_final(session, "updated")
@@ -281,6 +285,7 @@ class CheckoutSessions:
         return priced
 
     def cancel(self, session_id: str) -> Priced:
+        """Cancel a session that is neither completed nor canceled nor being completed (409 otherwise)."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
             self._refuse_final(session, "canceled")

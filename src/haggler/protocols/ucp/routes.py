@@ -40,6 +40,7 @@ def _send(answer: Answer) -> JSON:
 
 
 def build_router(service: UcpService, base_of: Callable[[Request], str]) -> APIRouter:
+    """The UCP routes; ``base_of`` gives the base of every absolute link (``rest.endpoint``, permalinks)."""
     router = APIRouter()
 
     @router.get(PROFILE_PATH, include_in_schema=False)

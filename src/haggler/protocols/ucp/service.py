@@ -21,7 +21,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.catalog import Catalog
-from haggler.commerce.sessions import CheckoutSessions
+from haggler.commerce.sessions import CheckoutSessions, Priced
 from haggler.errors import Conflict, Forbidden, InFlight, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
 from haggler.payments.handler import PaymentHandler
@@ -67,11 +67,13 @@ class UcpService:
     # -- discovery ---------------------------------------------------------------------------------
 
     def profile(self, base: str) -> dict[str, Any]:
+        """``/.well-known/ucp`` for a store whose links start at ``base``."""
         return views.profile(base, self.handler_ids)
 
     # -- checkout sessions -------------------------------------------------------------------------
 
     def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Answer:
+        """Create Checkout: 201 with the session; the platform's webhook is looked up from its profile."""
         agent = reading.read_agent(agent_header)
 
         def run() -> Answer:
@@ -80,11 +82,13 @@ class UcpService:
         return self._idempotent(agent, key, "POST /checkout-sessions", body, run)
 
     def get(self, agent_header: str | None, session_id: str, base: str) -> Answer:
+        """Get Checkout: the session as it stands, completed and canceled ones included."""
         reading.read_agent(agent_header)
         return Answer(200, self._checkout(self.sessions.get(session_id), base))
 
     def update(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                base: str) -> Answer:
+        """Update Checkout: the body's id, when sent, must be the session's."""
         agent = reading.read_agent(agent_header)
 
         def run() -> Answer:
@@ -96,6 +100,7 @@ class UcpService:
 
     def cancel(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                base: str) -> Answer:
+        """Cancel Checkout: 409 for a session already completed or canceled."""
         agent = reading.read_agent(agent_header)
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/cancel", body,
                                 lambda: Answer(200, self._checkout(self.sessions.cancel(session_id), base)))
@@ -114,7 +119,8 @@ class UcpService:
             return Answer(200, self._checkout(priced, base, order), after)
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
-    def _checkout(self, priced: Any, base: str, order: Order | None = None) -> dict[str, Any]:
+    def _checkout(self, priced: Priced, base: str, order: Order | None = None) -> dict[str, Any]:
+        """The checkout as UCP shows it, with its order once there is one."""
         if order is None and priced.session.order_id is not None:
             with self.db.read() as conn:
                 order = order_for(conn, order_id=priced.session.order_id)
@@ -130,6 +136,7 @@ class UcpService:
         return found
 
     def get_order(self, agent_header: str | None, order_id: str, base: str) -> Answer:
+        """An order placed through UCP (another door's order is not found here)."""
         reading.read_agent(agent_header)
         return Answer(200, views.order(self._order(order_id), base))
 
