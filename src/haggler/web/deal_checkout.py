@@ -52,8 +52,10 @@ class DealCheckout:
         deal = get_deal(conn, deal_id)
         if deal is None:
             raise NotFound(f"unknown deal: {deal_id}")
-        order = order_for(conn, deal_id=deal_id)
+        # The redemption before the order: a racing purchase commits both at once, so a redemption
+        # seen here comes with its order, if it has one, in the read after it (read committed).
         redemption = redemption_of(conn, deal_id)
+        order = order_for(conn, deal_id=deal_id)
         # Held by an agent: in its cart, or taken by a checkout it is completing (UCP) and not yet ordered.
         in_cart = redemption is not None and (redemption.session_id is not None or order is None)
         return DealCheckoutState(deal, self._line(deal), deal.created_at + self.deal_ttl, order, in_cart)
