@@ -414,6 +414,9 @@ def test_an_order_holds_its_lines_expectation_and_totals(ucp_store):
     expectation = order["fulfillment"]["expectations"][0]
     assert expectation["description"] == "Ground" and expectation["destination"]["address_country"] == "US"
     assert {t["type"]: t["amount"] for t in order["totals"]} == {"subtotal": 1800, "fulfillment": 600, "total": 2400}
+    # The permalink answers without a platform's header too; a later version is still refused.
+    assert ucp_store.http.get(order["permalink_url"]).json() == order
+    assert ucp_store.http.get(f"/orders/{order_id}", headers=headers(version="2099-01-01")).status_code == 400
 
 
 def test_order_events_and_adjustments_are_kept_append_only_and_checked(ucp_store):

@@ -43,11 +43,14 @@ class Agent(NamedTuple):
     version: str | None
 
 
-def read_agent(header: str | None) -> Agent:
+def read_agent(header: str | None, *, required: bool = True) -> Agent:
     """The ``UCP-Agent`` header, which every request MUST carry (UCP checkout REST binding, "HTTP
     Headers"); a version later than :data:`UCP_VERSION` is refused (overview, "Version Negotiation":
-    the business MUST return ``version_unsupported``)."""
+    the business MUST return ``version_unsupported``). Not ``required`` where a person may come
+    too: an order's permalink."""
     if header is None or not header.strip():
+        if not required:
+            return Agent(None, None)
         raise InvalidInput('the UCP-Agent header is required: profile="https://platform.example/profile"')
     members = {m.group(1): m.group(2) if m.group(2) is not None else m.group(3) for m in _MEMBER.finditer(header)}
     version = members.get("version")

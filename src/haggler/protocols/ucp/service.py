@@ -136,8 +136,9 @@ class UcpService:
         return found
 
     def get_order(self, agent_header: str | None, order_id: str, base: str) -> Answer:
-        """An order placed through UCP (another door's order is not found here)."""
-        reading.read_agent(agent_header)
+        """An order placed through UCP (another door's order is not found here). Its permalink, so
+        asked without ``UCP-Agent`` too."""
+        reading.read_agent(agent_header, required=False)
         return Answer(200, views.order(self._order(order_id), base))
 
     def update_order(self, agent_header: str | None, key: str | None, order_id: str, body: dict[str, Any],
