@@ -304,7 +304,7 @@ def test_serve_prints_links_the_store_answers(tmp_path, monkeypatch, args, base)
     printed, asked = serve_start_up(tmp_path, monkeypatch, *args)
     assert asked["host"] == args[1]  # it still listens where it was told
     links = [word for word in printed.split() if "://" in word]
-    assert len(links) == 5 and all(link.startswith(base + "/") for link in links), printed
+    assert len(links) == 6 and all(link.startswith(base + "/") for link in links), printed
     assert "0.0.0.0" not in links and "[::]" not in printed
 
 

@@ -242,6 +242,11 @@ def serve(
     workers: Annotated[int, typer.Option(
         min=1, help="Worker processes serving the port, each with its own database connections; a dead one is "
         "replaced. More than one needs PostgreSQL (see docs/deploy.md).")] = 1,
+    simulation_secret: Annotated[Optional[str], typer.Option(
+        envvar="HAGGLER_SIMULATION_SECRET", show_envvar=True,
+        help="Test stores only: offer UCP's simulated payment handler (it takes no money) and "
+        "POST /testing/simulate-shipping/{order_id} to callers sending this in Simulation-Secret "
+        "(at least 8 characters). Never on a store that takes real orders.")] = None,
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
     built-in demo store."""
@@ -250,6 +255,7 @@ def serve(
     from haggler.protocols.agents_json.settings import AgentsSettings
     from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits, load_skill
     from haggler.protocols.transactions.settings import ExchangeSettings
+    from haggler.protocols.ucp.settings import UcpSettings
     from haggler.server.app import create_app
     from haggler.server.clientip import parse_networks
     from haggler.server.config import StoreConfig
@@ -279,6 +285,7 @@ def serve(
             v2_screen=v2_screen, v2_ask_user=v2_ask_user, v2_ask_user_window_seconds=v2_ask_user_window,
             v2_deadlock=v2_deadlock, v2_deadlock_threshold=v2_deadlock_threshold, v2_wall_clock_seconds=v2_wall_clock)
         market = market_settings(offer_turn_cap, clear_interval, deal_expiry)
+        ucp = UcpSettings(simulation_secret=simulation_secret)
         client_limits = ClientLimits(max_wrong_tokens, max_registrations_per_hour, max_agent_messages_per_hour,
                                      max_contacts_per_hour)
         if allowed_host:
@@ -302,7 +309,7 @@ def serve(
                          public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
-                         matching=matching, market=market, client_limits=client_limits, data_dir=data_dir,
+                         matching=matching, market=market, ucp=ucp, client_limits=client_limits, data_dir=data_dir,
                          seed=seed, sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
     try:
         if workers == 1:
@@ -324,6 +331,9 @@ def serve(
     err.print(f"operator dashboard at {base}/admin" + (
         "" if matching.operator_token else " (no --operator-token: it answers 403)"))
     err.print(f"agent-native market at {base}/market (schemas at /market/schemas)")
+    err.print(f"UCP checkout at {base}/.well-known/ucp" + (
+        " (simulation secret set: simulated payments and /testing routes, take no real orders)"
+        if simulation_secret else ""))
     if host in WILDCARD_HOSTS:
         err.print(escape(wildcard_advice(host, allowed_host or (), public_url)))
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
@@ -904,6 +914,44 @@ def _stdout_console(**piped: Any) -> Console:
 def _wide_console() -> Console:
     """A console for tables: when piped, wide enough that each row stays on one line."""
     return _stdout_console(width=200)
+
+
+ucp_app = typer.Typer(help="UCP, the Universal Commerce Protocol: the merchant's checkout data.", no_args_is_help=True)
+app.add_typer(ucp_app, name="ucp")
+
+
+@ucp_app.command("seed")
+def ucp_seed(
+    directory: Annotated[Path, typer.Argument(help="A data set in the UCP conformance suite's CSV layout "
+                                                   "(products.csv, inventory.csv, discounts.csv, ...).")],
+    db: Annotated[str, typer.Option(help="Database URL: sqlite:///file.db or postgresql://user@host/db.")]
+    = DEFAULT_DB_URL,
+) -> None:
+    """Load a checkout data set into the store's database (created and migrated if need be),
+    replacing the one loaded before: products, inventory, discounts, promotions, shipping rates,
+    customers, addresses and payment instruments, all or nothing."""
+    from haggler.commerce.merchant_data import load_seed, read_seed
+    from haggler.errors import InvalidInput
+    from haggler.storage.database import DatabaseError, open_database
+
+    if not directory.is_dir():
+        raise _fail(f"{directory} is not a directory")
+    try:
+        data = read_seed(directory)
+        database = open_database(db)
+    except (InvalidInput, DatabaseError) as exc:
+        raise _fail(str(exc)) from None
+    try:
+        with database.write() as conn:
+            counts = load_seed(conn, data)
+    except InvalidInput as exc:
+        raise _fail(str(exc)) from None
+    except KeyError as exc:
+        raise _fail(f"{directory}: a CSV file lacks the column {exc}") from None
+    finally:
+        database.dispose()
+    err.print(f"loaded {', '.join(f'{n} {name[:-4].replace(chr(95), chr(32))}' for name, n in counts.items())} "
+              f"into {escape(database.safe_url)}")
 
 
 # The dashboard's commands (deals, orders, chats, chat, stats, exchange, match opportunities, market

@@ -77,6 +77,20 @@ class InsufficientFunds(HagglerError):
     """A wallet cannot cover a hold; nothing was changed. HTTP 402."""
 
 
+class PaymentDeclined(HagglerError):
+    """A payment handler refused the charge, or the buyer must act before it can go through; no
+    order was placed. HTTP 402."""
+
+
+class Unavailable(HagglerError):
+    """Something the request needs beyond the database (a payment processor) did not answer in
+    time: whether it acted is unknown, and the same request may be retried. HTTP 503 with Retry-After."""
+
+    def __init__(self, message: str, retry_after_seconds: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_seconds = max(1, retry_after_seconds)
+
+
 class Unprocessable(HagglerError):
     """Well-formed but unusable: an Idempotency-Key reused with a different request. HTTP 422."""
 

@@ -1,9 +1,9 @@
-"""Orders: what a person buys, from an agent's cart checkout (agents.json) or a deal closed in chat
-(negotiate.v1) — one order code for both.
+"""Orders: what a person buys, from an agent's cart checkout (agents.json), a deal closed in chat
+(negotiate.v1) or an agentic checkout session (UCP) — one order code for every door.
 
 An order is a snapshot: its priced lines, total and currency as the buyer confirmed them, and the
 buyer's details from the checkout form. Placing is idempotent by unique keys, not locks: one order
-per checkout and one per deal, so a repeated or racing submission finds the order already placed
+per checkout, per deal and per checkout session, so a repeated or racing submission finds the order already placed
 (``created=False``) on any worker. Only public product facts (name, list price) ever reach a line.
 """
 
@@ -13,11 +13,11 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from haggler.errors import InvalidInput
@@ -147,9 +147,14 @@ def read_buyer(form: Mapping[str, str]) -> Buyer:
 # -- orders --------------------------------------------------------------------------------------
 
 
+#: The doors an order comes through: a chat deal's checkout page, an agents.json cart, UCP, ACP.
+DOORS = ("chat", "cart", "ucp", "acp")
+
+
 @dataclass(frozen=True, slots=True)
 class Order:
-    """A placed order: from a cart checkout (``checkout_id``) or a chat deal (``deal_id``)."""
+    """A placed order: from a cart checkout (``checkout_id``), a chat deal (``deal_id``) or an
+    agentic checkout session (``session_id``); ``door`` names which."""
 
     id: str
     lines: tuple[OrderLine, ...]
@@ -159,13 +164,16 @@ class Order:
     buyer: Buyer | None  # None only on orders placed before the checkout form existed
     checkout_id: str | None = None
     deal_id: str | None = None
-
-    @property
-    def source(self) -> str:
-        return "chat" if self.deal_id is not None else "cart"
+    session_id: str | None = None
+    door: str = field(kw_only=True)  # one of DOORS, always named where an order is made
+    payment_handler: str | None = None  # None: no payment was taken at the door
+    payment_reference: str | None = None
+    #: What a checkout protocol records beyond the lines (haggler/commerce/sessions.py).
+    details: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"order_id": self.id, "source": self.source, "checkout_id": self.checkout_id, "deal_id": self.deal_id,
+        return {"order_id": self.id, "source": self.door, "checkout_id": self.checkout_id, "deal_id": self.deal_id,
+                "session_id": self.session_id,
                 **snapshot_json(self.lines, self.total_cents, self.currency),
                 "buyer": self.buyer.to_json() if self.buyer else None, "placed_at": utc_z(self.placed_at)}
 
@@ -173,12 +181,20 @@ class Order:
 def _order(row: Any) -> Order:
     buyer = Buyer(row.buyer_name, row.buyer_email, row.ship_to) if row.buyer_name is not None else None
     return Order(row.id, lines_from_json(row.lines), row.total_cents, row.currency, row.placed_at, buyer,
-                 row.checkout_id, row.deal_id)
+                 row.checkout_id, row.deal_id, row.session_id, door=row.door, payment_handler=row.payment_handler,
+                 payment_reference=row.payment_reference,
+                 details=json.loads(row.details) if row.details is not None else None)
 
 
-def order_for(conn: Connection, *, checkout_id: str | None = None, deal_id: str | None = None) -> Order | None:
-    """The order placed for a checkout or a deal, if any."""
-    key = orders.c.checkout_id == checkout_id if checkout_id is not None else orders.c.deal_id == deal_id
+def order_for(conn: Connection, *, checkout_id: str | None = None, deal_id: str | None = None,
+              session_id: str | None = None, order_id: str | None = None) -> Order | None:
+    """The order placed for a checkout, a deal or a checkout session, or the one with this id, if any."""
+    if order_id is not None:
+        key = orders.c.id == order_id
+    elif session_id is not None:
+        key = orders.c.session_id == session_id
+    else:
+        key = orders.c.checkout_id == checkout_id if checkout_id is not None else orders.c.deal_id == deal_id
     row = conn.execute(select(orders).where(key)).first()
     return _order(row) if row else None
 
@@ -198,10 +214,22 @@ def count_orders(conn: Connection) -> int:
 def insert_order(conn: Connection, order: Order) -> None:
     buyer = order.buyer
     conn.execute(insert(orders).values(
-        id=order.id, checkout_id=order.checkout_id, deal_id=order.deal_id, lines=lines_json(order.lines),
+        id=order.id, checkout_id=order.checkout_id, deal_id=order.deal_id, session_id=order.session_id,
+        door=order.door, lines=lines_json(order.lines),
         total_cents=order.total_cents, currency=order.currency, placed_at=order.placed_at,
         buyer_name=buyer.name if buyer else None, buyer_email=buyer.email if buyer else None,
-        ship_to=buyer.address if buyer else None))
+        ship_to=buyer.address if buyer else None, payment_handler=order.payment_handler,
+        payment_reference=order.payment_reference, details=_details_json(order.details)))
+
+
+def update_details(conn: Connection, order_id: str, details: dict[str, Any]) -> None:
+    """Replace what the order's protocol records beyond its lines (its fulfillment events, its
+    adjustments); the lines, total and payment of a placed order never change."""
+    conn.execute(orders.update().where(orders.c.id == order_id).values(details=_details_json(details)))
+
+
+def _details_json(details: dict[str, Any] | None) -> str | None:
+    return None if details is None else json.dumps(details, ensure_ascii=False, sort_keys=True)
 
 
 def redemption_of(conn: Connection, deal_id: str) -> Any:
@@ -214,6 +242,14 @@ def redeem(conn: Connection, deal_id: str, session_id: str | None, at: datetime)
     """Take the deal, for an agent session's cart or (None) for its own checkout page: the primary
     key lets one taker win on any worker, the other getting an IntegrityError."""
     conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=at))
+
+
+def release(conn: Connection, deal_id: str) -> None:
+    """Give back a deal a checkout protocol redeemed for a payment that did not go through; a
+    redemption for an agent's cart, or one an order was placed for, is never released."""
+    conn.execute(delete(deal_redemptions).where(
+        deal_redemptions.c.deal_id == deal_id, deal_redemptions.c.session_id.is_(None),
+        ~select(orders.c.id).where(orders.c.deal_id == deal_id).exists()))
 
 
 def new_order_id() -> str:
@@ -233,6 +269,6 @@ def place_once(db: Database, place: Callable[[Connection], T]) -> T:
             return place(conn)
 
 
-__all__ = ["BUYER_FIELDS", "Buyer", "BuyerInvalid", "Order", "OrderLine", "count_orders", "insert_order",
+__all__ = ["BUYER_FIELDS", "DOORS", "Buyer", "BuyerInvalid", "Order", "OrderLine", "count_orders", "insert_order",
            "lines_from_json", "lines_json", "list_orders", "new_order_id", "order_for", "place_once",
-           "read_buyer", "redeem", "redemption_of", "snapshot_json", "total_cents"]
+           "read_buyer", "redeem", "redemption_of", "release", "snapshot_json", "total_cents", "update_details"]

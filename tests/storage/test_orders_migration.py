@@ -40,10 +40,10 @@ def test_orders_placed_before_0008_survive_it(db_url):
             [order] = list_orders(conn)
         assert (order.id, order.checkout_id, order.deal_id, order.total_cents, order.currency) == \
             ("ord_old", "co1", None, 2000, "USD")
-        assert order.buyer is None and order.source == "cart" and order.placed_at == PLACED
+        assert order.buyer is None and order.door == "cart" and order.placed_at == PLACED
         assert order.lines[0].quantity == 2 and order.lines[0].name == "Thing"
         with pytest.raises(IntegrityError), db.write() as conn:  # the kept unique key on checkout_id
-            conn.execute(insert(orders).values(id="ord_twin", checkout_id="co1", lines=LINES, total_cents=1,
-                                               currency="USD", placed_at=PLACED))
+            conn.execute(insert(orders).values(id="ord_twin", checkout_id="co1", door="cart", lines=LINES,
+                                               total_cents=1, currency="USD", placed_at=PLACED))
     finally:
         db.dispose()

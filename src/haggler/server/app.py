@@ -41,11 +41,18 @@ from haggler.protocols.transactions import views as transactions_views
 from haggler.protocols.transactions.routes import BODY_WORDING as EXCHANGE_BODIES
 from haggler.protocols.transactions.routes import PREFIX as EXCHANGE_PREFIX
 from haggler.protocols.transactions.routes import Exchange
+from haggler.protocols.ucp import views as ucp_views
+from haggler.protocols.ucp.routes import BODY_WORDING as UCP_BODIES
+from haggler.protocols.ucp.routes import PATH_PREFIXES as UCP_PATHS
+from haggler.protocols.ucp.routes import build_router as ucp_router
+from haggler.protocols.ucp.service import UcpService
+from haggler.payments.handler import PaymentHandler
+from haggler.payments.simulated import SimulatedPaymentHandler
 from haggler.server.clientip import is_local_client, request_client
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.edge import RequestEdge, base_url
-from haggler.server.errors import ENVELOPE_PREFIX, install_error_handlers
+from haggler.server.errors import ENVELOPE_PREFIX, ERROR_SHAPES_STATE, install_error_handlers
 from haggler.server.hosts import AllowedHosts
 from haggler.server.leader import Leadership, leadership_for
 from haggler.server.limits import Limits
@@ -103,6 +110,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     matching = Matching(db, config.clock, config.matching, limits)
     matching_mcp = mcp_tools.build_server(matching)
     market = Market(db, config.clock, limits, config.market, operator_token=config.matching.operator_token)
+    ucp = UcpService(db, config.clock, config.ucp, _payment_handlers(config), catalog=config.catalog,
+                     deal_ttl=config.agents.deal_ttl) if config.ucp.enabled else None
 
     leadership = leadership_for(db)
     metrics = Metrics(db, config.matching.operator_token, leadership)
@@ -113,7 +122,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                                 ("agent_sessions", agents.sweep, "ended %d expired agent sessions"),
                                 ("exchange", exchange.sweep, "cancelled %d transactions whose offer expired"),
                                 ("matching", matching.sweep, "applied deadlines to %d match negotiations"),
-                                ("market", market.sweep, "expired %d market deals left unsigned")):
+                                ("market", market.sweep, "expired %d market deals left unsigned"),
+                                *((("ucp", ucp.sweep, "forgot %d answered UCP idempotency keys"),) if ucp else ())):
             try:
                 count = job()
             except Exception:
@@ -167,7 +177,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),
-                                *((prefix, MATCHING_BODIES) for prefix in MATCHING_PATHS), (MARKET_PREFIX, MARKET_BODIES)),
+                                *((prefix, MATCHING_BODIES) for prefix in MATCHING_PATHS), (MARKET_PREFIX, MARKET_BODIES),
+                                *((prefix, UCP_BODIES) for prefix in UCP_PATHS)),
                        default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
     app.include_router(storefront.build_router(config.catalog, base_url))
@@ -178,6 +189,11 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(matching.router())
     app.include_router(market.router())
     app.include_router(admin_router(config, db, limits))
+    if ucp is not None:
+        app.state.ucp = ucp
+        app.include_router(ucp_router(ucp, base_url))
+        # UCP's paths answer errors in UCP's shape, wherever they are raised (server/errors.py).
+        setattr(app.state, ERROR_SHAPES_STATE, ((UCP_PATHS, ucp_views.error),))
     app.include_router(api_docs.build_router(app.title, OPENAPI_PATH))
     # Spec 002 "MCP Tools": a plain route (not a Mount), so /mcp has no redirect and other paths
     # keep the app's own 404; it still passes the request edge and CORS like every route.
@@ -208,6 +224,16 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.add_middleware(RequestLog, metrics=metrics, access_log=config.access_log, trusted_proxies=trusted)
     app.state.metrics = metrics
     return app
+
+
+def _payment_handlers(config: StoreConfig) -> dict[str, PaymentHandler]:
+    """The handlers the checkout protocols charge through, by id: the configured ones, and the
+    simulated one (it takes no money) only on a store run with a simulation secret."""
+    handlers: dict[str, PaymentHandler] = {h.id: h for h in config.payment_handlers}
+    if config.ucp.simulation_secret is not None:
+        simulated = SimulatedPaymentHandler()
+        handlers.setdefault(simulated.id, simulated)
+    return handlers
 
 
 def _agents_service(config: StoreConfig, db: Database) -> AgentsService:

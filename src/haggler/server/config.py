@@ -14,6 +14,8 @@ from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimit
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.protocols.transactions.settings import ExchangeSettings
+from haggler.protocols.ucp.settings import UcpSettings
+from haggler.payments.handler import PaymentHandler
 from haggler.server.clientip import Network
 from haggler.server.limits import ClientLimits
 from haggler.storage.database import DEFAULT_DB_TIMEOUT
@@ -59,6 +61,11 @@ class StoreConfig:
     exchange: ExchangeSettings = field(default_factory=ExchangeSettings)
     matching: MatchingSettings = field(default_factory=MatchingSettings)
     market: MarketSettings = field(default_factory=MarketSettings)
+    ucp: UcpSettings = field(default_factory=UcpSettings)
+    #: The payment handlers the checkout protocols charge through (built by the caller, as a
+    #: processor's SDK and keys are the operator's); the simulated one is added when
+    #: ``ucp.simulation_secret`` is set.
+    payment_handlers: tuple[PaymentHandler, ...] = ()
     data_dir: Path = DEFAULT_DATA_DIR
     #: A fixed seed makes every conversation reproducible (same turns, same replies).
     seed: int | None = None

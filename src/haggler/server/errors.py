@@ -5,7 +5,7 @@ status code — never a traceback, never HTML. A database that is unreachable, t
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,9 +23,11 @@ from haggler.errors import (
     HagglerError,
     InvalidInput,
     NotFound,
+    PaymentDeclined,
     RateLimited,
     TooEarly,
     Unauthorized,
+    Unavailable,
     Unprocessable,
 )
 from haggler.server.request_log import request_id
@@ -41,7 +43,8 @@ OUTAGE_RETRY_AFTER_SECONDS = 1
 #: Domain error → HTTP status, checked in order (a subclass before its base: InFlight is a Conflict).
 _STATUS: tuple[tuple[type[HagglerError] | tuple[type[HagglerError], ...], int], ...] = (
     (NotFound, 404), (RateLimited, 429), (Unauthorized, 401), (TooEarly, 425), (Conflict, 409), (Forbidden, 403),
-    (InsufficientFunds, 402), (Unprocessable, 422), (Gone, 410), ((InvalidInput, Closed), 400),
+    ((InsufficientFunds, PaymentDeclined), 402), (Unavailable, 503), (Unprocessable, 422), (Gone, 410),
+    ((InvalidInput, Closed), 400),
 )
 
 
@@ -59,18 +62,38 @@ def error_response(scope: Scope, status: int, message: str, headers: dict[str, s
     (the ``X-Request-Id`` of the answer: what a caller quotes to the operator, who finds the
     request's access log line by it); ``fields`` is a domain error's whole body
     (``HagglerError.fields``), when it names more than its message."""
+    shaped = _shape_for(scope)
     if scope["path"].startswith(ENVELOPE_PREFIX):
         body: dict[str, Any] = {"ok": False, "error": message}
+    elif shaped is not None:
+        body = shaped(status, message, fields)
     else:
         body = dict(fields) if fields is not None else {"error": message}
     body["request_id"] = request_id(scope)
     return JSON(body, status_code=status, headers=headers)
 
 
+#: An error body builder for the paths a surface owns: ``(status, message, the domain error's
+#: fields or None) -> body``.
+ErrorShape = Callable[[int, str, "dict[str, Any] | None"], dict[str, Any]]
+#: Where an app keeps its surfaces' own error shapes (``app.state``): ``((path prefixes), shape)``
+#: pairs, set by ``server/app.py`` for the protocols whose wire fixes an error shape (UCP's
+#: ``{"detail": ...}``), so that the edge, the handlers and the catch-all all answer in it.
+ERROR_SHAPES_STATE = "error_shapes"
+
+
+def _shape_for(scope: Scope) -> ErrorShape | None:
+    app = scope.get("app")
+    shapes = getattr(app.state, ERROR_SHAPES_STATE, ()) if app is not None else ()
+    path = scope["path"]
+    return next((shape for prefixes, shape in shapes if path.startswith(prefixes)), None)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(HagglerError)
     async def _domain(request: Request, exc: HagglerError) -> JSON:
-        headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, (RateLimited, InFlight)) else None
+        headers = {"Retry-After": str(exc.retry_after_seconds)} if isinstance(exc, (RateLimited, InFlight, Unavailable)) \
+            else None
         return error_response(request.scope, status_for(exc), exc.message, headers, exc.fields())
 
     @app.exception_handler(HTTPException)

@@ -197,14 +197,123 @@ checkouts = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
+# -- agentic checkout (issue 31) --------------------------------------------------------------------
+# What a merchant sells through the checkout protocols (UCP, later ACP), loaded by `haggler ucp seed`
+# from a data set in the UCP conformance suite's CSV layout; money in minor units. Protocol-neutral:
+# haggler/commerce reads them, each protocol package only shapes them for its wire.
+
+commerce_products = Table(
+    "commerce_products",
+    metadata,
+    Column("id", String(100), primary_key=True),
+    Column("title", String(300), nullable=False),
+    Column("price_cents", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("image_url", Text, nullable=True),
+)
+
+# Units on hand; a product without a row here is not stock-tracked.
+commerce_inventory = Table(
+    "commerce_inventory",
+    metadata,
+    Column("product_id", String(100), ForeignKey("commerce_products.id"), primary_key=True),
+    Column("quantity", BigInteger, nullable=False),
+)
+
+commerce_discounts = Table(
+    "commerce_discounts",
+    metadata,
+    # Matched case-insensitively: ``code_key`` is the code in lower case.
+    Column("code_key", String(100), primary_key=True),
+    Column("code", String(100), nullable=False),
+    Column("kind", String(16), nullable=False),  # percentage | fixed_amount
+    Column("value", BigInteger, nullable=False),  # percent, or minor units
+    Column("description", String(300), nullable=False),
+)
+
+commerce_promotions = Table(
+    "commerce_promotions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(32), nullable=False),  # free_shipping
+    Column("min_subtotal_cents", BigInteger, nullable=True),
+    Column("eligible_item_ids", Text, nullable=True),  # JSON list of product ids
+    Column("description", String(300), nullable=False),
+)
+
+commerce_shipping_rates = Table(
+    "commerce_shipping_rates",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    # An ISO 3166 alpha-2 code, or "default": a country's own rate replaces the default one of the
+    # same service level.
+    Column("country_code", String(16), nullable=False),
+    Column("service_level", String(32), nullable=False),
+    Column("price_cents", BigInteger, nullable=False),
+    Column("title", String(300), nullable=False),
+)
+
+commerce_customers = Table(
+    "commerce_customers",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(200), nullable=True),
+    Column("email", String(254), nullable=False, unique=True),
+)
+
+commerce_addresses = Table(
+    "commerce_addresses",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("customer_id", String(64), ForeignKey("commerce_customers.id"), nullable=False),
+    Column("street_address", String(300), nullable=True),
+    Column("locality", String(200), nullable=True),
+    Column("region", String(200), nullable=True),
+    Column("postal_code", String(32), nullable=True),
+    Column("country", String(8), nullable=True),
+)
+Index("ix_commerce_addresses_customer", commerce_addresses.c.customer_id)
+
+# Instruments a buyer has on file: a completion naming one by id without a credential pays with
+# its token.
+commerce_payment_instruments = Table(
+    "commerce_payment_instruments",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(32), nullable=False),
+    Column("brand", String(64), nullable=True),
+    Column("last_digits", String(8), nullable=True),
+    Column("token", String(255), nullable=False),
+    Column("handler_id", String(100), nullable=False),
+)
+
+# A checkout session of an agentic checkout protocol (``protocol``: ucp, later acp). ``state`` is
+# the session as haggler/commerce/sessions.py keeps it (JSON); the order placed for it points back
+# here (orders.session_id).
+checkout_sessions = Table(
+    "checkout_sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("protocol", String(8), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("state", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+)
+
 orders = Table(
     "orders",
     metadata,
     Column("id", String(64), primary_key=True),
-    # An order comes from an agent's cart checkout or from a deal closed in chat; one order per
-    # checkout and one per deal: placing either twice finds this row.
+    # An order comes from an agent's cart checkout, a deal closed in chat, or an agentic checkout
+    # session; one order per checkout, per deal and per session: placing any twice finds this row.
     Column("checkout_id", String(64), ForeignKey("checkouts.id"), nullable=True, unique=True),
     Column("deal_id", String(64), ForeignKey("deals.id"), nullable=True, unique=True),
+    Column("session_id", String(64), ForeignKey("checkout_sessions.id"), nullable=True, unique=True),
+    # Which door it came through: chat (the deal's checkout page), cart (agents.json), ucp, acp.
+    Column("door", String(8), nullable=False),
     Column("lines", Text, nullable=False),
     Column("total_cents", BigInteger, nullable=False),
     Column("currency", String(3), nullable=False),
@@ -213,6 +322,12 @@ orders = Table(
     Column("buyer_email", String(254), nullable=True),
     Column("ship_to", Text, nullable=True),
     Column("placed_at", UTCDateTime, nullable=False),
+    # How it was paid (NULL: no payment was taken at the door) and the processor's reference.
+    Column("payment_handler", String(100), nullable=True),
+    Column("payment_reference", String(255), nullable=True),
+    # What a checkout protocol records beyond the lines (JSON): fulfillment chosen and events,
+    # adjustments, discounts, the AP2 mandate (haggler/commerce/sessions.py).
+    Column("details", Text, nullable=True),
 )
 Index("ix_orders_placed_at", orders.c.placed_at)
 

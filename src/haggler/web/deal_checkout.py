@@ -25,7 +25,8 @@ from haggler.storage.database import Database
 
 @dataclass(frozen=True, slots=True)
 class DealCheckoutState:
-    """Where a deal's checkout stands: ``order`` once bought; ``in_cart`` when an agent's cart holds it."""
+    """Where a deal's checkout stands: ``order`` once bought; ``in_cart`` when an agent holds it (in
+    its cart, or in a checkout it is completing)."""
 
     deal: DealRow
     line: OrderLine
@@ -51,9 +52,12 @@ class DealCheckout:
         deal = get_deal(conn, deal_id)
         if deal is None:
             raise NotFound(f"unknown deal: {deal_id}")
-        order = order_for(conn, deal_id=deal_id)
+        # The redemption before the order: a racing purchase commits both at once, so a redemption
+        # seen here comes with its order, if it has one, in the read after it (read committed).
         redemption = redemption_of(conn, deal_id)
-        in_cart = redemption is not None and redemption.session_id is not None
+        order = order_for(conn, deal_id=deal_id)
+        # Held by an agent: in its cart, or taken by a checkout it is completing (UCP) and not yet ordered.
+        in_cart = redemption is not None and (redemption.session_id is not None or order is None)
         return DealCheckoutState(deal, self._line(deal), deal.created_at + self.deal_ttl, order, in_cart)
 
     def state(self, deal_id: str) -> DealCheckoutState:
@@ -75,7 +79,7 @@ class DealCheckout:
                 raise Gone(f"deal {deal_id} expired at {state.expires_at.strftime('%Y-%m-%d %H:%M UTC')}")
             redeem(conn, deal_id, None, now)
             order = Order(new_order_id(), (state.line,), state.line.line_total_cents, state.deal.currency, now,
-                          buyer, deal_id=deal_id)
+                          buyer, deal_id=deal_id, door="chat")
             insert_order(conn, order)
             return order, True
 

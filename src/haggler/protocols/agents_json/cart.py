@@ -213,7 +213,7 @@ class CartService:
                 raise Gone(f"deal {deal_id} expired at {expires_at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
             redemption = redemption_of(conn, deal_id)
             if redemption is not None and redemption.session_id is None:
-                raise Conflict(f"deal {deal_id} has already been bought at its checkout page")
+                raise Conflict(f"deal {deal_id} has already been bought at its checkout page or an agent's checkout")
             if redemption is not None and redemption.session_id != session_id:
                 raise Conflict(f"deal {deal_id} has already been redeemed")
             line = self._line_row(conn, session_id, product.id)
@@ -289,7 +289,7 @@ class CartService:
             if found is not None:
                 return Placed(found, row.session_id, False)
             order = Order(new_order_id(), lines_from_json(row.lines), row.total_cents, row.currency, self.clock(),
-                          buyer, checkout_id=checkout_id)
+                          buyer, checkout_id=checkout_id, door="cart")
             insert_order(conn, order)
             return Placed(order, row.session_id, True)
 

@@ -129,7 +129,7 @@ def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None
         return
     _print(_table(_counted("order" if found.total == 1 else "orders", found),
                   ("when (UTC)", "order", "from", "items", "total", "buyer", "ship to"),
-                  [(_when(o.placed_at), o.id, o.source,
+                  [(_when(o.placed_at), o.id, o.door,
                     ", ".join(f"{line.quantity} × {line.name}" for line in o.lines),
                     money(o.total_cents, o.currency),
                     f"{o.buyer.name} <{o.buyer.email}>" if o.buyer else "—",

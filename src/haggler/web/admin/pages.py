@@ -165,12 +165,12 @@ def deals(found: Page[DealReport]) -> str:
 
 
 def orders(found: Page[Order]) -> str:
-    rows = [[_when(o.placed_at), escape(o.id), escape(o.source),
+    rows = [[_when(o.placed_at), escape(o.id), escape(o.door),
              escape(", ".join(f"{line.quantity} × {line.name}" for line in o.lines)),
              _money(o.total_cents, o.currency), escape(o.buyer.name) if o.buyer else "—",
              escape(o.buyer.email) if o.buyer else "—",
              "<br>".join(escape(part) for part in o.buyer.address.splitlines()) if o.buyer else "—",
-             escape(o.deal_id or o.checkout_id or "")] for o in found.items]
+             escape(o.deal_id or o.checkout_id or o.session_id or "")] for o in found.items]
     return (table("table-orders", "Orders, newest first", ("When", "Order", "From", "Items", "Total", "Buyer",
                                                             "Email", "Ship to", "Deal or checkout"),
                   rows, numeric=(4,)) + pager(found, "/admin/orders", "orders"))

@@ -1,0 +1,76 @@
+"""The simulated payment handler: what UCP's conformance suite pays with, and what a store's own
+tests pay with. It takes no money, so a store offers it only when it runs with a simulation secret
+(``haggler serve --simulation-secret``).
+
+Its credentials are the suite's (``mock_payment_handler``): a token credential ``success_token``
+succeeds and ``fail_token`` is declined; a card credential succeeds when its number passes the Luhn
+check (the suite's 4242 4242 4242 4242 does). Like a real processor, a second charge with an
+idempotency key already used answers what the first one did, whatever it carries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+
+from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome
+
+#: The handler's id in the checkout protocols.
+SIMULATED_HANDLER_ID = "mock_payment_handler"
+SUCCESS_TOKEN = "success_token"
+FAIL_TOKEN = "fail_token"
+#: Charges remembered per idempotency key; the oldest are forgotten first.
+_REMEMBERED = 10_000
+
+
+def luhn_valid(number: str) -> bool:
+    """Whether a card number (digits, spaces allowed) passes the Luhn check."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if len(digits) < 12 or any(not (c.isdigit() or c == " ") for c in number):
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2:
+            d *= 2
+            d -= 9 if d > 9 else 0
+        total += d
+    return total % 10 == 0
+
+
+class SimulatedPaymentHandler:
+    """Answers charges from their credential alone; never raises :class:`PaymentUnavailable`."""
+
+    id = SIMULATED_HANDLER_ID
+
+    def __init__(self) -> None:
+        self._done: OrderedDict[str, ChargeResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def charge(self, charge: Charge) -> ChargeResult:
+        with self._lock:
+            found = self._done.get(charge.idempotency_key)
+            if found is None:
+                found = self._decide(charge)
+                self._done[charge.idempotency_key] = found
+                if len(self._done) > _REMEMBERED:
+                    self._done.popitem(last=False)
+            return found
+
+    @staticmethod
+    def _decide(charge: Charge) -> ChargeResult:
+        credential = charge.credential
+        reference = "sim_" + hashlib.sha256(charge.idempotency_key.encode()).hexdigest()[:24]
+        if credential.get("type") == "card":
+            if luhn_valid(str(credential.get("number", ""))):
+                return ChargeResult(PaymentOutcome.SUCCEEDED, reference)
+            return ChargeResult(PaymentOutcome.DECLINED, reason="the card number is not valid")
+        token = credential.get("token")
+        if token == SUCCESS_TOKEN:
+            return ChargeResult(PaymentOutcome.SUCCEEDED, reference)
+        if token == FAIL_TOKEN:
+            return ChargeResult(PaymentOutcome.DECLINED, reason="the payment was declined (simulated fail_token)")
+        return ChargeResult(PaymentOutcome.DECLINED, reason="unknown payment token")
+
+
+__all__ = ["FAIL_TOKEN", "SIMULATED_HANDLER_ID", "SUCCESS_TOKEN", "SimulatedPaymentHandler", "luhn_valid"]

@@ -1,0 +1,243 @@
+"""UCP's checkout and order operations, without HTTP: the agent's header checked, the request read,
+the checkout core asked, the answer shaped, idempotency kept, and the order webhooks due after it.
+
+Idempotency (UCP checkout REST binding, "HTTP Headers"): with an ``idempotency-key`` (each
+platform's keys apart, by the profile its ``UCP-Agent`` names), the first answer is stored with a fingerprint of the request (method, path and body, whatever its spacing or
+key order); the same key with the same request answers the stored status and body again, with
+another request 409. A request that failed leaves no record, so sending it again runs it again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from haggler.catalog import Catalog
+from haggler.commerce.sessions import CheckoutSessions, Priced
+from haggler.errors import Conflict, Forbidden, InFlight, InvalidInput, NotFound, Unprocessable
+from haggler.orders import Order, order_for, update_details
+from haggler.payments.handler import PaymentHandler
+from haggler.protocols.ucp import reading, views
+from haggler.protocols.ucp.settings import UcpSettings
+from haggler.protocols.ucp.webhooks import Webhooks
+from haggler.storage.database import Database
+from haggler.storage.schema import idempotency_keys
+
+#: How long an answered idempotency key is kept (the REST binding: at least 24 hours).
+IDEMPOTENCY_TTL = timedelta(hours=48)
+#: The door UCP orders come through (orders.door).
+DOOR = "ucp"
+#: The idempotency records' owner in ``idempotency_keys`` (the exchange keys its own per agent):
+#: ``ucp:`` and a digest of the platform's profile URL, so that one platform's keys never meet another's.
+_IDEMPOTENCY_OWNER = "ucp:"
+_LONGEST_KEY = 255
+
+
+class Answer(NamedTuple):
+    """What a route sends: a status, a JSON body, and work to do once it is sent (a webhook)."""
+
+    status: int
+    body: dict[str, Any]
+    after: Callable[[], object] | None = None
+
+
+class UcpService:
+    def __init__(self, db: Database, clock: Callable[[], datetime], settings: UcpSettings,
+                 handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
+                 deal_ttl: timedelta = timedelta(hours=24), webhooks: Webhooks | None = None) -> None:
+        """``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
+        a deal closed in chat can be bought (the agents.json cart's and checkout page's lifetime)."""
+        self.db = db
+        self.clock = clock
+        self.settings = settings
+        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
+        self.webhooks = webhooks or Webhooks(settings)
+        listed = views.LISTED_FOR_TESTS if settings.simulation_secret else ()
+        #: The handlers a checkout names: those it can charge through, then those listed for tests.
+        self.handler_ids = (*sorted(handlers), *(h for h in listed if h not in handlers))
+
+    # -- discovery ---------------------------------------------------------------------------------
+
+    def profile(self, base: str) -> dict[str, Any]:
+        """``/.well-known/ucp`` for a store whose links start at ``base``."""
+        return views.profile(base, self.handler_ids)
+
+    # -- checkout sessions -------------------------------------------------------------------------
+
+    def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Answer:
+        """Create Checkout: 201 with the session; the platform's webhook is looked up from its profile."""
+        agent = reading.read_agent(agent_header)
+
+        def run() -> Answer:
+            request = reading.session_input(body, creating=True, webhook_url=self.webhooks.webhook_url(agent.profile))
+            return Answer(201, self._checkout(self.sessions.create(request), base))
+        return self._idempotent(agent, key, "POST /checkout-sessions", body, run)
+
+    def get(self, agent_header: str | None, session_id: str, base: str) -> Answer:
+        """Get Checkout: the session as it stands, completed and canceled ones included."""
+        reading.read_agent(agent_header)
+        return Answer(200, self._checkout(self.sessions.get(session_id), base))
+
+    def update(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
+               base: str) -> Answer:
+        """Update Checkout: the body's id, when sent, must be the session's."""
+        agent = reading.read_agent(agent_header)
+
+        def run() -> Answer:
+            if body.get("id") is not None and body["id"] != session_id:
+                raise InvalidInput(f"the body's id {body['id']!r} is not the session's {session_id!r}")
+            request = reading.session_input(body, creating=False, webhook_url=self.webhooks.webhook_url(agent.profile))
+            return Answer(200, self._checkout(self.sessions.update(session_id, request), base))
+        return self._idempotent(agent, key, f"PUT /checkout-sessions/{session_id}", body, run)
+
+    def cancel(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
+               base: str) -> Answer:
+        """Cancel Checkout: 409 for a session already completed or canceled."""
+        agent = reading.read_agent(agent_header)
+        return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/cancel", body,
+                                lambda: Answer(200, self._checkout(self.sessions.cancel(session_id), base)))
+
+    def complete(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
+                 base: str) -> Answer:
+        """Charge and place the order (``haggler/commerce/sessions.py``), then tell the platform's
+        webhook ``order_placed``."""
+        agent = reading.read_agent(agent_header)
+
+        def run() -> Answer:
+            payment = reading.payment_request(body)
+            priced, order = self.sessions.complete(session_id, payment, door=DOOR)
+            url = priced.session.webhook_url
+            after = (lambda: self.webhooks.deliver(url, views.order_event("order_placed", order, base))) if url else None
+            return Answer(200, self._checkout(priced, base, order), after)
+        return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
+
+    def _checkout(self, priced: Priced, base: str, order: Order | None = None) -> dict[str, Any]:
+        """The checkout as UCP shows it, with its order once there is one."""
+        if order is None and priced.session.order_id is not None:
+            with self.db.read() as conn:
+                order = order_for(conn, order_id=priced.session.order_id)
+        return views.checkout(priced, base, self.handler_ids, order)
+
+    # -- orders ------------------------------------------------------------------------------------
+
+    def _order(self, order_id: str) -> Order:
+        with self.db.read() as conn:
+            found = order_for(conn, order_id=order_id)
+        if found is None or found.door != DOOR:
+            raise NotFound(f"order {order_id} not found")
+        return found
+
+    def get_order(self, agent_header: str | None, order_id: str, base: str) -> Answer:
+        """An order placed through UCP (another door's order is not found here). Its permalink, so
+        asked without ``UCP-Agent`` too."""
+        reading.read_agent(agent_header, required=False)
+        return Answer(200, views.order(self._order(order_id), base))
+
+    def update_order(self, agent_header: str | None, key: str | None, order_id: str, body: dict[str, Any],
+                     base: str) -> Answer:
+        """Record the fulfillment events and adjustments sent. Both are append-only logs (UCP
+        order, "Data Model"): an update may add entries, never drop one already recorded (422)."""
+        agent = reading.read_agent(agent_header)
+
+        def run() -> Answer:
+            events, adjustments = reading.order_update(body)
+
+            def change(_: Order, details: dict[str, Any]) -> dict[str, Any]:
+                for name, sent in (("events", events), ("adjustments", adjustments)):
+                    if sent is None:
+                        continue
+                    kept = {e["id"] for e in details.get(name) or ()}
+                    missing = kept - {e["id"] for e in sent}
+                    if missing:
+                        raise Unprocessable(f"{name} are append-only: {', '.join(sorted(missing))} cannot be removed")
+                    details[name] = sent
+                return details
+            return Answer(200, views.order(self._change_order(order_id, change), base))
+        return self._idempotent(agent, key, f"PUT /orders/{order_id}", body, run)
+
+    def _change_order(self, order_id: str, change: Callable[[Order, dict[str, Any]], dict[str, Any]]) -> Order:
+        with self.db.write() as conn:
+            found = order_for(conn, order_id=order_id)
+            if found is None or found.door != DOOR:
+                raise NotFound(f"order {order_id} not found")
+            details = change(found, dict(found.details or {}))
+            update_details(conn, order_id, details)
+            placed = order_for(conn, order_id=order_id)
+        assert placed is not None
+        return placed
+
+    # -- simulation --------------------------------------------------------------------------------
+
+    def simulation_allowed(self, secret: str | None) -> None:
+        """403 unless ``secret`` is the store's simulation secret (compared in constant time)."""
+        expected = self.settings.simulation_secret
+        if expected is None or secret is None or not hmac.compare_digest(secret.encode(), expected.encode()):
+            raise Forbidden("a simulation endpoint needs the store's Simulation-Secret")
+
+    def simulate_shipping(self, secret: str | None, order_id: str, base: str) -> Answer:
+        """Record that the whole order shipped and tell the platform's webhook ``order_shipped``."""
+        self.simulation_allowed(secret)
+        now = self.clock()
+
+        def ship(order: Order, details: dict[str, Any]) -> dict[str, Any]:
+            event = views.shipped_event("evt_" + secrets.token_hex(8), order, now, base)
+            details["events"] = [*(details.get("events") or ()), event]
+            return details
+        order = self._change_order(order_id, ship)
+        session = self.sessions.session_of(order)
+        url = session.webhook_url if session else None
+        after = (lambda: self.webhooks.deliver(url, views.order_event("order_shipped", order, base))) if url else None
+        return Answer(200, views.order(order, base), after)
+
+    # -- idempotency -------------------------------------------------------------------------------
+
+    def sweep(self) -> int:
+        """Forget the answered idempotency keys older than :data:`IDEMPOTENCY_TTL` (the store's
+        background sweep); how many."""
+        with self.db.write() as conn:
+            return conn.execute(delete(idempotency_keys).where(
+                idempotency_keys.c.agent_id.startswith(_IDEMPOTENCY_OWNER, autoescape=True),
+                idempotency_keys.c.status_code.is_not(None),
+                idempotency_keys.c.created_at < self.clock() - IDEMPOTENCY_TTL)).rowcount
+
+    def _idempotent(self, agent: reading.Agent, key: str | None, what: str, body: dict[str, Any],
+                    run: Callable[[], Answer]) -> Answer:
+        if key is None:
+            return run()
+        if not key.strip() or len(key) > _LONGEST_KEY:
+            raise InvalidInput(f"idempotency-key must be 1 to {_LONGEST_KEY} characters")
+        fingerprint = hashlib.sha256(
+            (what + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()).hexdigest()
+        owner = _IDEMPOTENCY_OWNER + hashlib.sha256((agent.profile or "").encode()).hexdigest()[:32]
+        where = (idempotency_keys.c.agent_id == owner) & (idempotency_keys.c.key == key)
+        try:
+            with self.db.write() as conn:
+                row = conn.execute(select(idempotency_keys).where(where)).first()
+                if row is not None:
+                    if row.request_hash != fingerprint:
+                        raise Conflict("this idempotency-key was used for a different request")
+                    if row.status_code is None:
+                        raise InFlight("the first request with this idempotency-key is still being processed")
+                    return Answer(row.status_code, json.loads(row.body))
+                conn.execute(insert(idempotency_keys).values(agent_id=owner, key=key,
+                                                             request_hash=fingerprint, created_at=self.clock()))
+        except IntegrityError:
+            raise InFlight("the first request with this idempotency-key is still being processed") from None
+        try:
+            answer = run()
+        except BaseException:
+            with self.db.write() as conn:
+                conn.execute(delete(idempotency_keys).where(where))
+            raise
+        with self.db.write() as conn:
+            conn.execute(update(idempotency_keys).where(where).values(status_code=answer.status,
+                                                                     body=json.dumps(answer.body)))
+        return answer

@@ -1,0 +1,314 @@
+"""What crosses the wire, and nothing more: the discovery profile, checkout sessions, orders, order
+events and errors, in UCP 2026-01-11's shapes (``source/schemas/shopping`` of UCP's specification).
+
+A payment credential never leaves (UCP overview, "Credential Flow": businesses MUST NOT echo
+credentials back); an instrument goes back with the fields listed in :data:`INSTRUMENT_FIELDS` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict
+from datetime import datetime
+from typing import Any
+
+from haggler.commerce.merchant_data import Address
+from haggler.commerce.sessions import COMPLETED, Priced
+from haggler.orders import Order
+from haggler.payments.simulated import FAIL_TOKEN, SIMULATED_HANDLER_ID, SUCCESS_TOKEN
+from haggler.protocols.ucp.settings import UCP_VERSION
+from haggler.timestamps import utc_z
+
+SHOPPING = "dev.ucp.shopping"
+CHECKOUT = f"{SHOPPING}.checkout"
+ORDER = f"{SHOPPING}.order"
+#: The checkout extensions this merchant implements, with their parent.
+EXTENSIONS = (f"{SHOPPING}.discount", f"{SHOPPING}.fulfillment", f"{SHOPPING}.buyer_consent")
+_DOCS = "https://ucp.dev"
+
+#: The instrument fields sent back in a checkout's ``payment.instruments``.
+INSTRUMENT_FIELDS = ("id", "handler_id", "handler_name", "type", "brand", "last_digits", "expiry_month",
+                     "expiry_year", "rich_text_description", "rich_card_art", "billing_address")
+#: The buyer fields kept and sent back (``consent``: the buyer-consent extension).
+BUYER_FIELDS = ("first_name", "last_name", "full_name", "email", "phone_number", "consent")
+CONSENT_FIELDS = ("analytics", "preferences", "marketing", "sale_of_data")
+EVENT_FIELDS = ("id", "occurred_at", "type", "line_items", "tracking_number", "tracking_url", "carrier", "description")
+ADJUSTMENT_FIELDS = ("id", "type", "occurred_at", "status", "line_items", "amount", "description")
+
+
+def _capability(name: str, *, extends: str | None = None, detail: bool = True) -> dict[str, Any]:
+    short = name.rsplit(".", 1)[1]
+    entry: dict[str, Any] = {"name": name, "version": UCP_VERSION}
+    if detail:
+        entry["spec"] = f"{_DOCS}/specification/{short}"
+        entry["schema"] = f"{_DOCS}/schemas/shopping/{short}.json"
+    if extends:
+        entry["extends"] = extends
+    return entry
+
+
+# -- payment handlers ------------------------------------------------------------------------------
+
+#: How each handler this merchant can name is described in its profile and checkouts. Only the
+#: handlers the store can charge through are offered, plus, with a simulation secret, the two the
+#: conformance suite expects a test merchant to list (``google_pay``, ``shop_pay``): a completion
+#: through either is refused as unavailable, since no processor stands behind them here.
+_HANDLERS: dict[str, dict[str, Any]] = {
+    SIMULATED_HANDLER_ID: {
+        "id": SIMULATED_HANDLER_ID, "name": "dev.ucp.mock_payment", "version": UCP_VERSION,
+        "spec": f"{_DOCS}/specs/mock", "config_schema": f"{_DOCS}/schemas/mock.json",
+        "instrument_schemas": [f"{_DOCS}/schemas/shopping/types/card_payment_instrument.json"],
+        "config": {"supported_tokens": [SUCCESS_TOKEN, FAIL_TOKEN]},
+    },
+    "google_pay": {
+        "id": "google_pay", "name": "google.pay", "version": UCP_VERSION,
+        "spec": "https://developers.google.com/merchant/ucp/guides/gpay-payment-handler",
+        "config_schema": "https://pay.google.com/gp/p/ucp/2026-01-11/schemas/gpay_config.json",
+        "instrument_schemas": ["https://pay.google.com/gp/p/ucp/2026-01-11/schemas/gpay_card_payment_instrument.json"],
+        "config": {"api_version": 2, "api_version_minor": 0,
+                   "merchant_info": {"merchant_name": "haggler test store", "merchant_id": "TEST"},
+                   "allowed_payment_methods": [{"type": "CARD", "parameters": {
+                       "allowedAuthMethods": ["PAN_ONLY"], "allowedCardNetworks": ["VISA", "MASTERCARD"]}}]},
+    },
+    "shop_pay": {
+        "id": "shop_pay", "name": "com.shopify.shop_pay", "version": UCP_VERSION,
+        "spec": "https://shopify.dev/ucp/handlers/shop_pay",
+        "config_schema": "https://shopify.dev/ucp/handlers/shop_pay/config.json",
+        "instrument_schemas": ["https://shopify.dev/ucp/handlers/shop_pay/instrument.json"],
+        "config": {"shop_id": "haggler-test-store"},
+    },
+}
+#: Listed with a simulation secret for platforms under test; never chargeable.
+LISTED_FOR_TESTS = ("google_pay", "shop_pay")
+
+
+def handler_entries(handler_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The handlers' descriptions, for those this module knows how to describe."""
+    return [_HANDLERS[h] for h in handler_ids if h in _HANDLERS]
+
+
+# -- the profile -----------------------------------------------------------------------------------
+
+
+def profile(base: str, handler_ids: Iterable[str]) -> dict[str, Any]:
+    """``/.well-known/ucp``: the shopping service over REST at the store's root, its capabilities
+    and the payment handlers offered."""
+    return {
+        "ucp": {
+            "version": UCP_VERSION,
+            "services": {SHOPPING: {
+                "version": UCP_VERSION,
+                "spec": f"{_DOCS}/specification/reference",
+                "rest": {"schema": f"{_DOCS}/services/shopping/rest.openapi.json", "endpoint": base},
+            }},
+            "capabilities": [_capability(CHECKOUT), _capability(ORDER),
+                             *(_capability(name, extends=CHECKOUT) for name in EXTENSIONS)],
+        },
+        "payment": {"handlers": handler_entries(handler_ids)},
+    }
+
+
+# -- checkout sessions -----------------------------------------------------------------------------
+
+
+def _totals(pairs: Iterable[tuple[str, int | None, str | None]]) -> list[dict[str, Any]]:
+    out = []
+    for kind, amount, text in pairs:
+        if amount is None:
+            continue
+        entry: dict[str, Any] = {"type": kind, "amount": amount}
+        if text:
+            entry["display_text"] = text
+        out.append(entry)
+    return out
+
+
+def address(a: Address | Mapping[str, Any], *, with_id: bool = True) -> dict[str, Any]:
+    """A destination (or an order's stored one) as UCP's postal address."""
+    d = asdict(a) if isinstance(a, Address) else dict(a)
+    out = {"id": d.get("id"), "full_name": d.get("full_name"), "street_address": d.get("street_address"),
+           "address_locality": d.get("locality"), "address_region": d.get("region"),
+           "postal_code": d.get("postal_code"), "address_country": d.get("country")}
+    if not with_id:
+        out.pop("id")
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _buyer(buyer: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not buyer:
+        return None
+    out = {k: buyer[k] for k in BUYER_FIELDS if buyer.get(k) is not None}
+    return out or None
+
+
+def _payment(payment: Mapping[str, Any], handler_ids: Iterable[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {"handlers": handler_entries(handler_ids)}
+    if isinstance(payment.get("selected_instrument_id"), str):
+        out["selected_instrument_id"] = payment["selected_instrument_id"]
+    instruments = [{k: i[k] for k in INSTRUMENT_FIELDS if k in i} for i in payment.get("instruments") or ()]
+    out["instruments"] = instruments
+    return out
+
+
+def _messages(priced: Priced) -> list[dict[str, Any]]:
+    """Why a session cannot complete yet (``recoverable``: the agent can fix it with an update), and
+    each discount code that was not applied (a warning, as UCP's discount extension asks)."""
+    session = priced.session
+    codes = [c.lower() for c in session.discount_codes]
+    messages = [{"type": "warning", "code": r.reason, "path": f"$.discounts.codes[{codes.index(r.code.lower())}]",
+                 "content": r.content} for r in priced.rejections]
+    if session.status not in (COMPLETED, "canceled") and not priced.ready:
+        f = session.fulfillment
+        if f is None or f.destination is None:
+            messages.append({"type": "error", "code": "missing", "path": "$.fulfillment.methods[0].selected_destination_id",
+                             "content": "Choose a shipping destination", "severity": "recoverable"})
+        elif priced.selected_option is None:
+            messages.append({"type": "error", "code": "missing",
+                             "path": "$.fulfillment.methods[0].groups[0].selected_option_id",
+                             "content": "Choose a shipping option", "severity": "recoverable"})
+    return messages
+
+
+def _fulfillment(priced: Priced) -> dict[str, Any] | None:
+    f = priced.session.fulfillment
+    if f is None:
+        return None
+    line_ids = [line.id for line in priced.session.lines]
+    group: dict[str, Any] = {"id": f.group_id, "line_item_ids": line_ids,
+                             "options": [{"id": o.id, "title": o.title,
+                                          "totals": _totals([("total", o.price_cents, None)])} for o in priced.options]}
+    if priced.selected_option is not None:
+        group["selected_option_id"] = priced.selected_option.id
+    method: dict[str, Any] = {"id": f.method_id, "type": f.method_type, "line_item_ids": line_ids,
+                              "destinations": None if f.destinations is None else [address(d) for d in f.destinations],
+                              "groups": [group]}
+    if f.selected_destination_id is not None:
+        method["selected_destination_id"] = f.selected_destination_id
+    return {"methods": [method]}
+
+
+def checkout(priced: Priced, base: str, handler_ids: Iterable[str], order: Order | None = None) -> dict[str, Any]:
+    """A checkout session as UCP's checkout response with the fulfillment, discount and
+    buyer-consent extensions."""
+    session = priced.session
+    t = priced.totals
+    body: dict[str, Any] = {
+        "ucp": {"version": UCP_VERSION, "capabilities": [_capability(CHECKOUT, detail=False),
+                                                          *(_capability(n, detail=False) for n in EXTENSIONS)]},
+        "id": session.id,
+        "status": session.status,
+        "currency": session.currency,
+        "line_items": [{"id": line.id,
+                        "item": {k: v for k, v in {"id": line.product_id, "title": line.title,
+                                                   "price": line.unit_price_cents,
+                                                   "image_url": line.image_url}.items() if v is not None},
+                        "quantity": line.quantity,
+                        "totals": _totals([("subtotal", line.subtotal_cents, None),
+                                           ("discount", line.subtotal_cents - priced.line_total(line) or None, None),
+                                           ("total", priced.line_total(line), None)])}
+                       for line in session.lines],
+        "totals": _totals([("subtotal", t.subtotal_cents, None),
+                           ("discount", t.discount_cents or None, "Discounts"),
+                           ("fulfillment", t.fulfillment_cents, "Shipping"),
+                           ("total", t.total_cents, None)]),
+        "messages": _messages(priced),
+        "links": [],
+        "expires_at": utc_z(session.expires_at),
+        "payment": _payment(session.payment, handler_ids),
+    }
+    buyer = _buyer(session.buyer)
+    if buyer is not None:
+        body["buyer"] = buyer
+    fulfillment = _fulfillment(priced)
+    if fulfillment is not None:
+        body["fulfillment"] = fulfillment
+    if session.discount_codes:
+        body["discounts"] = {"codes": list(session.discount_codes),
+                             "applied": [{"code": d.code, "title": d.title, "amount": d.amount_cents}
+                                         for d in priced.discounts]}
+    if order is not None:
+        body["order"] = {"id": order.id, "permalink_url": order_url(base, order.id)}
+    return body
+
+
+# -- orders ----------------------------------------------------------------------------------------
+
+
+def order_url(base: str, order_id: str) -> str:
+    return f"{base}/orders/{order_id}"
+
+
+def order(o: Order, base: str) -> dict[str, Any]:
+    """An order as UCP's order: its lines as placed, the buyer-facing expectation (the chosen
+    option, to the chosen address), the fulfillment events and adjustments recorded since."""
+    details = o.details or {}
+    line_ids = details.get("line_ids") or [f"li_{i + 1}" for i in range(len(o.lines))]
+    events = details.get("events") or []
+    shipped: dict[str, int] = {}
+    for event in events:
+        if event.get("type") in ("shipped", "delivered", "in_transit"):
+            for item in event.get("line_items") or ():
+                shipped[item["id"]] = max(shipped.get(item["id"], 0), item["quantity"])
+    lines = []
+    for line_id, line in zip(line_ids, o.lines):
+        done = min(shipped.get(line_id, 0), line.quantity)
+        lines.append({"id": line_id, "item": {"id": line.item_id, "title": line.name, "price": line.unit_price_cents},
+                      "quantity": {"total": line.quantity, "fulfilled": done},
+                      "totals": _totals([("subtotal", line.line_total_cents, None),
+                                         ("total", line.line_total_cents, None)]),
+                      "status": "fulfilled" if done == line.quantity else "partial" if done else "processing"})
+    f = details.get("fulfillment") or {}
+    expectations = []
+    if f.get("destination"):
+        expectations.append({"id": "exp_1", "line_items": [{"id": i, "quantity": line.quantity}
+                                                           for i, line in zip(line_ids, o.lines)],
+                             "method_type": f.get("method_type") or "shipping",
+                             "destination": address(f["destination"], with_id=False),
+                             "description": f.get("option_title"), "fulfillable_on": "now"})
+    totals = details.get("totals") or {}
+    return {
+        "ucp": {"version": UCP_VERSION, "capabilities": [_capability(ORDER, detail=False)]},
+        "id": o.id,
+        "checkout_id": o.session_id,
+        "permalink_url": order_url(base, o.id),
+        "line_items": lines,
+        "fulfillment": {"expectations": expectations, "events": events},
+        "adjustments": details.get("adjustments") or [],
+        "totals": _totals([("subtotal", totals.get("subtotal_cents"), None),
+                           ("discount", totals.get("discount_cents") or None, "Discounts"),
+                           ("fulfillment", totals.get("fulfillment_cents"), "Shipping"),
+                           ("total", o.total_cents, None)]),
+    }
+
+
+def order_event(event_type: str, o: Order, base: str) -> dict[str, Any]:
+    """An order webhook's body: the whole order, never a delta (UCP order: "MUST send full order
+    entity on updates")."""
+    return {"event_type": event_type, "checkout_id": o.session_id, "order": order(o, base)}
+
+
+def shipped_event(event_id: str, o: Order, at: datetime, base: str) -> dict[str, Any]:
+    """The fulfillment event a simulated shipment records: every line, in full."""
+    line_ids = (o.details or {}).get("line_ids") or []
+    return {"id": event_id, "occurred_at": utc_z(at), "type": "shipped",
+            "line_items": [{"id": i, "quantity": line.quantity} for i, line in zip(line_ids, o.lines)],
+            "tracking_number": event_id.upper(), "tracking_url": order_url(base, o.id),
+            "description": "Shipped (simulated)"}
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+_CODES = {400: "invalid", 402: "payment_declined", 403: "forbidden", 404: "not_found", 409: "conflict",
+          413: "invalid", 422: "invalid", 429: "rate_limited", 503: "unavailable"}
+
+
+def error(status: int, message: str, fields: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An error on UCP's paths: ``detail`` (what UCP's reference merchant answers, and its
+    conformance suite reads) and UCP's ``messages`` with one error in it."""
+    code = (fields or {}).get("code") or _CODES.get(status, "internal_error")
+    severity = "requires_buyer_input" if code == "version_unsupported" else "recoverable"
+    body: dict[str, Any] = {"detail": message,
+                            "messages": [{"type": "error", "code": code, "content": message, "severity": severity}]}
+    if code == "version_unsupported":
+        body["status"] = "requires_escalation"
+    return body

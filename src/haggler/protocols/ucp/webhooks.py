@@ -1,0 +1,108 @@
+"""Order webhooks: where a platform wants order events (its profile, named in ``UCP-Agent``) and
+delivering them there.
+
+UCP's order capability: the platform's profile gives ``webhook_url`` in the config of its
+``dev.ucp.shopping.order`` capability; the business MUST send the full order on every event and MUST
+retry failed deliveries. A profile is fetched once per :attr:`UcpSettings.profile_cache_seconds`
+(the overview's "unless already cached"); a profile that cannot be fetched or read names no webhook,
+and the checkout goes on without one. Deliveries run after the response is sent, off the request.
+Both URLs come from the platform, so both pass the shopper's :class:`URLPolicy`: http(s) only, and a
+private or loopback address only on a test store (``UcpSettings.private_urls_allowed``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from haggler.protocols.ucp.settings import UcpSettings
+from haggler.shopper.errors import BlockedURL
+from haggler.shopper.urls import URLPolicy
+from haggler.protocols.ucp.views import ORDER
+
+log = logging.getLogger("haggler")
+#: The largest platform profile read.
+MAX_PROFILE_BYTES = 256 * 1024
+
+
+class Webhooks:
+    def __init__(self, settings: UcpSettings, transport: httpx.BaseTransport | None = None,
+                 sleep: Callable[[float], None] = time.sleep, policy: URLPolicy | None = None) -> None:
+        self.settings = settings
+        self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
+        self._transport = transport
+        self._sleep = sleep
+        self._profiles: dict[str, tuple[float, str | None]] = {}
+        self._lock = threading.Lock()
+
+    def _client(self) -> httpx.Client:
+        return httpx.Client(timeout=self.settings.webhook_timeout_seconds, transport=self._transport,
+                            follow_redirects=False)
+
+    def webhook_url(self, profile_url: str | None) -> str | None:
+        """The order webhook URL the platform's profile names, or None."""
+        if not profile_url or not profile_url.startswith(("http://", "https://")):
+            return None
+        now = time.monotonic()
+        with self._lock:
+            cached = self._profiles.get(profile_url)
+        if cached is not None and now - cached[0] < self.settings.profile_cache_seconds:
+            return cached[1]
+        url = self._fetch(profile_url)
+        with self._lock:
+            if len(self._profiles) > 1000:
+                self._profiles.clear()
+            self._profiles[profile_url] = (now, url)
+        return url
+
+    def _fetch(self, profile_url: str) -> str | None:
+        try:
+            self.policy.check(profile_url)
+            with self._client() as client:
+                answer = client.get(profile_url, headers={"Accept": "application/json"})
+            if answer.status_code != 200 or len(answer.content) > MAX_PROFILE_BYTES:
+                return None
+            return order_webhook(answer.json())
+        except (httpx.HTTPError, ValueError, BlockedURL) as exc:
+            log.info("UCP platform profile %s not read: %s", profile_url, exc)
+            return None
+
+    def deliver(self, url: str, event: Mapping[str, Any]) -> bool:
+        """POST ``event`` to ``url``, retrying with a growing pause; whether it was taken (2xx)."""
+        try:
+            self.policy.check(url)
+        except BlockedURL as exc:
+            log.warning("UCP webhook %s not sent: %s", url, exc)
+            return False
+        for attempt in range(self.settings.webhook_attempts):
+            if attempt:
+                self._sleep(0.5 * 2 ** (attempt - 1))
+            try:
+                with self._client() as client:
+                    answer = client.post(url, json=event)
+                if 200 <= answer.status_code < 300:
+                    return True
+                log.info("UCP webhook %s answered %d (attempt %d)", url, answer.status_code, attempt + 1)
+            except httpx.HTTPError as exc:
+                log.info("UCP webhook %s failed (attempt %d): %s", url, attempt + 1, exc)
+        log.warning("UCP webhook %s: %s not delivered after %d attempts", url, event.get("event_type"),
+                    self.settings.webhook_attempts)
+        return False
+
+
+def order_webhook(profile: Any) -> str | None:
+    """``ucp.capabilities[name=dev.ucp.shopping.order].config.webhook_url`` of a platform profile."""
+    try:
+        for capability in profile["ucp"]["capabilities"]:
+            if capability.get("name") == ORDER:
+                url = (capability.get("config") or {}).get("webhook_url")
+                if isinstance(url, str) and url.startswith(("http://", "https://")):
+                    return url
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return None

@@ -1,0 +1,115 @@
+"""A UCP platform for the merchant's tests: a loopback server that serves the platform's profile
+(naming its order webhook) and records the order events delivered to it, and helpers to speak UCP
+to a store (headers, a ready-to-complete checkout)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from haggler.commerce.merchant_data import load_seed, read_seed
+from haggler.server.threaded import ThreadedServer
+from haggler.storage.database import open_database
+
+#: The tests' own data set, in the UCP conformance suite's CSV layout.
+TEA_SHOP = Path(__file__).resolve().parent.parent / "protocols" / "ucp" / "tea_shop"
+SECRET = "test-simulation-secret"
+
+
+def seed(db_url: str, directory: Path = TEA_SHOP) -> None:
+    """Load a data set into the database at ``db_url`` (migrating it first)."""
+    db = open_database(db_url)
+    try:
+        with db.write() as conn:
+            load_seed(conn, read_seed(directory))
+    finally:
+        db.dispose()
+
+
+class Platform:
+    """The buyer's platform: ``profile_url`` for UCP-Agent, ``events`` as they arrive."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+        async def profile(request: Request) -> JSONResponse:
+            return JSONResponse({"ucp": {"version": "2026-01-11", "capabilities": [
+                {"name": "dev.ucp.shopping.order", "version": "2026-01-11",
+                 "config": {"webhook_url": f"{self.base}/hooks/order"}}]}})
+
+        async def hook(request: Request) -> JSONResponse:
+            with self._lock:
+                self.events.append(await request.json())
+            return JSONResponse({"ok": True})
+
+        self._server = ThreadedServer(Starlette(routes=[Route("/profile.json", profile),
+                                                        Route("/hooks/order", hook, methods=["POST"])]))
+        self.base = ""
+
+    def __enter__(self) -> "Platform":
+        self._server.__enter__()
+        self.base = self._server.base
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.__exit__(*exc)
+
+    @property
+    def profile_url(self) -> str:
+        return f"{self.base}/profile.json"
+
+    def wait_for(self, event_type: str, timeout: float = 5.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                found = next((e for e in self.events if e["event_type"] == event_type), None)
+            if found is not None:
+                return found
+            time.sleep(0.02)
+        raise AssertionError(f"no {event_type} event within {timeout}s; got {self.events}")
+
+
+def headers(profile: str = "https://platform.example/profile.json", key: str | None = None,
+            version: str | None = None) -> dict[str, str]:
+    agent = f'profile="{profile}"' + (f'; version="{version}"' if version else "")
+    return {"UCP-Agent": agent, "idempotency-key": key or str(uuid.uuid4()), "request-id": str(uuid.uuid4())}
+
+
+def create_body(product_id: str = "green_tea", quantity: int = 1, **extra: Any) -> dict[str, Any]:
+    return {"currency": "USD", "line_items": [{"item": {"id": product_id, "title": "whatever"}, "quantity": quantity}],
+            "payment": {"instruments": [], "handlers": []}, **extra}
+
+
+def shipping_to(country: str = "US", option: str | None = None, dest_id: str = "d1") -> dict[str, Any]:
+    method: dict[str, Any] = {"type": "shipping", "destinations": [
+        {"id": dest_id, "street_address": "9 Quay Rd", "address_locality": "Town", "postal_code": "12345",
+         "address_country": country}], "selected_destination_id": dest_id}
+    if option:
+        method["groups"] = [{"selected_option_id": option}]
+    return {"methods": [method]}
+
+
+def ready_checkout(http: httpx.Client, product_id: str = "green_tea", quantity: int = 1,
+                   profile: str = "https://platform.example/profile.json", **extra: Any) -> dict[str, Any]:
+    """A checkout with a destination and the ground option chosen: ready to complete."""
+    answer = http.post("/checkout-sessions", headers=headers(profile),
+                       json=create_body(product_id, quantity, fulfillment=shipping_to(option="ground"), **extra))
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["status"] == "ready_for_complete", answer.json()
+    return answer.json()
+
+
+def pay(token: str = "success_token", **extra: Any) -> dict[str, Any]:
+    return {"payment_data": {"id": "card_ok", "handler_id": "mock_payment_handler", "type": "card", "brand": "visa",
+                             "last_digits": "4242", "credential": {"type": "token", "token": token}},
+            "risk_signals": {}, **extra}
