@@ -22,9 +22,11 @@ except ImportError:  # pragma: no cover
     from support.servers import ProcessServer, free_port  # type: ignore[no-redef]
     from support.ucp import TEA_SHOP, headers  # type: ignore[no-redef]
 
-#: Where the official suite is (``run``, ``suite/``, ``sdk/``): the workspace's shared copy by
-#: default; CI, which clones only this repository, has none and skips the suite's test.
-CONFORMANCE = Path(os.environ.get("HAGGLER_UCP_CONFORMANCE", "/work/shared/ucp-conformance"))
+#: Where the official suite is (``run``, ``suite/``, ``sdk/``): by default the workspace's shared
+#: folder beside the repository (``../shared/ucp-conformance``), which CI lays beside its clone too;
+#: a clone on its own has none and skips the suite's test.
+CONFORMANCE = Path(os.environ.get("HAGGLER_UCP_CONFORMANCE")
+                   or Path(__file__).resolve().parents[3].parent / "shared" / "ucp-conformance")
 #: The suite's own mock servers listen on these; the store must not.
 SUITE_PORTS = (8284, 8285)
 
