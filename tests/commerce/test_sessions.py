@@ -121,3 +121,22 @@ def test_an_expired_session_is_canceled(db):
     clock.advance(hours=6)
     assert sessions.get(session_id).session.status == "canceled"
     assert timedelta(hours=6) == sessions.get(session_id).session.expires_at - sessions.get(session_id).session.created_at
+
+
+def test_a_retry_is_the_same_charge_and_a_new_total_a_new_one(db):
+    """The charge's idempotency key names the payment (session, credential, amount): a declined
+    payment sent again is the same charge (a processor answers it from its record), while the same card
+    for a changed total is a new payment — under the old key a processor such as Stripe would refuse
+    it as a reuse of the key with other parameters."""
+    declined = ChargeResult(PaymentOutcome.DECLINED, reason="insufficient funds")
+    processor = Processor(declined, ChargeResult(PaymentOutcome.SUCCEEDED, "ch_2"))
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": processor})
+    session_id = ready(sessions)
+    for _ in range(2):
+        with pytest.raises(PaymentDeclined):
+            sessions.complete(session_id, PAY, door="ucp")
+    assert processor.keys[0] == processor.keys[1]
+    sessions.update(session_id, SessionInput(lines=(LineRequest(None, "mug", 1),)))
+    priced, order = sessions.complete(session_id, PAY, door="ucp")
+    assert processor.keys[2] != processor.keys[0] and order.payment_reference == "ch_2"
+    assert order.total_cents == priced.totals.total_cents

@@ -441,7 +441,11 @@ class CheckoutSessions:
             raise Conflict(f"checkout session {session_id}: its deal was just bought through another checkout") \
                 from None
         session = priced.session
-        digest = hashlib.sha256(json.dumps(dict(credential), sort_keys=True).encode()).hexdigest()[:32]
+        # The key names this exact payment: the session, the credential and the amount. A retry of it
+        # (a lost answer, a crash before the order) is the same charge; a new total after a decline is
+        # a new payment, which a processor would refuse under the old key.
+        paid = {"credential": dict(credential), "amount": priced.totals.total_cents, "currency": session.currency}
+        digest = hashlib.sha256(json.dumps(paid, sort_keys=True).encode()).hexdigest()[:32]
         charge = Charge(priced.totals.total_cents, session.currency, credential,
                         idempotency_key=f"{self.protocol}-{session.id}-{digest}",
                         description=f"checkout session {session.id}", metadata={"checkout_session": session.id})
