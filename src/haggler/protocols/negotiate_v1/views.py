@@ -268,26 +268,26 @@ class LimitsModel(WireModel):
     currency: str
 
 
-class DescriptorModel(WireModel):
+class _DescriptorBody(WireModel):
+    """What the discovery document holds beside the key that names its version."""
+
+    model_config = ConfigDict(extra="allow")
+    store: StoreModel
+    endpoints: dict[str, dict[str, str]]
+    products: list[ProductModel]
+    limits: LimitsModel
+
+
+class DescriptorModel(_DescriptorBody):
     """The discovery document (§2)."""
 
-    model_config = ConfigDict(extra="allow")
     negotiate_protocol: Literal["negotiate.v1"]
-    store: StoreModel
-    endpoints: dict[str, dict[str, str]]
-    products: list[ProductModel]
-    limits: LimitsModel
 
 
-class NashDescriptorModel(WireModel):
+class NashDescriptorModel(_DescriptorBody):
     """The same discovery document under nash.v1's name (``/nash.json``)."""
 
-    model_config = ConfigDict(extra="allow")
     nash_protocol: Literal["nash.v1"]
-    store: StoreModel
-    endpoints: dict[str, dict[str, str]]
-    products: list[ProductModel]
-    limits: LimitsModel
 
 
 class CatalogModel(WireModel):

@@ -43,6 +43,13 @@ def build_router(service: UcpService, base_of: Callable[[Request], str]) -> APIR
     """The UCP routes; ``base_of`` gives the base of every absolute link (``rest.endpoint``, permalinks)."""
     router = APIRouter()
 
+    async def _write(request: Request, operation: Callable[..., Answer], target: str) -> JSON:
+        """A write on a session or an order: the body read at the edge, the work (which may wait on
+        the payment handler) off the event loop, under the request's idempotency key."""
+        body = await read_json_body(request, BODY_WORDING)
+        h = request.headers
+        return _send(await run_in_threadpool(operation, h.get(_AGENT), h.get(_KEY), target, body, base_of(request)))
+
     @router.get(PROFILE_PATH, include_in_schema=False)
     def profile(request: Request) -> JSON:
         return JSON(service.profile(base_of(request)))
@@ -59,24 +66,15 @@ def build_router(service: UcpService, base_of: Callable[[Request], str]) -> APIR
 
     @router.put(SESSIONS_PATH + "/{session_id}", include_in_schema=False)
     async def update(request: Request, session_id: str) -> JSON:
-        body = await read_json_body(request, BODY_WORDING)
-        h = request.headers
-        return _send(await run_in_threadpool(service.update, h.get(_AGENT), h.get(_KEY), session_id, body,
-                                             base_of(request)))
+        return await _write(request, service.update, session_id)
 
     @router.post(SESSIONS_PATH + "/{session_id}/complete", include_in_schema=False)
     async def complete(request: Request, session_id: str) -> JSON:
-        body = await read_json_body(request, BODY_WORDING)
-        h = request.headers
-        return _send(await run_in_threadpool(service.complete, h.get(_AGENT), h.get(_KEY), session_id, body,
-                                             base_of(request)))
+        return await _write(request, service.complete, session_id)
 
     @router.post(SESSIONS_PATH + "/{session_id}/cancel", include_in_schema=False)
     async def cancel(request: Request, session_id: str) -> JSON:
-        body = await read_json_body(request, BODY_WORDING)
-        h = request.headers
-        return _send(await run_in_threadpool(service.cancel, h.get(_AGENT), h.get(_KEY), session_id, body,
-                                             base_of(request)))
+        return await _write(request, service.cancel, session_id)
 
     @router.get(ORDERS_PATH + "/{order_id}", include_in_schema=False)
     def get_order(request: Request, order_id: str) -> JSON:
@@ -84,10 +82,7 @@ def build_router(service: UcpService, base_of: Callable[[Request], str]) -> APIR
 
     @router.put(ORDERS_PATH + "/{order_id}", include_in_schema=False)
     async def update_order(request: Request, order_id: str) -> JSON:
-        body = await read_json_body(request, BODY_WORDING)
-        h = request.headers
-        return _send(await run_in_threadpool(service.update_order, h.get(_AGENT), h.get(_KEY), order_id, body,
-                                             base_of(request)))
+        return await _write(request, service.update_order, order_id)
 
     if service.settings.simulation_secret is not None:
         @router.post(SIMULATE_SHIPPING_PATH + "/{order_id}", include_in_schema=False)
