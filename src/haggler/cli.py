@@ -407,7 +407,8 @@ def check(
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each response.")] = 10.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Check any store against negotiate.v1; exits non-zero when a MUST fails."""
+    """Check any store against nash.v1 or negotiate.v1 (the report names the version found); exits
+    non-zero when a MUST fails."""
     from haggler.shopper.conformance import run_checks
     from haggler.shopper.conformance_report import print_report
 
@@ -457,7 +458,7 @@ def shop(
     llm_timeout: LLMTimeout = 20.0,
     llm_prices: LLMPrices = None,
 ) -> None:
-    """Haggle for a product at any negotiate.v1 store with haggler's shopper agent (with --llm-*:
+    """Haggle for a product at any nash.v1 or negotiate.v1 store with haggler's shopper agent (with --llm-*:
     a model writes the turns, never above the budget and never stating it)."""
     import asyncio
 

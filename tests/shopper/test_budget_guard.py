@@ -28,7 +28,7 @@ BASE = "http://store.test"
 
 def _store_info(product: Product, max_messages: int) -> StoreInfo:
     listing = Listing(product.id, product.name, product.list_price_cents, product.currency)
-    return StoreInfo(f"{BASE}/negotiate.json", "Test store", None, None,
+    return StoreInfo(f"{BASE}/negotiate.json", "negotiate.v1", "Test store", None, None,
                      Endpoints(f"{BASE}/start/{{product_id}}", f"{BASE}/say/{{session_id}}/{{url_encoded_message}}",
                                f"{BASE}/history/{{session_id}}", None),
                      (listing,), Limits(None, max_messages, None, None, product.currency), raw={})

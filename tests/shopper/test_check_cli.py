@@ -26,6 +26,7 @@ def test_check_passes_our_store_and_exits_zero(make_store):
     result = haggler_check(store.base)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "chat.next_absolute" in result.stdout and "FAIL" not in result.stdout
+    assert "nash.v1 conformance:" in result.stdout and "chat.checkout_url" in result.stdout
 
 
 def test_check_flags_a_broken_store_and_exits_non_zero():
@@ -34,6 +35,7 @@ def test_check_flags_a_broken_store_and_exits_non_zero():
         result = haggler_check(server.base, "--json")
     assert result.returncode == 1
     report = json.loads(result.stdout)
+    assert report["protocol"] == "negotiate.v1"
     failed = {r["id"] for r in report["results"] if r["status"] == "fail"}
     assert {"chat.next_absolute", "privacy.hidden_fields"} <= failed
     by_id = {r["id"]: r for r in report["results"]}

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import socket
 
+import httpx
 import pytest
 from rich.console import Console
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from haggler.protocols.negotiate_v1.settings import StoreLimits
 from haggler.shopper.client import store_base
@@ -40,6 +44,11 @@ def check_broken(defects: Defects, **options) -> tuple[ConformanceReport, Broken
 
 # -- the registry ------------------------------------------------------------------------------
 
+def check_store(store: BrokenStore) -> ConformanceReport:
+    with ThreadedServer(store.app) as server:
+        return run_checks(server.base)
+
+
 def test_check_ids_are_unique_and_well_formed():
     ids = [c.id for c in CHECKS]
     assert len(ids) == len(set(ids))
@@ -61,6 +70,10 @@ def test_our_store_passes_clean(make_store):
     assert {s for i, s in statuses.items() if i != "limits.rate_limit_xff"} == {"pass"}
     assert report.chat_starts <= 4
     assert report.halted is None
+    assert report.protocol == "nash.v1" and report.to_json()["protocol"] == "nash.v1"
+    assert report.result("discovery.document").detail == "found at /nash.json"
+    assert report.result("discovery.protocol").detail == "nash_protocol: nash.v1"
+    assert report.result("chat.checkout_url").detail.startswith(f"{store.base}/checkout/")
 
 
 @pytest.mark.parametrize("limit_loopback", [True, False], ids=["loopback-limited", "loopback-exempt"])
@@ -68,13 +81,14 @@ def test_our_store_passes_the_rate_limit_probe(make_store, limit_loopback):
     """The probe's starts carry X-Forwarded-For from a peer the store does not trust, so they count
     against that peer even when it is loopback and loopback clients are exempt (the default):
     a developer probing their own store sees the limit hold, not a false "limit dodged". The
-    checker's own chat start before the probe counts only when loopback is limited."""
+    checker's own two chat starts before the probe (its chat, and the nash.v1 deal probe) count
+    only when loopback is limited."""
     store = make_store(limits=StoreLimits(max_chat_starts_per_hour_per_ip=4, limit_loopback=limit_loopback))
     report = run_checks(store.base, probe_rate_limit=True)
     assert problems(report) == []
     probe = report.result("limits.rate_limit_xff")
     assert probe.status == "pass", probe.detail
-    assert f"429 after {4 if limit_loopback else 5} starts" in probe.detail
+    assert f"429 after {3 if limit_loopback else 5} starts" in probe.detail
 
 
 def test_product_id_option_picks_the_chat_product(make_store):
@@ -88,10 +102,64 @@ def test_product_id_option_picks_the_chat_product(make_store):
 # -- the broken store ---------------------------------------------------------------------------
 
 def test_the_flagless_broken_store_passes_clean():
+    """It speaks negotiate.v1 only: nash.v1's two checks have nothing to check."""
     report, store = check_broken(Defects())
     assert problems(report) == []
-    assert all(r.status == "pass" for r in report.results), [(r.id, r.status, r.detail) for r in report.results]
+    nash_only = {"discovery.names_agree", "chat.checkout_url"}
+    assert all(r.status == "pass" for r in report.results if r.id not in nash_only), \
+        [(r.id, r.status, r.detail) for r in report.results]
+    assert {report.result(i).status for i in nash_only} == {"skip"}
+    assert "checkout_url is nash.v1's" in report.result("chat.checkout_url").detail
+    assert report.protocol == "negotiate.v1"
+    assert report.result("discovery.document").detail == "found at /negotiate.json"
     assert store.rate_limited == 1  # the probe's 429, and nothing else
+
+
+def test_a_nash_store_passes_clean_and_is_reported_as_nash():
+    store = BrokenStore(nash=True)
+    report = check_store(store)
+    assert all(r.status == "pass" for r in report.results if r.id != "limits.rate_limit_xff"), \
+        [(r.id, r.status, r.detail) for r in report.results]
+    assert report.protocol == "nash.v1"
+    assert report.result("discovery.document").detail == "found at /nash.json"
+    assert store.chat_starts == 2  # the chat, and the deal probe
+
+
+@pytest.mark.parametrize(("checkout_url", "phrase"), [
+    ("missing", "has no checkout_url (only deal.checkout_url has one)"),
+    ("relative", "checkout_url is not an absolute URL: '/checkout/"),
+])
+def test_a_nash_store_without_an_absolute_checkout_url_is_warned(checkout_url, phrase):
+    """SHOULD, as in pier39's connector, which works without the field: a warning, not a failure."""
+    report = check_store(BrokenStore(nash=True, checkout_url=checkout_url))
+    result = report.result("chat.checkout_url")
+    assert (result.level, result.status) == ("SHOULD", "warn")
+    assert phrase in result.detail
+    assert report.ok and problems(report) == []
+
+
+def test_nash_and_negotiate_documents_that_disagree_are_warned():
+    report = check_store(BrokenStore(nash=True, nash_differs=True))
+    result = report.result("discovery.names_agree")
+    assert result.status == "warn"
+    assert "/nash.json and /negotiate.json differ (differing keys: store)" in result.detail
+    assert report.result("discovery.identical").status == "pass"  # each name's two files agree
+
+
+def test_a_nash_store_found_only_at_the_well_known_path_is_warned_about_the_base_file():
+    def descriptor(request):  # type: ignore[no-untyped-def]
+        return JSONResponse(nash_doc)
+
+    store = BrokenStore(nash=True)
+    with ThreadedServer(store.app) as server:
+        nash_doc = httpx.get(f"{server.base}/nash.json").json()
+    only_well_known = Starlette(routes=[Route("/.well-known/nash.json", descriptor)])
+    with ThreadedServer(only_well_known) as server:
+        report = run_checks(server.base)
+    assert report.protocol == "nash.v1"
+    assert report.result("discovery.document").detail == "found at /.well-known/nash.json"
+    well_known = report.result("discovery.well_known")
+    assert well_known.status == "warn" and "GET /nash.json answered 404" in well_known.detail
 
 
 #: Each defect, the check ids that must fail for it (and no others), and a phrase of the detail.
@@ -202,12 +270,11 @@ def test_a_short_retry_after_is_waited_out_once():
 
 def test_connection_refused_is_a_failed_check():
     report = run_checks(f"http://127.0.0.1:{free_port()}", timeout=2)
-    discovery = report.result("discovery.negotiate_json")
-    assert discovery.status == "fail" and "GET /negotiate.json" in discovery.detail
-    assert {r.id for r in report.must_failures} == {"discovery.negotiate_json"}
-    assert report.result("discovery.well_known").status == "warn"
-    assert all(r.status == "skip" for r in report.results
-               if r.id not in ("discovery.negotiate_json", "discovery.well_known"))
+    discovery = report.result("discovery.document")
+    assert discovery.status == "fail" and "GET /nash.json" in discovery.detail
+    assert {r.id for r in report.must_failures} == {"discovery.document"}
+    assert all(r.status == "skip" for r in report.results if r.id != "discovery.document")
+    assert report.protocol is None
 
 
 def test_a_silent_server_times_out_into_a_failed_check():
@@ -216,8 +283,8 @@ def test_a_silent_server_times_out_into_a_failed_check():
         listener.listen(8)
         port = listener.getsockname()[1]
         report = run_checks(f"http://127.0.0.1:{port}", timeout=0.3)
-    assert "no answer within 0.3s" in report.result("discovery.negotiate_json").detail
-    assert report.result("discovery.negotiate_json").status == "fail"
+    assert "no answer within 0.3s" in report.result("discovery.document").detail
+    assert report.result("discovery.document").status == "fail"
 
 
 # -- output ------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from typing import Any
 
@@ -14,7 +15,9 @@ from haggler.protocols.negotiate_v1.settings import StoreLimits
 
 
 def _server(*flags: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "haggler", "mcp", *flags])
+    """The server as a child process with this process's environment: the SDK passes only a few
+    variables by default, and without PYTHONPATH the child may import another checkout's haggler."""
+    return StdioServerParameters(command=sys.executable, args=["-m", "haggler", "mcp", *flags], env=dict(os.environ))
 
 
 def _payload(result: Any) -> Any:
@@ -55,11 +58,12 @@ def test_a_negotiation_turn_by_turn_over_stdio(make_store):
             return found, products, started, reply, done, history
 
     found, products, started, reply, done, history = asyncio.run(go())
-    assert found["name"] == store.catalog.store.name
+    assert found["name"] == store.catalog.store.name and found["protocol"] == "nash.v1"
     assert [p["id"] for p in products] == [p.id for p in store.catalog.products]
     assert started["next"].endswith("{url_encoded_message}")
     assert reply["closed"] is False
     assert done["closed"] is True and done["deal"]["checkout_url"].startswith(store.base)
+    assert done["checkout_url"] == done["deal"]["checkout_url"] and reply["checkout_url"] is None
     assert len(history["history"]) == 5 and history["deal"]["id"] == done["deal"]["id"]
 
 

@@ -8,6 +8,10 @@ import subprocess
 import sys
 
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from haggler.cli import parse_values
 from haggler.money import format_money
@@ -16,9 +20,9 @@ from haggler.shopper.client import AsyncNegotiateClient
 from haggler.shopper.negotiation import goal_for, listing_for, run_negotiation
 
 try:
-    from tests.support.servers import ProcessServer
+    from tests.support.servers import ProcessServer, ThreadedServer
 except ImportError:  # pragma: no cover
-    from support.servers import ProcessServer  # type: ignore[no-redef]
+    from support.servers import ProcessServer, ThreadedServer  # type: ignore[no-redef]
 
 
 def shop(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,7 +45,8 @@ def test_shop_json_reports_a_deal_within_budget(store_process):
     assert outcome["outcome"] == "deal"
     assert 500 <= outcome["price"] <= 540
     assert outcome["saving"] == pytest.approx(outcome["list_price"] - outcome["price"])
-    assert outcome["checkout_url"].startswith(store_process.base)
+    assert outcome["protocol"] == "nash.v1"  # found at /nash.json
+    assert outcome["checkout_url"] == f"{store_process.base}/checkout/{outcome['deal_id']}"
     shopper = [line["message"] for line in outcome["transcript"] if line["speaker"] == "shopper"]
     assert len(shopper) == outcome["turns"] and not any("540" in line for line in shopper)
 
@@ -58,6 +63,7 @@ def test_shop_shows_the_conversation_and_a_summary(store_process):
     assert result.returncode == 0, result.stderr
     assert "Dana Okafor:" in result.stdout and "you:" in result.stdout
     assert "outcome" in result.stdout and "saving vs list" in result.stdout
+    assert "protocol" in result.stdout and "nash.v1" in result.stdout  # the version found, in the summary
 
 
 def test_shop_interactive_uses_the_persons_words(store_process):
@@ -99,3 +105,41 @@ def test_runner_haggles_by_text_and_by_structure_with_the_same_result(make_store
     assert text.outcome == structured.outcome == "deal"
     assert text.price_cents == structured.price_cents <= 64000
     assert format_money(text.price_cents) in text.transcript[-1].message
+
+
+def test_the_runner_surfaces_the_closing_replys_top_level_checkout_url():
+    """A nash.v1 store names where to pay at the top of the closing reply; that is the link the
+    result gives, even when the structured deal carries another (here: the store's old page)."""
+    def descriptor(request: Request) -> JSONResponse:
+        base = str(request.base_url).rstrip("/")
+        return JSONResponse({
+            "nash_protocol": "nash.v1", "store": {"name": "Tiny"},
+            "endpoints": {"start_chat": {"method": "GET", "url_template": f"{base}/start?product_id={{product_id}}"},
+                          "send_message": {"method": "GET",
+                                           "url_template": f"{base}/chat/{{session_id}}/say?message={{url_encoded_message}}"},
+                          "read_history": {"method": "GET", "url_template": f"{base}/chat/{{session_id}}"}},
+            "products": [{"id": "p1", "name": "Widget", "list_price": 100, "currency": "USD"}],
+            "limits": {"max_messages_per_chat": 10, "currency": "USD"}})
+
+    def start(request: Request) -> JSONResponse:
+        return JSONResponse({"session_id": "s1", "greeting": "Hello! The widget is $100.",
+                             "next": f"{str(request.base_url).rstrip('/')}/chat/s1/say?message={{url_encoded_message}}",
+                             "offer": {"price": 100, "currency": "USD", "extras": []}}, status_code=201)
+
+    def say(request: Request) -> JSONResponse:
+        return JSONResponse({"message": "Done: $90, deal.", "closed": True, "next": None,
+                             "deal": {"id": "d1", "price": 90, "currency": "USD", "extras": [],
+                                      "checkout_url": "https://old.example/checkout/d1"},
+                             "checkout_url": "https://pay.example/checkout/d1"})
+
+    async def go():
+        async with AsyncNegotiateClient() as client:
+            info = await client.discover(server.base)
+            goal = goal_for(listing_for(info, "p1"), 95, None, None)
+            return await run_negotiation(client, info, "p1", goal, seed=1)
+
+    app = Starlette(routes=[Route("/nash.json", descriptor), Route("/start", start), Route("/chat/s1/say", say)])
+    with ThreadedServer(app) as server:
+        result = asyncio.run(go())
+    assert (result.outcome, result.protocol, result.price_cents) == ("deal", "nash.v1", 9000)
+    assert result.checkout_url == result.to_json()["checkout_url"] == "https://pay.example/checkout/d1"

@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from haggler.protocols.negotiate_v1.settings import StoreLimits
-from haggler.shopper.client import AsyncNegotiateClient, NegotiateClient, RetryPolicy, discovery_urls
+from haggler.shopper.client import AsyncNegotiateClient, NegotiateClient, RetryPolicy, discovery_urls, store_base
 from haggler.shopper.errors import (
     BlockedURL,
     ChatClosed,
@@ -35,11 +35,21 @@ except ImportError:  # pragma: no cover
 
 
 def test_discovery_urls_from_domains_and_urls():
-    assert discovery_urls("shop.example.com") == ["https://shop.example.com/negotiate.json",
+    assert discovery_urls("shop.example.com") == ["https://shop.example.com/nash.json",
+                                                  "https://shop.example.com/.well-known/nash.json",
+                                                  "https://shop.example.com/negotiate.json",
                                                   "https://shop.example.com/.well-known/negotiate.json"]
-    assert discovery_urls("localhost:8000")[0] == "http://localhost:8000/negotiate.json"
-    assert discovery_urls("http://a.example/store/")[1] == "http://a.example/store/.well-known/negotiate.json"
+    assert discovery_urls("localhost:8000")[0] == "http://localhost:8000/nash.json"
+    assert discovery_urls("http://a.example/store/") == [
+        "http://a.example/store/nash.json", "http://a.example/store/.well-known/nash.json",
+        "http://a.example/store/negotiate.json", "http://a.example/store/.well-known/negotiate.json"]
     assert discovery_urls("https://a.example/custom.json") == ["https://a.example/custom.json"]
+
+
+@pytest.mark.parametrize("suffix", ["/nash.json", "/.well-known/nash.json", "/negotiate.json",
+                                    "/.well-known/negotiate.json"])
+def test_a_descriptor_url_gives_its_store_base(suffix):
+    assert store_base(f"https://a.example/shop{suffix}") == "https://a.example/shop"
 
 
 def test_a_whole_negotiation_with_the_sync_client(store):
@@ -141,8 +151,105 @@ def test_falls_back_to_the_well_known_descriptor():
 
 def test_a_site_without_a_descriptor_is_not_negotiable():
     with _serve([Route("/", lambda r: Response("hi"))]) as server, NegotiateClient() as client:
-        with pytest.raises(NotNegotiable, match="no negotiate.v1 descriptor"):
+        with pytest.raises(NotNegotiable, match="no nash.v1 or negotiate.v1 descriptor") as caught:
             client.discover(server.base)
+    for path in ("/nash.json", "/.well-known/nash.json", "/negotiate.json", "/.well-known/negotiate.json"):
+        assert f"{server.base}{path}: " in caught.value.message
+
+
+# -- nash.v1 and negotiate.v1 -------------------------------------------------------------------------
+
+def _versioned(key: str, version: str):  # type: ignore[no-untyped-def]
+    """A handler serving the tiny descriptor with its version under ``key``."""
+    def descriptor(request: Request) -> JSONResponse:
+        doc = _descriptor(str(request.base_url).rstrip("/"))
+        del doc["negotiate_protocol"]
+        return JSONResponse({key: version, **doc})
+    return descriptor
+
+
+def test_prefers_nash_json_over_negotiate_json():
+    routes = [Route("/negotiate.json", _versioned("negotiate_protocol", "negotiate.v1")),
+              Route("/nash.json", _versioned("nash_protocol", "nash.v1"))]
+    with _serve(routes) as server, NegotiateClient() as client:
+        info = client.discover(server.base)
+    assert info.discovery_url == f"{server.base}/nash.json" and info.protocol == "nash.v1"
+
+
+def test_falls_back_to_well_known_nash_then_negotiate_json_when_nash_json_is_not_json():
+    """A site's catch-all page at /nash.json is not a descriptor: the next URL is tried."""
+    routes = [Route("/nash.json", lambda r: Response("<!doctype html><p>our shop</p>", media_type="text/html")),
+              Route("/negotiate.json", _versioned("negotiate_protocol", "negotiate.v1"))]
+    with _serve(routes) as server, NegotiateClient() as client:
+        info = client.discover(server.base)
+    assert info.discovery_url == f"{server.base}/negotiate.json" and info.protocol == "negotiate.v1"
+
+
+@pytest.mark.parametrize("key", ["nash_protocol", "negotiate_protocol"])
+@pytest.mark.parametrize("version", ["nash.v1", "negotiate.v1"])
+def test_either_key_with_either_version_is_accepted(key, version):
+    with _serve([Route("/.well-known/nash.json", _versioned(key, version))]) as server, NegotiateClient() as client:
+        info = client.discover(server.base)
+    assert info.protocol == version and info.name == "Tiny"
+
+
+@pytest.mark.parametrize(("key", "version"), [("nash_protocol", "nash.v2"), ("negotiate_protocol", "negotiate.v2"),
+                                              ("nash_protocol", "NASH.V1"), ("protocol", "nash.v1")])
+def test_other_versions_are_refused_with_a_clear_error(key, version):
+    with _serve([Route("/nash.json", _versioned(key, version)),
+                 Route("/negotiate.json", _versioned("negotiate_protocol", "negotiate.v1"))]) as server:
+        with NegotiateClient() as client, pytest.raises(UnsupportedProtocol) as caught:
+            client.discover(server.base)
+    expected = None if key == "protocol" else version
+    assert caught.value.version == expected
+    assert "understands only 'nash.v1' and 'negotiate.v1'" in caught.value.message
+    assert (repr(version) in caught.value.message) if expected else ("names no protocol version" in caught.value.message)
+
+
+def test_nash_protocol_is_read_before_negotiate_protocol():
+    def descriptor(request: Request) -> JSONResponse:
+        return JSONResponse({"nash_protocol": "nash.v1", **_descriptor(str(request.base_url).rstrip("/"),
+                                                                      protocol="negotiate.v2")})
+
+    with _serve([Route("/nash.json", descriptor)]) as server, NegotiateClient() as client:
+        assert client.discover(server.base).protocol == "nash.v1"
+
+
+def test_our_store_is_found_as_nash_v1_and_its_closing_reply_gives_the_checkout_url(store):
+    with NegotiateClient() as client:
+        info = client.discover(store.base)
+        assert (info.protocol, info.discovery_url) == ("nash.v1", f"{store.base}/nash.json")
+        chat = client.start(info, info.products[0].id)
+        open_reply = client.say(info, chat.next_url, "would you take $400?")
+        assert open_reply.checkout_url is None
+        reply = client.say(info, open_reply.next_url, "deal")
+    assert reply.closed and reply.deal is not None
+    assert reply.checkout_url == f"{store.base}/checkout/{reply.deal.id}"
+
+
+def test_a_negotiate_v1_descriptor_url_still_finds_our_store_as_negotiate_v1(store):
+    with NegotiateClient() as client:
+        info = client.discover(f"{store.base}/negotiate.json")
+    assert info.protocol == "negotiate.v1" and info.products
+
+
+def test_a_closing_reply_with_only_a_top_level_checkout_url_is_read():
+    """A nash.v1 store may close with ``checkout_url`` and no structured ``deal``."""
+    def say(request: Request) -> JSONResponse:
+        return JSONResponse({"message": "Deal!", "closed": True, "next": None,
+                             "checkout_url": "https://pay.example/o/42"})
+
+    def start(request: Request) -> JSONResponse:
+        return JSONResponse({"session_id": "s1", "greeting": "hi",
+                             "next": f"{str(request.base_url).rstrip('/')}/chat/s1/say?message={{url_encoded_message}}"},
+                            status_code=201)
+
+    routes = [Route("/nash.json", _versioned("nash_protocol", "nash.v1")), Route("/start", start),
+              Route("/chat/s1/say", say)]
+    with _serve(routes) as server, NegotiateClient() as client:
+        info = client.discover(server.base)
+        reply = client.say(info, client.start(info, "p1").next_url, "deal")
+    assert reply.closed and reply.deal is None and reply.checkout_url == "https://pay.example/o/42"
 
 
 def test_backs_off_on_429_honouring_retry_after():

@@ -2,8 +2,10 @@
 
 It exists to test ``haggler check``: with no defect switched on it follows the spec (so the
 checker must pass it clean); each flag of ``Defects`` breaks exactly one rule the way stores
-in the wild break it. It also counts the requests it gets, so a test can hold the checker to
-the limits the store publishes.
+in the wild break it. By default it speaks negotiate.v1 only; ``nash=True`` also serves the
+descriptor under nash.v1's names, and ``checkout_url`` says what the reply that closes a chat
+with a deal (the shopper says "deal") carries at its top level. It also counts the requests it
+gets, so a test can hold the checker to the limits the store publishes.
 
     store = BrokenStore(Defects(relative_next=True))
     with ThreadedServer(store.app) as server:
@@ -17,6 +19,7 @@ import secrets
 import threading
 from collections import Counter
 from dataclasses import dataclass, fields
+from typing import Literal
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -70,8 +73,12 @@ class _Session:
 class BrokenStore:
     def __init__(self, defects: Defects | None = None, *, max_chat_starts_per_hour_per_ip: int = 4,
                  max_messages_per_chat: int = 10, max_message_length_chars: int = 200,
-                 retry_after_seconds: int = 3600) -> None:
+                 retry_after_seconds: int = 3600, nash: bool = False, nash_differs: bool = False,
+                 checkout_url: Literal["absolute", "relative", "missing"] = "absolute") -> None:
         self.defects = defects or Defects()
+        self.nash = nash
+        self.nash_differs = nash_differs  # /nash.json describes the store otherwise than /negotiate.json
+        self.checkout_url = checkout_url
         self.max_starts = max_chat_starts_per_hour_per_ip
         self.max_messages = max_messages_per_chat
         self.max_length = max_message_length_chars
@@ -82,7 +89,9 @@ class BrokenStore:
         self.rate_limited = 0                # starts answered 429
         self.starts_by_client: Counter[str] = Counter()
         self._lock = threading.Lock()
+        nash_routes = [Route("/nash.json", self.nash_discovery), Route("/.well-known/nash.json", self.nash_discovery)]
         self.app = Starlette(routes=[
+            *(nash_routes if nash else []),
             Route("/negotiate.json", self.discovery),
             Route("/.well-known/negotiate.json", self.well_known),
             Route("/api/store/catalog", self.catalog),
@@ -155,6 +164,10 @@ class BrokenStore:
     async def discovery(self, request: Request) -> Response:
         return self.json(self.descriptor(request))
 
+    async def nash_discovery(self, request: Request) -> Response:
+        doc = self.descriptor(request, tagline="Our nash.v1 copy." if self.nash_differs else "Small shop, fair prices.")
+        return self.json({"nash_protocol": "nash.v1", **{k: v for k, v in doc.items() if k != "negotiate_protocol"}})
+
     async def well_known(self, request: Request) -> Response:
         if self.defects.well_known_differs:
             return self.json(self.descriptor(request, tagline="An older copy of our descriptor."))
@@ -221,16 +234,27 @@ class BrokenStore:
             session.shopper_turns += 1
             session.history.append({"speaker": "shopper", "message": message})
             lowered = message.lower()
+            deal = None
             if any(word in lowered for word in ("no thanks", "goodbye", "bye")):
                 reply, session.closed = "No problem. Thanks for stopping by!", True
+            elif lowered == "deal":
+                price = session.product["list_price"]
+                deal = {"id": session_id, "price": price, "currency": "USD", "extras": [],
+                        "checkout_url": f"{self.base(request)}/checkout/{session_id}"}
+                reply, session.closed = f"Deal at ${price}!", True
             elif session.shopper_turns >= self.max_messages:
                 reply, session.closed = "We've covered a lot; let's leave it here. Thanks!", True
             else:
                 reply = f"Shipping is free on the {session.product['name']}. Anything else?"
             session.history.append({"speaker": "merchant", "message": reply})
             closed = session.closed
-        return self.json({"message": reply, "closed": closed,
-                          "next": None if closed else self.next_url(request, session_id)})
+        body: dict = {"message": reply, "closed": closed, "next": None if closed else self.next_url(request, session_id)}
+        if deal is not None:
+            body["deal"] = deal
+            if self.checkout_url != "missing":
+                path = f"/checkout/{session_id}"
+                body["checkout_url"] = path if self.checkout_url == "relative" else self.base(request) + path
+        return self.json(body)
 
     async def history(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]

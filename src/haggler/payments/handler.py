@@ -62,3 +62,9 @@ class PaymentHandler(Protocol):
     def charge(self, charge: Charge) -> ChargeResult:
         """Take the money, or say why not; raises :class:`PaymentUnavailable` when the answer is unknown."""
         ...
+
+
+class PaymentSetupError(RuntimeError):
+    """The handler cannot charge as it is set up or called (its SDK not installed, a key the processor
+    refuses, a request the processor rejects as malformed): the operator's problem, not the buyer's,
+    and a retry would fail the same way. Nothing was charged."""

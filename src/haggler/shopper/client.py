@@ -1,4 +1,8 @@
-"""A client for any negotiate.v1 store, sync and async.
+"""A client for any nash.v1 or negotiate.v1 store, sync and async.
+
+nash.v1 is negotiate.v1 under its successor name: the client looks for ``/nash.json`` and
+``/.well-known/nash.json`` first, then the negotiate.v1 files, as pier39's connector does, and
+reads either version's key. The wire after discovery is the same.
 
 Every flow (discover, start, say, history, resume) is written once, as a sans-I/O generator
 that yields instructions — fetch this URL, sleep this long — and receives the results. The
@@ -53,6 +57,14 @@ from haggler.shopper.models import (
 from haggler.shopper.urls import URLPolicy
 
 PROTOCOL = "negotiate.v1"
+NASH_PROTOCOL = "nash.v1"
+#: The versions this client speaks, and the keys a descriptor may name its version under. Any
+#: key may carry any of the values (pier39's directory asks stores for
+#: ``negotiate_protocol: "nash.v1"``); ``nash_protocol`` is read first when both are present.
+PROTOCOLS = (NASH_PROTOCOL, PROTOCOL)
+PROTOCOL_KEYS = ("nash_protocol", "negotiate_protocol")
+#: Where a descriptor is looked for under a store's base, in this order (§4 step 1, nash first).
+DISCOVERY_FILES = ("/nash.json", "/.well-known/nash.json", "/negotiate.json", "/.well-known/negotiate.json")
 PLACEHOLDER = "{url_encoded_message}"
 T = TypeVar("T")
 
@@ -115,19 +127,20 @@ def store_base(target: str) -> str:
     if not parts.netloc:
         raise NotNegotiable(f"not a store address: {target!r}")
     path = parts.path.rstrip("/")
-    for suffix in ("/.well-known/negotiate.json", "/negotiate.json"):
-        if path.endswith(suffix):
-            path = path[: -len(suffix)]
+    # The longest match: "/.well-known/nash.json" also ends with "/nash.json".
+    suffix = max((s for s in DISCOVERY_FILES if path.endswith(s)), key=len, default="")
+    path = path[: len(path) - len(suffix)]
     return f"{parts.scheme}://{parts.netloc}{path.rstrip('/')}"
 
 
 def discovery_urls(target: str) -> list[str]:
-    """Where to look for a store's descriptor, given a bare domain or a URL (§4 step 1)."""
+    """Where to look for a store's descriptor, given a bare domain or a URL (§4 step 1): a
+    descriptor's own URL as given, else each of :data:`DISCOVERY_FILES` under the store's base."""
     url = _with_scheme(target)
     if urlsplit(url).netloc and urlsplit(url).path.endswith(".json"):
         return [url]
     base = store_base(url)
-    return [f"{base}/negotiate.json", f"{base}/.well-known/negotiate.json"]
+    return [base + suffix for suffix in DISCOVERY_FILES]
 
 
 def fill_template(template: str, **values: str) -> str:
@@ -152,12 +165,19 @@ def _str_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def protocol_of(doc: dict[str, Any]) -> Any:
+    """The version a descriptor names: ``nash_protocol``, else ``negotiate_protocol`` (None if
+    neither is there). Not checked here: see :func:`parse_descriptor`."""
+    return next((doc[key] for key in PROTOCOL_KEYS if doc.get(key)), None)
+
+
 def parse_descriptor(doc: Any, discovery_url: str) -> StoreInfo:
-    """Parse and check a descriptor. Refuses protocols other than negotiate.v1 (§8)."""
+    """Parse and check a descriptor. Refuses versions other than nash.v1 and negotiate.v1 (§8)."""
     if not isinstance(doc, dict):
         raise BadResponse(f"{discovery_url} is not a JSON object")
-    if doc.get("negotiate_protocol") != PROTOCOL:
-        raise UnsupportedProtocol(doc.get("negotiate_protocol"))
+    protocol = protocol_of(doc)
+    if protocol not in PROTOCOLS:
+        raise UnsupportedProtocol(protocol)
     store = doc.get("store") if isinstance(doc.get("store"), dict) else {}
     endpoints = doc.get("endpoints") if isinstance(doc.get("endpoints"), dict) else {}
 
@@ -180,6 +200,7 @@ def parse_descriptor(doc: Any, discovery_url: str) -> StoreInfo:
     currency = limits.currency or "USD"
     return StoreInfo(
         discovery_url=discovery_url,
+        protocol=protocol,
         name=str(store.get("name", "")),
         rep_name=_str_or_none(store.get("rep_name")),
         policy=_str_or_none(store.get("policy")),
@@ -228,7 +249,8 @@ def parse_reply(body: Any, currency: str) -> Reply:
     next_url = body.get("next")
     return Reply(message=_require_str(body, "message", "say"), closed=closed,
                  next_url=next_url if isinstance(next_url, str) and not closed else None,
-                 offer=parse_offer(body.get("offer"), currency), deal=parse_deal(body.get("deal"), currency))
+                 offer=parse_offer(body.get("offer"), currency), deal=parse_deal(body.get("deal"), currency),
+                 checkout_url=_str_or_none(body.get("checkout_url")) if closed else None)
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -285,15 +307,19 @@ def fetch(url: str, what: str, retry: RetryPolicy, *, ok: tuple[int, ...] = (200
 
 
 def discover_flow(target: str, retry: RetryPolicy) -> Flow[StoreInfo]:
+    """The first of :func:`discovery_urls` that answers with JSON is the descriptor. A failure or
+    a body that is not JSON (a site's catch-all page at ``/nash.json``) moves on to the next
+    URL; a JSON document decides, and an unknown version in it is refused, not skipped."""
     problems = []
     for url in discovery_urls(target):
         try:
             response = yield from fetch(url, "discovery", retry)
-        except (StoreError, StoreUnavailable) as exc:
+            doc = response.json()
+        except (StoreError, StoreUnavailable, BadResponse) as exc:
             problems.append(f"{url}: {exc.message}")
             continue
-        return parse_descriptor(response.json(), url)
-    raise NotNegotiable(f"no negotiate.v1 descriptor found ({'; '.join(problems)})")
+        return parse_descriptor(doc, url)
+    raise NotNegotiable(f"no nash.v1 or negotiate.v1 descriptor found ({'; '.join(problems)})")
 
 
 def products_flow(store: StoreInfo, retry: RetryPolicy) -> Flow[tuple[Listing, ...]]:

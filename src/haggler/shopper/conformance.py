@@ -1,9 +1,14 @@
-"""``haggler check``: does a store speak negotiate.v1 the way any shopper agent expects?
+"""``haggler check``: does a store speak nash.v1 or negotiate.v1 the way any shopper agent expects?
 
 ``run_checks(base_url)`` talks to a live store over plain HTTP (httpx, synchronous) exactly as
-a shopper agent would: discovery, catalog, one chat driven by following ``next``, and a few
-deliberate error probes. Every rule of the spec (and every known defect of existing stores)
-is one small check function in ``CHECKS``, in the order a reader meets it in the spec; each
+a shopper agent would: discovery (``/nash.json``, ``/.well-known/nash.json``, then the
+negotiate.v1 files, as pier39's connector looks), catalog, one chat driven by following
+``next``, and a few deliberate error probes. nash.v1 is negotiate.v1 under its successor name,
+so every check applies to both; the report says which version the store named. A nash.v1 store
+gets one more chat (a second chat start), accepted at once, to see the top-level
+``checkout_url`` on the reply that closes it with a deal: that leaves an unpaid deal at the
+store, which expires as any unpaid deal does. Every rule of the spec (and every known defect of
+existing stores) is one small check function in ``CHECKS``, in the order a reader meets it in the spec; each
 gives one ``CheckResult``.
 
 The checker is a polite client. It stays inside the limits the store publishes:
@@ -37,7 +42,16 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
-from haggler.shopper.client import PLACEHOLDER, PROTOCOL, fill_template, store_base
+from haggler.shopper.client import (
+    DISCOVERY_FILES,
+    NASH_PROTOCOL,
+    PLACEHOLDER,
+    PROTOCOL_KEYS,
+    PROTOCOLS,
+    fill_template,
+    protocol_of,
+    store_base,
+)
 
 HIDDEN_FIELDS = ("floor", "levers", "inventory_note", "merchant_persona")
 LIMIT_FIELDS = ("max_chat_starts_per_hour_per_ip", "max_messages_per_chat", "session_idle_ttl_seconds",
@@ -59,6 +73,10 @@ MAX_PROBE_STARTS = 200
 
 FIRST_TURN = "Hi! Is shipping included with this one?"
 WALK_AWAY = "no thanks, goodbye"
+#: How the deal probe accepts the terms on the table (the word stores tell shoppers to say).
+ACCEPT = "deal"
+#: How many times the deal probe says it before concluding the store won't close on it.
+ACCEPT_TURNS = 2
 
 Level = Literal["MUST", "SHOULD"]
 Status = Literal["pass", "fail", "warn", "skip"]
@@ -79,6 +97,9 @@ class CheckResult:
 class ConformanceReport:
     base_url: str
     results: list[CheckResult] = field(default_factory=list)
+    #: The version the store's descriptor names ("nash.v1" or "negotiate.v1"), or what it names
+    #: instead; None when no descriptor was found.
+    protocol: str | None = None
     #: Chat starts the checker made (including the rate-limit probe's).
     chat_starts: int = 0
     #: Why the checker stopped sending requests early (a 429), if it did.
@@ -111,7 +132,7 @@ class ConformanceReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "base_url": self.base_url,
-            "protocol": PROTOCOL,
+            "protocol": self.protocol,
             "ok": self.ok,
             "counts": self.counts(),
             "chat_starts": self.chat_starts,
@@ -259,52 +280,65 @@ class _Ctx:
 
     # -- discovery ---------------------------------------------------------------------------
 
-    @property
-    def discovery_url(self) -> str:
-        return f"{self.base}/negotiate.json"
+    def discovery_url(self, path: str) -> str:
+        """Where ``path`` (one of the client's ``DISCOVERY_FILES``) is: under the store's base, or at the
+        host's root for the ``/.well-known/`` ones (RFC 8615)."""
+        if path.startswith("/.well-known/"):
+            parts = urlsplit(self.base)
+            return f"{parts.scheme}://{parts.netloc}{path}"
+        return self.base + path
 
-    @property
-    def well_known_url(self) -> str:
-        parts = urlsplit(self.base)
-        return f"{parts.scheme}://{parts.netloc}/.well-known/negotiate.json"
+    def discovery(self) -> list[tuple[str, _Exchange]]:
+        """Every discovery file asked for once, in a shopper's order: (path, response). A file that
+        could not be fetched is left out; the first failure is raised when nothing was fetched."""
+        if "discovery" not in self._memo:
+            fetched: list[tuple[str, _Exchange]] = []
+            failure: Exception | None = None
+            for path in DISCOVERY_FILES:
+                try:
+                    fetched.append((path, self.get(self.discovery_url(path), "discovery")))
+                except (_Fail, _Halted, _Skip) as exc:
+                    failure = failure or exc
+            self._memo["discovery"] = (fetched, failure)
+        fetched, failure = self._memo["discovery"]
+        if not fetched and failure is not None:
+            raise failure
+        return fetched
+
+    def discovery_responses(self) -> list[tuple[str, _Exchange]]:
+        """The discovery files the store serves (200), in a shopper's order."""
+        try:
+            return [(path, exchange) for path, exchange in self.discovery() if exchange.status == 200]
+        except (_Fail, _Halted, _Skip):
+            return []
 
     @_memo
-    def discovery(self) -> _Exchange:
-        return self.get(self.discovery_url, "discovery")
+    def found(self) -> tuple[str, _Exchange]:
+        """The descriptor as a shopper finds it: the first discovery file that answers with JSON."""
+        for path, exchange in self.discovery_responses():
+            if exchange.is_json:
+                return path, exchange
+        raise _Skip("no usable discovery document (see discovery.document)")
 
-    @_memo
-    def well_known(self) -> _Exchange:
-        return self.get(self.well_known_url, "discovery")
-
-    def discovery_responses(self) -> list[_Exchange]:
-        """The discovery documents the store serves (200), /negotiate.json first."""
-        found = []
-        for fetch in (self.discovery, self.well_known):
-            try:
-                exchange = fetch()
-            except (_Skip, _Fail, _Halted):
-                continue
-            if exchange.status == 200:
-                found.append(exchange)
-        return found
-
-    @_memo
     def descriptor(self) -> dict[str, Any]:
-        """The discovery document, as a shopper finds it (/negotiate.json, else the well-known one)."""
-        for exchange in self.discovery_responses():
-            if exchange.object is not None:
-                return exchange.object
-        raise _Skip("no usable discovery document (see discovery.negotiate_json)")
+        path, exchange = self.found()
+        if exchange.object is None:
+            raise _Skip(f"{path} is not a JSON object (see discovery.document)")
+        return exchange.object
 
     @_memo
     def v1(self) -> dict[str, Any]:
-        """The descriptor, once it says negotiate.v1 — a shopper must refuse anything else."""
+        """The descriptor, once it names nash.v1 or negotiate.v1 — a shopper must refuse anything else."""
         descriptor = self.descriptor()
-        protocol = descriptor.get("negotiate_protocol", _MISSING)
-        if protocol != PROTOCOL:
-            seen = "missing" if protocol is _MISSING else repr(protocol)
-            raise _Skip(f"negotiate_protocol is {seen}, not {PROTOCOL!r}: a shopper must refuse this store")
+        protocol = protocol_of(descriptor)
+        if protocol not in PROTOCOLS:
+            seen = "missing" if protocol is None else repr(protocol)
+            raise _Skip(f"the protocol version is {seen}, not one of {', '.join(map(repr, PROTOCOLS))}: "
+                        f"a shopper must refuse this store")
         return descriptor
+
+    def version(self) -> str:
+        return str(protocol_of(self.v1()))
 
     def endpoint(self, key: str, attr: str) -> str:
         endpoints = self.v1().get("endpoints")
@@ -312,7 +346,7 @@ class _Ctx:
         value = entry.get(attr) if isinstance(entry, dict) else None
         if not isinstance(value, str) or not value:
             raise _Skip(f"endpoints.{key}.{attr} is missing (see discovery.endpoints)")
-        return urljoin(self.discovery_url, value)
+        return urljoin(self.found()[1].url, value)
 
     def limit(self, name: str) -> int | None:
         limits = self.v1().get("limits")
@@ -371,17 +405,35 @@ class _Ctx:
                         f"{self.start_budget} per hour per IP")
         self.starts += 1
 
-    @_memo
-    def chat(self) -> _Chat:
-        """Start the one chat the checker holds."""
+    def _start_chat(self, why: str) -> _Chat:
         product_id = self.chat_product()
         url = self.start_url(product_id)
-        self.use_start("starting the chat")
+        self.use_start(why)
         chat = _Chat(start=self.get(url, "start"), product_id=product_id)
         body = chat.start.object or {}
         if chat.start.status == 201 and isinstance(body.get("session_id"), str) and body["session_id"]:
             chat.session_id = body["session_id"]
             self._take_next(chat, "start", chat.start, body.get("next", _MISSING))
+        return chat
+
+    @_memo
+    def chat(self) -> _Chat:
+        """Start the one chat the checker holds."""
+        return self._start_chat("starting the chat")
+
+    @_memo
+    def deal_chat(self) -> _Chat:
+        """nash.v1 only: a second chat, accepted at once, to see the reply that closes it with a deal."""
+        if self.version() != NASH_PROTOCOL:
+            raise _Skip(f"the store names {self.version()}; the top-level checkout_url is nash.v1's")
+        self._after(self.chat)  # the main chat starts first, whichever check asks first
+        chat = self._start_chat("the deal probe")
+        if chat.session_id is None or chat.next_url is None:
+            raise _Skip("the deal probe's chat did not start with a usable next URL (see chat.start)")
+        for _ in range(ACCEPT_TURNS):
+            if chat.closed_by is not None or chat.next_url is None or len(chat.accepted) >= self.message_budget:
+                break
+            self.say(chat, self.fit(ACCEPT))
         return chat
 
     def open_chat(self) -> _Chat:
@@ -527,40 +579,79 @@ def check(check_id: str, title: str, section: str, level: Level) -> Callable[[Ch
 
 # §2 Discovery
 
-@check("discovery.negotiate_json", "GET /negotiate.json serves the descriptor (a JSON object)", "§2", "MUST")
+@check("discovery.document", "a descriptor (a JSON object) at /nash.json, /.well-known/nash.json, /negotiate.json "
+       "or /.well-known/negotiate.json, the first that answers JSON", "§2", "MUST")
 def _discovery(ctx: _Ctx) -> Outcome:
-    exchange = ctx.discovery()
-    if exchange.status != 200:
-        return f"{exchange.label} answered {exchange.status}"
-    if not exchange.is_json:
+    fetched = ctx.discovery()
+    served = [(path, e) for path, e in fetched if e.status == 200]
+    if not served:
+        return "; ".join(f"{e.label} answered {e.status}" for _, e in fetched)
+    try:
+        path, exchange = ctx.found()
+    except _Skip:
+        path, exchange = served[0]
         return f"{exchange.label} is not JSON: {exchange.snippet()}"
     if not isinstance(exchange.json, dict):
         return f"{exchange.label} is JSON but not an object"
-    return None
+    return "pass", f"found at {path}"
 
 
-@check("discovery.well_known", "GET /.well-known/negotiate.json mirrors it", "§2", "SHOULD")
+def _served_names(ctx: _Ctx) -> dict[str, list[tuple[str, _Exchange]]]:
+    """The discovery files served, grouped by name: "nash.json", "negotiate.json"."""
+    names: dict[str, list[tuple[str, _Exchange]]] = {}
+    for path, exchange in ctx.discovery_responses():
+        names.setdefault(path.rsplit("/", 1)[1], []).append((path, exchange))
+    return names
+
+
+@check("discovery.well_known", "each discovery file served is also served at the other place (base and "
+       "/.well-known/)", "§2", "SHOULD")
 def _well_known(ctx: _Ctx) -> Outcome:
-    exchange = ctx.well_known()
-    if exchange.status != 200:
-        return "warn", f"{exchange.label} answered {exchange.status}"
+    names = _served_names(ctx)
+    if not names:
+        raise _Skip("no discovery document is served")
+    served = {path for files in names.values() for path, _ in files}
+    missing = [path for path in DISCOVERY_FILES if path.rsplit("/", 1)[1] in names and path not in served]
+    statuses = {path: e.status for path, e in ctx.discovery()}
+    if missing:
+        return "warn", "; ".join(f"GET {path} answered {statuses.get(path, 'nothing')}" for path in missing)
     return None
 
 
-@check("discovery.identical", "both discovery URLs return identical content", "§2", "MUST")
+@check("discovery.identical", "a discovery file and its /.well-known/ mirror return identical content", "§2", "MUST")
 def _identical(ctx: _Ctx) -> Outcome:
-    served = ctx.discovery_responses()
-    if len(served) < 2:
-        raise _Skip("only one discovery URL is served" if served else "no discovery document is served")
-    first, second = served
-    if first.content != second.content:
-        differing = ""
-        a, b = first.object, second.object
-        if a is not None and b is not None:
-            keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-            differing = f" (differing keys: {', '.join(keys)})" if keys else " (same JSON, different bytes)"
-        return f"/negotiate.json and /.well-known/negotiate.json differ{differing}"
+    pairs = [files for files in _served_names(ctx).values() if len(files) == 2]
+    if not pairs:
+        raise _Skip("no discovery file is served at both places")
+    problems = []
+    for (path_a, first), (path_b, second) in pairs:
+        if first.content != second.content:
+            problems.append(f"{path_a} and {path_b} differ{_differing(first, second, ignore=())}")
+    return "; ".join(problems) or None
+
+
+@check("discovery.names_agree", "nash.json and negotiate.json, when both are served, describe the same store "
+       "(apart from the version key)", "§2", "SHOULD")
+def _names_agree(ctx: _Ctx) -> Outcome:
+    names = _served_names(ctx)
+    if len(names) < 2:
+        raise _Skip("only one discovery name is served" if names else "no discovery document is served")
+    (path_a, first), (path_b, second) = names["nash.json"][0], names["negotiate.json"][0]
+    a, b = first.object, second.object
+    if a is None or b is None:
+        raise _Skip("a discovery file is not a JSON object (see discovery.document)")
+    if {k: v for k, v in a.items() if k not in PROTOCOL_KEYS} != {k: v for k, v in b.items() if k not in PROTOCOL_KEYS}:
+        return f"{path_a} and {path_b} differ{_differing(first, second, ignore=PROTOCOL_KEYS)}"
     return None
+
+
+def _differing(first: _Exchange, second: _Exchange, *, ignore: tuple[str, ...]) -> str:
+    """Which top-level keys two discovery documents disagree on, for a failure's detail."""
+    a, b = first.object, second.object
+    if a is None or b is None:
+        return ""
+    keys = sorted(k for k in set(a) | set(b) if k not in ignore and a.get(k) != b.get(k))
+    return f" (differing keys: {', '.join(keys)})" if keys else " (same JSON, different bytes)"
 
 
 @check("discovery.content_type", "Content-Type: application/json; charset=utf-8", "§2", "MUST")
@@ -569,7 +660,7 @@ def _content_type(ctx: _Ctx) -> Outcome:
     if not served:
         raise _Skip("no discovery document is served")
     problems = []
-    for exchange in served:
+    for _, exchange in served:
         header = exchange.headers.get("content-type")
         if not _is_json_utf8(header):
             problems.append(f"{exchange.label}: Content-Type {header!r}" if header else
@@ -583,7 +674,7 @@ def _cors(ctx: _Ctx) -> Outcome:
     if not served:
         raise _Skip("no discovery document is served")
     problems = []
-    for exchange in served:
+    for _, exchange in served:
         value = exchange.headers.get("access-control-allow-origin")
         if value is None or value.strip() != "*":
             problems.append(f"{exchange.label}: Access-Control-Allow-Origin {value!r}" if value is not None else
@@ -591,15 +682,16 @@ def _cors(ctx: _Ctx) -> Outcome:
     return "; ".join(problems) or None
 
 
-@check("discovery.protocol", 'negotiate_protocol is "negotiate.v1"', "§2", "MUST")
+@check("discovery.protocol", 'nash_protocol or negotiate_protocol is "nash.v1" or "negotiate.v1"', "§2", "MUST")
 def _protocol(ctx: _Ctx) -> Outcome:
     descriptor = ctx.descriptor()
-    if "negotiate_protocol" not in descriptor:
-        return "negotiate_protocol is missing; a shopper must refuse this store (later checks skipped)"
-    if descriptor["negotiate_protocol"] != PROTOCOL:
-        return (f"negotiate_protocol is {descriptor['negotiate_protocol']!r}; a shopper must refuse this store "
-                f"(later checks skipped)")
-    return None
+    key = next((k for k in PROTOCOL_KEYS if descriptor.get(k)), None)
+    if key is None:
+        return ("nash_protocol and negotiate_protocol are missing; a shopper must refuse this store "
+                "(later checks skipped)")
+    if descriptor[key] not in PROTOCOLS:
+        return f"{key} is {descriptor[key]!r}; a shopper must refuse this store (later checks skipped)"
+    return "pass", f"{key}: {descriptor[key]}"
 
 
 @check("discovery.required_fields", "store, endpoints, products and limits are present", "§2", "MUST")
@@ -769,6 +861,25 @@ def _say(ctx: _Ctx) -> Outcome:
     return "; ".join(problems) or None
 
 
+@check("chat.checkout_url", "nash.v1: the reply that closes a chat with a deal has an absolute top-level "
+       "checkout_url", "§3.2", "SHOULD")
+def _checkout_url(ctx: _Ctx) -> Outcome:
+    """SHOULD, as pier39's connector treats it: it reads the field when present and works without
+    it (it is optional in its reply model), but a shopper then has no link to pay at."""
+    chat = ctx.deal_chat()
+    if chat.closed_by is None:
+        raise _Skip(f"the chat did not close after the shopper said {ctx.fit(ACCEPT)!r}; no deal to check")
+    body = chat.closed_by.object or {}
+    url = body.get("checkout_url", _MISSING)
+    if url is _MISSING or url is None:
+        deal = body.get("deal")
+        inside = " (only deal.checkout_url has one)" if isinstance(deal, dict) and deal.get("checkout_url") else ""
+        return f"the reply closing the chat after {ctx.fit(ACCEPT)!r} has no checkout_url{inside}"
+    if not isinstance(url, str) or not _is_absolute(url):
+        return f"checkout_url is not an absolute URL: {url!r}"
+    return "pass", url
+
+
 @check("chat.walk_away", 'walking away ("no thanks, goodbye") closes the chat', "§3.2", "SHOULD")
 def _walk_away(ctx: _Ctx) -> Outcome:
     chat = ctx.walk_away()
@@ -933,11 +1044,11 @@ def _hidden(ctx: _Ctx) -> Outcome:
 def run_checks(base_url: str, *, probe_rate_limit: bool = False, timeout: float = 10.0,
                product_id: str | None = None, client: httpx.Client | None = None,
                sleep: Callable[[float], None] = time.sleep) -> ConformanceReport:
-    """Check the negotiate.v1 store at ``base_url`` (e.g. ``https://shop.example``)."""
+    """Check the nash.v1 or negotiate.v1 store at ``base_url`` (e.g. ``https://shop.example``)."""
     base = store_base(base_url)
     own_client = client is None
     http = client or httpx.Client(timeout=timeout, follow_redirects=True,
-                                  headers={"User-Agent": "haggler-check (negotiate.v1 conformance)",
+                                  headers={"User-Agent": "haggler-check (nash.v1 / negotiate.v1 conformance)",
                                            "Accept": "application/json"})
     ctx = _Ctx(base, http, probe_rate_limit=probe_rate_limit, timeout=timeout, product_id=product_id,
                sleep=sleep)
@@ -950,6 +1061,7 @@ def run_checks(base_url: str, *, probe_rate_limit: bool = False, timeout: float 
             http.close()
     report.chat_starts = ctx.starts
     report.halted = ctx.halted
+    report.protocol = _named_version(ctx)
     return report
 
 
@@ -978,6 +1090,14 @@ def _run_one(ctx: _Ctx, item: Check) -> CheckResult:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+def _named_version(ctx: _Ctx) -> str | None:
+    """The version the descriptor names, as text (None: no descriptor, or it names none)."""
+    try:
+        protocol = protocol_of(ctx.descriptor())
+    except (_Skip, _Fail, _Halted):
+        return None
+    return None if protocol is None else str(protocol)
 
 def _json_object(exchange: _Exchange, expected: int) -> dict[str, Any]:
     """The exchange's JSON object body; a failure (``_Fail``) when the status is not ``expected``

@@ -12,7 +12,8 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "
 
 
 def report_table(report: ConformanceReport) -> Table:
-    table = Table(title=f"negotiate.v1 conformance: {escape(report.base_url)}", title_justify="left",
+    version = report.protocol or "nash.v1 / negotiate.v1"
+    table = Table(title=f"{escape(version)} conformance: {escape(report.base_url)}", title_justify="left",
                   show_lines=False, expand=False)
     table.add_column("check", overflow="fold")
     table.add_column("section", no_wrap=True)

@@ -15,14 +15,16 @@ class ShopperError(Exception):
 
 
 class NotNegotiable(ShopperError):
-    """No negotiate.v1 descriptor was found at the store."""
+    """No nash.v1 or negotiate.v1 descriptor was found at the store."""
 
 
 class UnsupportedProtocol(ShopperError):
-    """The store speaks a negotiate protocol version this client does not understand (§8)."""
+    """The store names a protocol version this client does not understand (§8), or none."""
 
     def __init__(self, version: object) -> None:
-        super().__init__(f"the store speaks {version!r}; this client understands only 'negotiate.v1'")
+        said = "names no protocol version (no nash_protocol or negotiate_protocol)" if version is None \
+            else f"speaks {version!r}"
+        super().__init__(f"the store's descriptor {said}; this client understands only 'nash.v1' and 'negotiate.v1'")
         self.version = version
 
 

@@ -85,9 +85,10 @@ def build_server(*, allow_private: bool = False, timeout: float = 15.0, backend:
 
     @server.tool()
     async def discover_store(store: str) -> dict[str, Any]:
-        """Find a negotiate.v1 store by domain or URL: its name, policy, products and limits."""
+        """Find a nash.v1 or negotiate.v1 store by domain or URL: its name, protocol version,
+        policy, products and limits."""
         info = await guarded(tools.store(store))
-        return {"name": info.name, "rep_name": info.rep_name, "policy": info.policy,
+        return {"name": info.name, "protocol": info.protocol, "rep_name": info.rep_name, "policy": info.policy,
                 "discovery_url": info.discovery_url, "products": [_listing(p) for p in info.products],
                 "limits": {"max_messages_per_chat": info.limits.max_messages_per_chat,
                            "max_message_length_chars": info.limits.max_message_length_chars,
@@ -112,12 +113,13 @@ def build_server(*, allow_private: bool = False, timeout: float = 15.0, backend:
     @server.tool()
     async def send_message(store: str, next_url: str, message: str) -> dict[str, Any]:
         """Say one turn to the merchant (free text, e.g. "Would you take $450?"). Pass the `next`
-        URL from the previous result. Stop when `closed` is true."""
+        URL from the previous result. Stop when `closed` is true; a chat closed with a deal gives
+        the `checkout_url` where the buyer pays."""
         info = await guarded(tools.store(store))
         tools.check_next(info, next_url)
         reply = await guarded(tools.client.say(info, next_url, message))
         return {"message": reply.message, "closed": reply.closed, "next": reply.next_url,
-                "offer": wire_view(reply.offer), "deal": wire_view(reply.deal)}
+                "offer": wire_view(reply.offer), "deal": wire_view(reply.deal), "checkout_url": reply.checkout_url}
 
     @server.tool()
     async def read_history(store: str, session_id: str) -> dict[str, Any]:

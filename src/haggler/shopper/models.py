@@ -1,4 +1,4 @@
-"""Typed views of what a negotiate.v1 store says, as a shopper sees it.
+"""Typed views of what a nash.v1 or negotiate.v1 store says, as a shopper sees it.
 
 Amounts stay in the store's decimal wire form here *and* in integer cents: cents for
 decisions, the decimal for display and for echoing back what the store said.
@@ -49,6 +49,8 @@ class StoreInfo:
     """A discovered store: its descriptor, parsed."""
 
     discovery_url: str
+    #: The version the descriptor names: "nash.v1" or "negotiate.v1".
+    protocol: str
     name: str
     rep_name: str | None
     policy: str | None
@@ -94,6 +96,9 @@ class Reply:
     next_url: str | None
     offer: Offer | None = None
     deal: Deal | None = None
+    #: The top-level ``checkout_url`` a nash.v1 store puts on the reply that closes with a deal
+    #: (a store may send it without the structured ``deal``).
+    checkout_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

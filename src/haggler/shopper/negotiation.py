@@ -1,4 +1,4 @@
-"""Run haggler's shopper agent against any negotiate.v1 store, end to end.
+"""Run haggler's shopper agent against any nash.v1 or negotiate.v1 store, end to end.
 
 One async implementation serves `haggler shop` (through ``asyncio.run``) and the MCP
 ``negotiate`` tool. The agent reads the store's structured ``offer``/``deal`` when the store
@@ -36,6 +36,8 @@ class Line:
 @dataclass(frozen=True)
 class NegotiationResult:
     store: str
+    #: The version the store's descriptor names ("nash.v1" or "negotiate.v1").
+    protocol: str
     product_id: str
     product_name: str
     list_price_cents: int
@@ -67,7 +69,8 @@ class NegotiationResult:
             return to_decimal_number(cents) if cents is not None else None
 
         return {
-            "store": self.store, "product_id": self.product_id, "product_name": self.product_name,
+            "store": self.store, "protocol": self.protocol, "product_id": self.product_id,
+            "product_name": self.product_name,
             "outcome": self.outcome, "price": money(self.price_cents), "currency": self.currency,
             "extras": list(self.extras), "list_price": money(self.list_price_cents),
             "saving": money(self.saving_cents), "turns": self.turns, "session_id": self.session_id,
@@ -140,6 +143,7 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
     turn: ShopperTurn | None = await asyncio.to_thread(shopper.first_turn, reading)
     next_url: str | None = chat.next_url
     deal: Deal | None = None
+    checkout_url: str | None = None
     sent = 0
     while turn is not None and next_url is not None:
         message = json.dumps(turn.structured) if structured else turn.text
@@ -150,15 +154,20 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
         sent += 1
         record("merchant", reply.message)
         deal = reply.deal or deal
+        checkout_url = reply.checkout_url or checkout_url
         reading = read_merchant_reply(reply.message, closed=reply.closed, offer=wire_view(reply.offer),
                                       deal=wire_view(reply.deal), list_price_cents=list_price)
         next_url = reply.next_url
         turn = await asyncio.to_thread(shopper.next_turn, reading)
-    return _result(store, listing, list_price, chat.session_id, shopper, reading, deal, sent, transcript)
+    return _result(store, listing, list_price, chat.session_id, shopper, reading, deal, checkout_url, sent,
+                   transcript)
 
 
 def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str, agent: Shopper,
-            reading: MerchantReading, deal: Deal | None, sent: int, transcript: list[Line]) -> NegotiationResult:
+            reading: MerchantReading, deal: Deal | None, checkout_url: str | None, sent: int,
+            transcript: list[Line]) -> NegotiationResult:
+    """The outcome as the shopper sees it. ``checkout_url`` is the closing reply's top-level one
+    (nash.v1), preferred to the deal's own: it is where that version tells shoppers to pay."""
     outcome = agent.outcome
     if deal is not None:
         # The store's own record of the deal (held to the budget below, as every deal is).
@@ -183,9 +192,10 @@ def _result(store: StoreInfo, listing: Listing, list_price: int, session_id: str
     elif kind != "deal":
         price, extras, checkout = None, (), None
     else:
-        checkout = deal.checkout_url if deal else reading.checkout_url
+        checkout = checkout_url or (deal.checkout_url if deal else reading.checkout_url)
     return NegotiationResult(
-        store=store.name, product_id=listing.id, product_name=listing.name, list_price_cents=list_price,
+        store=store.name, protocol=store.protocol, product_id=listing.id, product_name=listing.name,
+        list_price_cents=list_price,
         currency=listing.currency, outcome=kind, price_cents=price, extras=tuple(extras),
         session_id=session_id, turns=sent, transcript=tuple(transcript),
         deal_id=deal.id if deal else None, checkout_url=checkout,

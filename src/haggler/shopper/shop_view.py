@@ -54,6 +54,7 @@ class ShopView:
         if result.checkout_url:
             table.add_row("checkout", result.checkout_url)
         table.add_row("turns", str(result.turns))
+        table.add_row("protocol", result.protocol)
         if result.llm is not None:
             llm = result.llm
             reasons = Counter(f.reason for f in llm.fallbacks)

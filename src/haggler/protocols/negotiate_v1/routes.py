@@ -1,10 +1,11 @@
-"""negotiate.v1 over HTTP: discovery, catalog, chat (GET, plus the optional POSTs of §5). The
-pages for people — the storefront, its widget, a deal's checkout — are ``haggler.web``'s."""
+"""negotiate.v1 (and its successor name, nash.v1) over HTTP: discovery, catalog, chat (GET, plus
+the optional POSTs of §5). The pages for people — the storefront, its widget, a deal's checkout —
+are ``haggler.web``'s."""
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -57,16 +58,18 @@ def build_routes(service: ChatService, base_of: Callable[[Request], str], client
         return await anyio.to_thread.run_sync(fn, *args, limiter=limiter[0])
 
     @lru_cache(maxsize=64)
-    def descriptor_bytes(base: str) -> bytes:
-        return dump_json(views.descriptor(catalog, service.limits, base, service.merchant))
+    def descriptor_bytes(base: str, version: str) -> bytes:
+        return dump_json(views.descriptor(catalog, service.limits, base, service.merchant, version))
 
     @lru_cache(maxsize=64)
     def catalog_bytes(base: str) -> bytes:
         return dump_json({"store": views.store_view(catalog.store),
                           "products": [views.product_view(p.facts, base, detailed=True) for p in catalog.products]})
 
-    async def discovery(request: Request) -> JSON:
-        return JSON(descriptor_bytes(base_of(request)))
+    def discovery(version: str) -> Callable[[Request], Awaitable[JSON]]:
+        async def serve(request: Request) -> JSON:
+            return JSON(descriptor_bytes(base_of(request), version))
+        return serve
 
     async def product_catalog(request: Request) -> JSON:
         return JSON(catalog_bytes(base_of(request)))
@@ -125,8 +128,8 @@ def build_routes(service: ChatService, base_of: Callable[[Request], str], client
         PlainRoute("GET", chat, history),
         PlainRoute("POST", f"{chat}/message", say_post),
         PlainRoute("POST", views.START_PATH, start_chat_post),
-        PlainRoute("GET", "/negotiate.json", discovery),
-        PlainRoute("GET", "/.well-known/negotiate.json", discovery),
+        *(PlainRoute("GET", path, discovery(version))
+          for version, (_, paths) in views.DISCOVERY.items() for path in paths),
         PlainRoute("GET", views.CATALOG_PATH, product_catalog),
     ]
 

@@ -22,6 +22,16 @@ from haggler.server.responses import ErrorBody
 from haggler.storage.chats import DealRow
 
 PROTOCOL = "negotiate.v1"
+#: negotiate.v1's successor name (pier39's shopper connector looks it up first). The wire is the
+#: same; only the discovery file's name and the version key differ, and deal-closing replies
+#: carry a top-level ``checkout_url``.
+NASH_PROTOCOL = "nash.v1"
+#: Each version the store speaks: the key its discovery document names itself under, and the
+#: paths that document is served at.
+DISCOVERY: dict[str, tuple[str, tuple[str, str]]] = {
+    NASH_PROTOCOL: ("nash_protocol", ("/nash.json", "/.well-known/nash.json")),
+    PROTOCOL: ("negotiate_protocol", ("/negotiate.json", "/.well-known/negotiate.json")),
+}
 CHAT_PREFIX = "/api/store/chat"
 START_PATH = f"{CHAT_PREFIX}/start"
 CATALOG_PATH = "/api/store/catalog"
@@ -107,10 +117,17 @@ def merchant_skill_view(merchant: MerchantSettings) -> dict[str, Any]:
 
 
 def descriptor(catalog: Catalog, limits: StoreLimits, base: str,
-               merchant: MerchantSettings | None = None) -> dict[str, Any]:
-    """The discovery document served at ``/negotiate.json`` and ``/.well-known/negotiate.json``."""
+               merchant: MerchantSettings | None = None, version: str = PROTOCOL) -> dict[str, Any]:
+    """The discovery document of ``version`` (a key of :data:`DISCOVERY`), served at its paths.
+
+    Both versions get the same descriptor; only the key naming the version differs
+    (``negotiate_protocol: "negotiate.v1"`` or ``nash_protocol: "nash.v1"``). That is what pier39's
+    connector reads: it takes ``nash_protocol``, else ``negotiate_protocol``, and parses the rest
+    as the one descriptor both names share. One key per document, so no reader meets two
+    versions that disagree."""
+    key, _ = DISCOVERY[version]
     return {
-        "negotiate_protocol": PROTOCOL,
+        key: version,
         "store": store_view(catalog.store),
         "merchant_skill": merchant_skill_view(merchant or MerchantSettings()),
         "endpoints": {
@@ -182,12 +199,18 @@ def deal_view(deal: DealRow, base: str) -> dict[str, Any]:
 
 def reply_view(reply: ChatReply, base: str, session_id: str) -> dict[str, Any]:
     """A shopper turn's answer: the merchant's words, whether the chat closed, ``next`` while it
-    is open, and the offer on the table or the deal."""
+    is open, and the offer on the table or the deal.
+
+    A reply that closes the chat with a deal also names the deal's checkout page at the top
+    level (``checkout_url``, nash.v1): pier39's connector reads it there, not inside ``deal``.
+    Additive, so negotiate.v1 shoppers, which ignore fields they do not know, are unaffected."""
     view: dict[str, Any] = {
         "message": reply.message,
         "closed": reply.closed,
         "next": None if reply.closed else next_url(base, session_id),
     }
+    if reply.closed and reply.deal is not None:
+        view["checkout_url"] = checkout_url(base, reply.deal.id)
     return _with_terms(view, reply.offer, reply.deal, base)
 
 
@@ -256,6 +279,17 @@ class DescriptorModel(WireModel):
     limits: LimitsModel
 
 
+class NashDescriptorModel(WireModel):
+    """The same discovery document under nash.v1's name (``/nash.json``)."""
+
+    model_config = ConfigDict(extra="allow")
+    nash_protocol: Literal["nash.v1"]
+    store: StoreModel
+    endpoints: dict[str, dict[str, str]]
+    products: list[ProductModel]
+    limits: LimitsModel
+
+
 class CatalogModel(WireModel):
     store: StoreModel
     products: list[ProductModel]
@@ -288,6 +322,8 @@ class ReplyModel(WireModel):
     message: str
     closed: bool
     next: str | None
+    #: The deal's checkout page, on the reply that closes the chat with a deal (nash.v1).
+    checkout_url: str | None = None
     offer: OfferModel | None = None
     deal: DealModel | None = None
 
@@ -320,9 +356,11 @@ def openapi_operations() -> dict[tuple[str, str], Operation]:
     product_id = Param("product_id", {"type": "string"}, required=True, description="A product's id")
     message = Param("message", {"type": "string"}, required=True, description="The shopper's turn, URL-encoded")
     chat = f"{CHAT_PREFIX}/{{session_id}}"
+    models = {PROTOCOL: DescriptorModel, NASH_PROTOCOL: NashDescriptorModel}
+    discovery = {("get", path): Operation(f"The discovery document ({version})", {200: models[version]}, tags=tag)
+                 for version, (_, paths) in DISCOVERY.items() for path in paths}
     return {
-        ("get", "/negotiate.json"): Operation("The discovery document", {200: DescriptorModel}, tags=tag),
-        ("get", "/.well-known/negotiate.json"): Operation("The discovery document", {200: DescriptorModel}, tags=tag),
+        **discovery,
         ("get", CATALOG_PATH): Operation("The live product list", {200: CatalogModel}, tags=tag),
         ("get", START_PATH): Operation("Start a chat about one product", {201: ChatStartModel, 400: ErrorBody,
                                        404: ErrorBody, 429: ErrorBody}, query=(product_id,), tags=tag),

@@ -1,0 +1,198 @@
+"""The Stripe payment handler with the real ``stripe`` SDK over real HTTP, against a local fake of
+Stripe's PaymentIntents API (tests/support/fake_stripe.py) that behaves as Stripe's test cards do."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from haggler.payments import (
+    Charge,
+    ChargeResult,
+    PaymentOutcome,
+    PaymentSetupError,
+    PaymentUnavailable,
+    StripeHandler,
+)
+from haggler.payments.stripe_handler import KEY_ENV
+from tests.support.fake_stripe import API_KEY, FakeStripe
+
+#: The client timeout of the cases about a Stripe too slow for it (whose answer takes 3x this).
+#: Every other case gets PATIENT, so that a loaded machine cannot turn an answer into a timeout.
+TIMEOUT = 0.5
+PATIENT = 60.0
+RETURN_URL = "https://shop.example/checkout/return"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeStripe]:
+    with FakeStripe() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake(server: FakeStripe) -> FakeStripe:
+    server.reset()
+    return server
+
+
+def handler(fake: FakeStripe, **options: object) -> StripeHandler:
+    options = {"api_key": API_KEY, "api_base": fake.base, "return_url": RETURN_URL, "timeout": PATIENT,
+               "max_network_retries": 0, **options}
+    return StripeHandler(**options)  # type: ignore[arg-type]
+
+
+def card(token: str, key: str = "order-1-attempt-1", amount_cents: int = 1850) -> Charge:
+    return Charge(amount_cents=amount_cents, currency="EUR", credential={"type": "stripe_token", "token": token},
+                  idempotency_key=key, description="Haggled lamp", metadata={"order": "order-1"})
+
+
+def test_a_good_card_is_charged_once_with_the_payment_intent_as_reference(fake: FakeStripe) -> None:
+    result = handler(fake).charge(card("pm_card_visa"))
+    assert result == ChargeResult(PaymentOutcome.SUCCEEDED, reference=result.reference)
+    intent = fake.intents[result.reference]
+    assert intent["status"] == "succeeded" and intent["amount_received"] == 1850
+    assert fake.charges == 1
+    [sent] = fake.requests
+    assert sent.idempotency_key == "order-1-attempt-1"
+    assert sent.params == {"amount": "1850", "currency": "eur", "payment_method": "pm_card_visa",
+                           "payment_method_types": ["card"], "confirm": "true", "return_url": RETURN_URL,
+                           "metadata": {"order": "order-1"}, "description": "Haggled lamp"}
+
+
+@pytest.mark.parametrize(("token", "reason"), [
+    ("pm_card_chargeDeclined", "Your card was declined."),
+    ("pm_card_visa_chargeDeclinedInsufficientFunds", "Your card has insufficient funds."),
+])
+def test_a_declined_card_says_why_in_stripes_words_for_the_buyer(fake: FakeStripe, token: str, reason: str) -> None:
+    result = handler(fake).charge(card(token))
+    assert (result.outcome, result.reason) == (PaymentOutcome.DECLINED, reason)
+    intent = fake.intents[result.reference]  # the PaymentIntent the decline happened on, for the records
+    assert intent["status"] == "requires_payment_method"
+    assert intent["client_secret"] not in repr(result) and API_KEY not in repr(result)
+    assert fake.charges == 0
+
+
+def test_a_token_stripe_does_not_know_is_declined_and_creates_nothing(fake: FakeStripe) -> None:
+    result = handler(fake).charge(card("pm_made_up_by_the_agent"))
+    assert result == ChargeResult(PaymentOutcome.DECLINED, reason="the payment method was not accepted")
+    assert fake.intents == {} and fake.charges == 0
+
+
+def test_a_credential_without_a_token_is_declined_without_asking_stripe(fake: FakeStripe) -> None:
+    result = handler(fake).charge(Charge(1850, "EUR", {"type": "stripe_token"}, "order-1-attempt-1"))
+    assert result == ChargeResult(PaymentOutcome.DECLINED, reason="the payment credential carries no token")
+    assert fake.requests == []
+
+
+@pytest.mark.parametrize(("outcome", "then"), [("complete", PaymentOutcome.SUCCEEDED),
+                                               ("fail", PaymentOutcome.DECLINED)])
+def test_3d_secure_sends_the_buyer_to_stripe_and_the_retry_reads_how_it_ended(
+        fake: FakeStripe, outcome: str, then: PaymentOutcome) -> None:
+    stripe = handler(fake)
+    first = stripe.charge(card("pm_card_authenticationRequired"))
+    assert first.outcome is PaymentOutcome.ACTION_REQUIRED and "3-D Secure" in (first.reason or "")
+    assert first.action_url == f"{fake.base}/3d_secure/{first.reference}"
+    assert fake.charges == 0  # nothing taken before the buyer authenticates
+
+    assert httpx.post(first.action_url, data={"outcome": outcome}).status_code == 200  # the buyer, at Stripe
+    after = stripe.charge(card("pm_card_authenticationRequired"))  # the same charge, the same key
+
+    assert (after.outcome, after.reference) == (then, first.reference)
+    assert fake.charges == (1 if then is PaymentOutcome.SUCCEEDED else 0)
+    if then is PaymentOutcome.DECLINED:
+        assert "failed authentication" in (after.reason or "")
+    assert [(sent.method, sent.path) for sent in fake.requests] == [
+        ("POST", "/v1/payment_intents"), ("POST", "/v1/payment_intents"),
+        ("GET", f"/v1/payment_intents/{first.reference}")]  # replayed, so read as it is now
+
+
+def test_3d_secure_without_a_return_url_has_no_page_to_send_the_buyer_to(fake: FakeStripe) -> None:
+    result = handler(fake, return_url=None).charge(card("pm_card_threeDSecure2Required"))
+    assert result.outcome is PaymentOutcome.ACTION_REQUIRED and result.action_url is None
+    assert "return_url" not in fake.requests[0].params
+    assert fake.intents[result.reference]["next_action"]["type"] == "use_stripe_sdk"
+
+
+def test_the_same_key_twice_charges_once_and_gives_the_same_reference(fake: FakeStripe) -> None:
+    stripe = handler(fake)
+    first = stripe.charge(card("pm_card_visa"))
+    second = stripe.charge(card("pm_card_visa"))
+    assert first == second and first.succeeded
+    assert fake.charges == 1 and len(fake.intents) == 1
+    other = stripe.charge(card("pm_card_visa", key="order-2-attempt-1"))
+    assert other.reference != first.reference and fake.charges == 2  # another key is another payment
+
+
+def test_a_key_reused_for_another_amount_is_refused_and_charges_nothing_more(fake: FakeStripe) -> None:
+    stripe = handler(fake)
+    stripe.charge(card("pm_card_visa"))
+    with pytest.raises(PaymentSetupError, match="idempotency key was already used for a different charge"):
+        stripe.charge(card("pm_card_visa", amount_cents=999))
+    assert fake.charges == 1
+
+
+def test_a_timeout_is_unavailable_and_the_retry_finds_the_payment_stripe_took(fake: FakeStripe) -> None:
+    fake.delay = 3 * TIMEOUT
+    stripe = handler(fake, timeout=TIMEOUT, max_network_retries=1)
+    started = time.monotonic()
+    with pytest.raises(PaymentUnavailable, match=r"APIConnectionError, no answer\); retry with the same"):
+        stripe.charge(card("pm_card_visa"))
+    assert time.monotonic() - started < 2 * fake.delay + 5  # gave up, did not wait the answers out
+    # Stripe acted on the first request; the SDK's own retry carried the same key and charged nothing more.
+    assert [sent.idempotency_key for sent in fake.requests] == ["order-1-attempt-1"] * 2
+    assert fake.charges == 1
+
+    fake.delay = 0.0
+    retried = stripe.charge(card("pm_card_visa"))
+    assert retried.succeeded and retried.reference == next(iter(fake.intents))
+    assert fake.charges == 1
+
+
+@pytest.mark.parametrize(("status", "attempts"), [(500, 2), (503, 2), (429, 1)])  # the SDK retries 5xx, not 429
+def test_stripe_failing_is_unavailable_after_the_sdks_retries(fake: FakeStripe, status: int, attempts: int) -> None:
+    fake.failing_with = status
+    with pytest.raises(PaymentUnavailable, match=f"HTTP {status}"):
+        handler(fake, max_network_retries=1).charge(card("pm_card_visa"))
+    assert len(fake.requests) == attempts and fake.intents == {} and fake.charges == 0
+
+
+def test_a_wrong_api_key_is_a_setup_error_that_names_the_variable_not_the_key(fake: FakeStripe) -> None:
+    wrong = "sk_test_not_the_fakes_key_4242"
+    with pytest.raises(PaymentSetupError) as caught:
+        handler(fake, api_key=wrong).charge(card("pm_card_visa"))
+    assert KEY_ENV in str(caught.value) and "refused the API key" in str(caught.value)
+    assert wrong not in str(caught.value)
+    assert fake.intents == {}
+
+
+def test_the_key_comes_from_the_environment_when_not_given(fake: FakeStripe, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    with pytest.raises(PaymentSetupError, match=KEY_ENV):
+        handler(fake, api_key=None)
+    monkeypatch.setenv(KEY_ENV, API_KEY)
+    assert handler(fake, api_key=None).charge(card("pm_card_visa")).succeeded
+
+
+def test_without_the_sdk_building_the_handler_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "stripe", None)  # `import stripe` now raises ImportError
+    with pytest.raises(PaymentSetupError, match=r"pip install 'haggler\[stripe\]'"):
+        StripeHandler(API_KEY)
+
+
+def test_haggler_payments_imports_without_the_sdk_and_does_not_load_it() -> None:
+    code = ("import sys\n"
+            "import haggler.payments\n"
+            "print('stripe' in sys.modules)\n"
+            "sys.modules['stripe'] = None\n"
+            "try:\n    haggler.payments.StripeHandler('sk_test_x')\n"
+            "except haggler.payments.PaymentSetupError as exc:\n    print(exc)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded, message = result.stdout.splitlines()
+    assert loaded == "False"
+    assert "pip install 'haggler[stripe]'" in message

@@ -1,0 +1,291 @@
+"""A fake of Stripe's HTTP API on a free loopback port, speaking the PaymentIntents endpoints as the
+official ``stripe`` SDK calls them (form-encoded requests, JSON answers shaped like Stripe's objects
+and errors), so the Stripe payment handler's tests run the real SDK over real HTTP.
+
+What it does as Stripe does:
+
+- ``POST /v1/payment_intents`` creates a PaymentIntent; with ``confirm=true`` it pays with the
+  ``payment_method`` at once, behaving as Stripe's documented test PaymentMethods do
+  (``TEST_CARDS``): ``pm_card_visa`` succeeds, ``pm_card_chargeDeclined`` (and
+  ``pm_card_visa_chargeDeclined``) is declined with a 402 ``card_error`` (``card_declined``,
+  ``generic_decline``), ``pm_card_visa_chargeDeclinedInsufficientFunds`` likewise with
+  ``insufficient_funds``, and ``pm_card_authenticationRequired`` / ``pm_card_threeDSecure2Required``
+  leave it in ``requires_action``: its ``next_action`` is a ``redirect_to_url`` when the request
+  gave a ``return_url``, else ``use_stripe_sdk``. Any other PaymentMethod is a 400 ``resource_missing``.
+- ``GET /v1/payment_intents/{id}`` reads one back.
+- ``Idempotency-Key``: a POST with a key seen before (for the same API key) gets the stored answer
+  again, status and body, with ``Idempotent-Replayed: true``, and does nothing; with other parameters
+  it is a 400 ``idempotency_error``. Errors before the endpoint runs (a refused key) are not stored.
+- ``Authorization: Bearer KEY``: only the fake's own ``sk_test_`` key is accepted, else a 401.
+
+The buyer's side of 3-D Secure: ``POST`` the ``redirect_to_url`` URL with the form field
+``outcome=complete`` (the PaymentIntent succeeds and the money is taken) or ``outcome=fail`` (it goes
+back to ``requires_payment_method`` with a ``last_payment_error``), as the buttons of Stripe's test
+authentication page do.
+
+Test switches: ``delay`` (seconds) answers every API request that much later, after acting on it,
+as a Stripe whose answer is slow to arrive (to trip a client timeout); ``failing_with`` (an HTTP
+status) answers every API request with that ``api_error``, acting on nothing.
+
+Kept for the test to check: ``requests``, each API request received (``Sent``); ``charges``, the
+number of payments taken (money moved), which an idempotent retry must not increase; ``intents``,
+the PaymentIntents by id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from haggler.server.threaded import ThreadedServer
+
+API_KEY = "sk_test_fake_51HagglerStripeKey"
+
+
+@dataclass(frozen=True)
+class Card:
+    """How a test PaymentMethod behaves: ``decline`` is ``(decline_code, message)``."""
+
+    decline: tuple[str, str] | None = None
+    authenticate: bool = False
+
+
+GENERIC_DECLINE = Card(decline=("generic_decline", "Your card was declined."))
+THREE_D_SECURE = Card(authenticate=True)
+TEST_CARDS: dict[str, Card] = {
+    "pm_card_visa": Card(),
+    "pm_card_chargeDeclined": GENERIC_DECLINE,
+    "pm_card_visa_chargeDeclined": GENERIC_DECLINE,
+    "pm_card_visa_chargeDeclinedInsufficientFunds": Card(
+        decline=("insufficient_funds", "Your card has insufficient funds.")),
+    "pm_card_authenticationRequired": THREE_D_SECURE,
+    "pm_card_threeDSecure2Required": THREE_D_SECURE,
+}
+
+#: Stripe's words when the buyer fails 3-D Secure (``payment_intent_authentication_failure``).
+AUTHENTICATION_FAILED = ("The provided PaymentMethod has failed authentication. You can provide payment_method_data "
+                         "or a new PaymentMethod to attempt to fulfill this PaymentIntent again.")
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One API request as the fake received it (form fields decoded, see ``decode_form``)."""
+
+    method: str
+    path: str
+    idempotency_key: str | None
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: dict[str, Any]
+
+
+class FakeStripe:
+    def __init__(self, api_key: str = API_KEY) -> None:
+        assert api_key.startswith("sk_test_"), "the fake takes test-mode secret keys only"
+        self.api_key = api_key
+        self.delay = 0.0
+        self.failing_with: int | None = None
+        self.requests: list[Sent] = []
+        self.intents: dict[str, dict[str, Any]] = {}
+        self.charges = 0
+        self._answers: dict[tuple[str, str], tuple[dict[str, Any], Answer]] = {}
+        self._lock = threading.Lock()
+        app = Starlette(routes=[
+            Route("/v1/payment_intents", self._create, methods=["POST"]),
+            Route("/v1/payment_intents/{intent}", self._retrieve, methods=["GET"]),
+            Route("/3d_secure/{intent}", self._authenticate, methods=["POST"]),
+        ])
+        self._server = ThreadedServer(app)
+        self.base = self._server.base
+
+    def __enter__(self) -> FakeStripe:
+        self._server.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.__exit__(*exc)
+
+    def reset(self) -> None:
+        """Forget every request, PaymentIntent and stored answer, and turn the switches off."""
+        with self._lock:
+            self.delay, self.failing_with, self.charges = 0.0, None, 0
+            self.requests.clear()
+            self.intents.clear()
+            self._answers.clear()
+
+    async def _create(self, request: Request) -> Response:
+        params = decode_form((await request.body()).decode())
+        key = request.headers.get("idempotency-key")
+        with self._lock:
+            self.requests.append(Sent("POST", request.url.path, key, params))
+            answer, replayed = self._answer_create(request, key, params)
+        return await self._respond(answer, key, replayed)
+
+    def _answer_create(self, request: Request, key: str | None, params: dict[str, Any]) -> tuple[Answer, bool]:
+        """The answer to a create, and whether it is a replay of a stored one."""
+        refused = self._refused(request)
+        if refused is not None:
+            return refused, False
+        stored = self._answers.get((self.api_key, key)) if key else None
+        if stored is None:
+            answer = self._pay(params)
+            if key:
+                self._answers[(self.api_key, key)] = (params, answer)
+            return answer, False
+        first_params, answer = stored
+        if first_params != params:
+            return _error(400, "idempotency_error",
+                          "Keys for idempotent requests can only be used with the same parameters they were first "
+                          f"used with. Try using a key other than '{key}' if you meant to execute a different "
+                          "request."), False
+        return answer, True
+
+    async def _retrieve(self, request: Request) -> Response:
+        intent_id = request.path_params["intent"]
+        with self._lock:
+            self.requests.append(Sent("GET", request.url.path, None, {}))
+            refused = self._refused(request)
+            if refused is not None:
+                answer = refused
+            elif (intent := self.intents.get(intent_id)) is None:
+                answer = _error(404, "invalid_request_error", f"No such payment_intent: '{intent_id}'",
+                                code="resource_missing", param="intent")
+            else:
+                answer = Answer(200, dict(intent))
+        return await self._respond(answer, None, replayed=False)
+
+    async def _authenticate(self, request: Request) -> Response:
+        outcome = decode_form((await request.body()).decode()).get("outcome")
+        with self._lock:
+            intent = self.intents.get(request.path_params["intent"])
+            if intent is None or intent["status"] != "requires_action" or outcome not in ("complete", "fail"):
+                return PlainTextResponse("nothing to authenticate", status_code=400)
+            intent["next_action"] = None
+            if outcome == "complete":
+                self._succeed(intent)
+            else:
+                intent["status"] = "requires_payment_method"
+                intent["last_payment_error"] = {"type": "invalid_request_error", "message": AUTHENTICATION_FAILED,
+                                                "code": "payment_intent_authentication_failure"}
+        return PlainTextResponse(f"authentication {outcome}d")
+
+    def _refused(self, request: Request) -> Answer | None:
+        """The answers given before an endpoint runs (so never stored for a retry): a switched-on
+        outage, or an API key that is not the fake's."""
+        if self.failing_with is not None:
+            return _error(self.failing_with, "api_error", "An unknown error occurred")
+        given = request.headers.get("authorization", "").removeprefix("Bearer ")
+        if given != self.api_key:
+            shown = f"{given[:8]}****{given[-4:]}" if given else "none"
+            return _error(401, "invalid_request_error", f"Invalid API Key provided: {shown}")
+        return None
+
+    def _pay(self, params: dict[str, Any]) -> Answer:
+        """Create the PaymentIntent and, asked to confirm it, pay with its PaymentMethod."""
+        try:
+            amount = int(params["amount"])
+            currency = params["currency"]
+        except (KeyError, ValueError):
+            return _error(400, "invalid_request_error", "Missing required param: amount and currency.",
+                          code="parameter_missing", param="amount")
+        method = params.get("payment_method")
+        if method is not None and method not in TEST_CARDS:
+            return _error(400, "invalid_request_error", f"No such PaymentMethod: '{method}'",
+                          code="resource_missing", param="payment_method")
+        intent = new_intent(amount, currency, params)
+        self.intents[intent["id"]] = intent
+        if params.get("confirm") != "true" or method is None:
+            return Answer(200, dict(intent))
+        card = TEST_CARDS[method]
+        if card.decline:
+            decline_code, message = card.decline
+            error = {"type": "card_error", "code": "card_declined", "decline_code": decline_code, "message": message,
+                     "charge": _id("ch"), "doc_url": "https://stripe.com/docs/error-codes/card-declined"}
+            intent.update(status="requires_payment_method", last_payment_error=error, latest_charge=error["charge"])
+            return Answer(402, {"error": {**error, "payment_intent": dict(intent)}})
+        if card.authenticate:
+            intent["status"] = "requires_action"
+            if "return_url" in params:
+                intent["next_action"] = {"type": "redirect_to_url", "redirect_to_url": {
+                    "url": f"{self.base}/3d_secure/{intent['id']}", "return_url": params["return_url"]}}
+            else:
+                intent["next_action"] = {"type": "use_stripe_sdk", "use_stripe_sdk": {
+                    "type": "three_d_secure_redirect", "source": _id("src")}}
+            return Answer(200, dict(intent))
+        self._succeed(intent)
+        return Answer(200, dict(intent))
+
+    def _succeed(self, intent: dict[str, Any]) -> None:
+        intent.update(status="succeeded", amount_received=intent["amount"], latest_charge=_id("ch"),
+                      last_payment_error=None)
+        self.charges += 1
+
+    async def _respond(self, answer: Answer, key: str | None, replayed: bool) -> Response:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        headers = {"request-id": _id("req")}
+        if key:
+            headers["idempotency-key"] = key
+        if replayed:
+            headers["idempotent-replayed"] = "true"
+        return JSONResponse(answer.body, status_code=answer.status, headers=headers)
+
+
+def decode_form(body: str) -> dict[str, Any]:
+    """Stripe's form encoding back into values: ``metadata[order]=x`` into ``{"metadata": {"order": "x"}}``,
+    ``payment_method_types[0]=card`` into ``{"payment_method_types": ["card"]}`` (one level, all the
+    PaymentIntents parameters the handler sends need)."""
+    decoded: dict[str, Any] = {}
+    for name, value in parse_qsl(body, keep_blank_values=True):
+        nested = re.fullmatch(r"(\w+)\[(\w*)\]", name)
+        if nested is None:
+            decoded[name] = value
+        elif nested[2].isdigit():
+            decoded.setdefault(nested[1], []).append(value)
+        else:
+            decoded.setdefault(nested[1], {})[nested[2]] = value
+    return decoded
+
+
+def new_intent(amount: int, currency: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A PaymentIntent as Stripe returns it, with the fields the SDK and the handler read."""
+    intent_id = _id("pi")
+    return {
+        "id": intent_id, "object": "payment_intent", "amount": amount, "amount_received": 0,
+        "currency": currency.lower(), "status": "requires_payment_method" if "payment_method" not in params
+        else "requires_confirmation", "capture_method": "automatic", "confirmation_method": "automatic",
+        "client_secret": f"{intent_id}_secret_{secrets.token_hex(12)}", "created": int(time.time()),
+        "description": params.get("description"), "metadata": params.get("metadata", {}), "livemode": False,
+        "payment_method": params.get("payment_method"),
+        "payment_method_types": params.get("payment_method_types", ["card"]),
+        "next_action": None, "last_payment_error": None, "latest_charge": None,
+    }
+
+
+def _error(status: int, kind: str, message: str, *, code: str | None = None, param: str | None = None) -> Answer:
+    error: dict[str, Any] = {"type": kind, "message": message}
+    if code:
+        error["code"] = code
+    if param:
+        error["param"] = param
+    return Answer(status, {"error": error})
+
+
+def _id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(12)}"
+
