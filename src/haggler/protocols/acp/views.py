@@ -41,7 +41,8 @@ def status(core_status: str) -> str:
 
 _TOKENIZED_CARD = {"name": "dev.acp.tokenized.card", "version": "2026-01-22", "display_name": "Card",
                    "spec": "https://acp.dev/specs/handlers/card", "requires_delegate_payment": True,
-                   "requires_pci_compliance": False, "config_schema": "https://acp.dev/schemas/handlers/card/config.json",
+                   "requires_pci_compliance": False,
+                   "config_schema": "https://acp.dev/schemas/handlers/card/config.json",
                    "instrument_schemas": ["https://acp.dev/schemas/handlers/card/instrument.json"]}
 
 
