@@ -61,6 +61,9 @@ def test_codes_replace_the_ones_before_and_an_empty_list_clears_them(acp_store):
     assert cleared["discounts"] == {"codes": [], "applied": [], "rejected": []} and totals(cleared)["total"] == 4500
     alias = acp_store.http.post(f"/checkout_sessions/{body['id']}", headers=headers(), json={"coupons": ["QUARTER"]})
     assert [a["code"] for a in alias.json()["discounts"]["applied"]] == ["QUARTER"]
+    lower = acp_store.http.post(f"/checkout_sessions/{body['id']}", headers=headers(),
+                                json={"discounts": {"codes": ["tenoff"]}}).json()
+    assert [a["amount"] for a in lower["discounts"]["applied"]] == [450]  # §6.1: case-insensitive
 
 
 def test_an_unknown_code_is_rejected_in_the_extensions_shape_and_warned_about(acp_store):
