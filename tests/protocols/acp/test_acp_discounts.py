@@ -4,6 +4,8 @@ each refusal in the extension's rejection shape."""
 
 from __future__ import annotations
 
+import threading
+
 from sqlalchemy import select
 
 from haggler.orders import order_for
@@ -163,3 +165,29 @@ def test_a_deal_taken_between_pricing_and_completion_is_not_sold_at_another_pric
     late = acp_store.http.post(f"/checkout_sessions/{two['id']}/complete", headers=headers(), json=pay())
     assert late.status_code == 409 and late.json()["code"] == "conflict"
     assert len(rows(acp_store, orders)) == 1
+
+
+def test_acp_and_ucp_racing_for_one_deal_sell_it_once(make_acp_store, db_url):
+    """The same deal_redemptions guard when two doors complete at the same moment (SQLite and PostgreSQL)."""
+    store = make_acp_store(db_url=db_url)
+    product = store.catalog.products[0]
+    deal = close_a_deal(store.http, product)
+    session = ready_session(store.http, product.id, discounts={"codes": [deal["id"]]})
+    checkout = ucp.ready_checkout(store.http, product.id, discounts={"codes": [deal["id"]]})
+    codes: dict[str, int] = {}
+
+    def through_acp() -> None:
+        codes["acp"] = store.http.post(f"/checkout_sessions/{session['id']}/complete", headers=headers(),
+                                       json=pay()).status_code
+
+    def through_ucp() -> None:
+        codes["ucp"] = store.http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=ucp.headers(),
+                                       json=ucp.pay()).status_code
+    threads = [threading.Thread(target=through_acp), threading.Thread(target=through_ucp)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    [order] = rows(store, orders)
+    assert len(rows(store, deal_redemptions)) == 1 and order.deal_id == deal["id"]
+    assert sorted(codes.values()) == [200, 409] and codes[order.door] == 200
