@@ -54,6 +54,11 @@ def test_an_address_brings_options_and_choosing_one_makes_it_ready(acp_store):
     assert totals(ready) == {"items_base_amount": 1200, "subtotal": 1200, "fulfillment": 600, "total": 1800}
     # The update named only the option: the address stayed.
     assert ready["fulfillment_details"]["address"] == ADDRESS
+    # A new address where ground is still offered keeps the option chosen, with nothing to say.
+    moved = acp_store.http.post(f"/checkout_sessions/{ready['id']}", headers=headers(), json={
+        "fulfillment_details": {"address": {**ADDRESS, "line_one": "2 Engine St", "postal_code": "97202"}}}).json()
+    assert moved["status"] == "ready_for_payment" and moved["fulfillment_details"]["address"]["line_one"] == "2 Engine St"
+    assert moved["messages"] == []
 
 
 def test_an_option_not_offered_is_not_selected(acp_store):

@@ -17,8 +17,8 @@ from typing import Any
 
 from haggler.catalog import Catalog
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyInFlight, KeyReused
-from haggler.commerce.sessions import FINAL, CheckoutSessions, FulfillmentRequest, Priced, SessionInput
-from haggler.errors import HagglerError, NotFound, Unauthorized
+from haggler.commerce.sessions import FINAL, CheckoutSessions, Priced, SessionInput
+from haggler.errors import HagglerError, Unauthorized
 from haggler.orders import Order
 from haggler.payments.handler import PaymentHandler
 from haggler.protocols.acp import reading, views
@@ -70,17 +70,16 @@ class AcpService:
             self.sessions.create(reading.session_input(body, previous=None)), base)))
 
     def get(self, session_id: str, base: str) -> Kept:
-        try:
-            return Kept(200, self._checkout(self.sessions.get(session_id), base))
-        except NotFound as exc:
-            return self._refusal(exc)
+        return Kept(200, self._checkout(self.sessions.get(session_id), base))
 
     def update(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
         def run() -> Kept:
             previous = self.sessions.get(session_id).session
             request = reading.session_input(body, previous=previous)
             priced = self.sessions.update(session_id, request)
-            return Kept(200, self._checkout(priced, base, asked_option=request.fulfillment))
+            asked = request.fulfillment.selected_option_id if request.fulfillment is not None and \
+                body.get("selected_fulfillment_options") is not None else None
+            return Kept(200, self._checkout(priced, base, asked_option=asked))
         return self._idempotent(key, f"/checkout_sessions/{session_id}", body, run)
 
     def cancel(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
@@ -107,14 +106,15 @@ class AcpService:
         return self._idempotent(key, f"/checkout_sessions/{session_id}/complete", body, run)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
-                  asked_option: FulfillmentRequest | None = None) -> dict[str, Any]:
+                  asked_option: str | None = None) -> dict[str, Any]:
+        """The session as ACP's; ``asked_option``: the option the request selected, if it did."""
         body = views.checkout(priced, self.handler_ids, order, base)
-        wanted = asked_option.selected_option_id if asked_option is not None else None
-        if wanted is not None and priced.selected_option is None:
+        if asked_option is not None and priced.selected_option is None:
             # §8: a selected option MUST be one of fulfillment_options; one that is not is not taken.
             body["messages"].append({"type": "error", "code": "invalid", "content_type": "plain",
                                      "param": "$.selected_fulfillment_options[0].option_id",
-                                     "content": f"Fulfillment option {wanted!r} is not offered for this destination"})
+                                     "content": f"Fulfillment option {asked_option!r} is not offered for this "
+                                                "destination"})
         return body
 
     # -- idempotency and refusals --------------------------------------------------------------------
