@@ -25,6 +25,9 @@ from haggler.storage.schema import idempotency_keys
 
 #: The longest key kept (the column's width, and both protocols' limit).
 LONGEST_KEY = 255
+#: A first request still "in flight" after this long died with its worker (a checkout's completion
+#: is done well within it): a retry with its key takes the key over instead of waiting forever.
+STALE_AFTER = timedelta(minutes=5)
 
 
 class Kept(NamedTuple):
@@ -83,8 +86,10 @@ class IdempotencyKeys:
         try:
             with self.db.write() as conn:
                 row = conn.execute(select(idempotency_keys).where(where)).first()
-                if row is not None and row.created_at + self.ttl <= self.clock():
-                    conn.execute(delete(idempotency_keys).where(where))  # expired: a new request
+                now = self.clock()
+                if row is not None and (row.created_at + self.ttl <= now or (
+                        row.status_code is None and row.created_at + STALE_AFTER <= now)):
+                    conn.execute(delete(idempotency_keys).where(where))  # expired or abandoned: a new request
                     row = None
                 if row is not None:
                     if row.request_hash != digest:
@@ -93,7 +98,7 @@ class IdempotencyKeys:
                         raise KeyInFlight("the first request with this idempotency key is still being processed")
                     return Kept(row.status_code, json.loads(row.body), replayed=True)
                 conn.execute(insert(idempotency_keys).values(agent_id=owner, key=key, request_hash=digest,
-                                                             created_at=self.clock()))
+                                                             created_at=now))
         except IntegrityError:
             raise KeyInFlight("the first request with this idempotency key is still being processed") from None
         try:
@@ -108,12 +113,12 @@ class IdempotencyKeys:
         return answer
 
     def sweep(self) -> int:
-        """Forget this prefix's answered keys older than the ttl (the store's background sweep); how many."""
+        """Forget this prefix's keys older than the ttl, answered or abandoned (the store's background
+        sweep); how many."""
         with self.db.write() as conn:
             return conn.execute(delete(idempotency_keys).where(
                 idempotency_keys.c.agent_id.startswith(self.prefix, autoescape=True),
-                idempotency_keys.c.status_code.is_not(None),
                 idempotency_keys.c.created_at < self.clock() - self.ttl)).rowcount
 
 
-__all__ = ["IdempotencyKeys", "Kept", "KeyInFlight", "KeyReused", "LONGEST_KEY", "fingerprint"]
+__all__ = ["IdempotencyKeys", "Kept", "KeyInFlight", "KeyReused", "LONGEST_KEY", "STALE_AFTER", "fingerprint"]

@@ -128,3 +128,16 @@ def test_a_key_whose_first_request_still_runs_is_409_in_flight(acp_store):
     assert answer.status_code == 409 and int(answer.headers["Retry-After"]) >= 1
     conforms(answer.json(), "Error")
     assert answer.json()["code"] == "idempotency_in_flight" and count(acp_store, checkout_sessions) == 0
+
+
+def test_a_key_whose_first_request_died_is_taken_over_after_a_while(acp_store):
+    """A worker that died mid-request leaves its key in flight; a retry after STALE_AFTER runs."""
+    acp = acp_store.app.state.acp
+    with acp.db.write() as conn:
+        conn.execute(insert(idempotency_keys).values(
+            agent_id=acp.keys.owner(KEY, "/checkout_sessions"), key="orphan",
+            request_hash=fingerprint("POST /checkout_sessions", create_body()), created_at=acp_store.clock()))
+    assert acp_store.http.post("/checkout_sessions", headers=headers("orphan"), json=create_body()).status_code == 409
+    acp_store.clock.advance(minutes=5)
+    retried = acp_store.http.post("/checkout_sessions", headers=headers("orphan"), json=create_body())
+    assert retried.status_code == 201 and "Idempotent-Replayed" not in retried.headers
