@@ -26,4 +26,5 @@ class AcpSettings:
 
     def __post_init__(self) -> None:
         if self.api_key is not None and (len(self.api_key) < SHORTEST_KEY or self.api_key != self.api_key.strip()):
-            raise ValueError(f"the ACP API key must be at least {SHORTEST_KEY} characters, without surrounding spaces")
+            raise ValueError(f"--acp-api-key (HAGGLER_ACP_API_KEY) must be at least {SHORTEST_KEY} characters, "
+                             "without surrounding spaces")
