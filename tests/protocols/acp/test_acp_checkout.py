@@ -190,7 +190,7 @@ def test_the_bearer_key_is_required_and_checked(acp_store):
     for sent in ({k: v for k, v in headers().items() if k != "Authorization"}, headers(api_key="wrong-key-0123456789"),
                  {**headers(), "Authorization": f"Basic {KEY}"}):
         answer = acp_store.http.post("/checkout_sessions", headers=sent, json=create_body())
-        assert answer.status_code == 401
+        assert answer.status_code == 401 and answer.headers["WWW-Authenticate"].startswith("Bearer")
         conforms(answer.json(), "Error")
         assert answer.json()["code"] == "unauthorized"
         assert acp_store.http.get("/checkout_sessions/chk_x", headers=sent).status_code == 401
