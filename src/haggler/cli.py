@@ -247,11 +247,17 @@ def serve(
         help="Test stores only: offer UCP's simulated payment handler (it takes no money) and "
         "POST /testing/simulate-shipping/{order_id} to callers sending this in Simulation-Secret "
         "(at least 8 characters). Never on a store that takes real orders.")] = None,
+    acp_api_key: Annotated[Optional[str], typer.Option(
+        envvar="HAGGLER_ACP_API_KEY", show_envvar=True,
+        help="Serve ACP checkout (/checkout_sessions, /.well-known/acp.json) to agents presenting this key as "
+        "their Bearer token (at least 16 characters). Set it in the environment rather than here, where "
+        "other users of the machine can read it. Without it the store does not serve ACP.")] = None,
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
     built-in demo store."""
     import uvicorn
 
+    from haggler.protocols.acp.settings import AcpSettings
     from haggler.protocols.agents_json.settings import AgentsSettings
     from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits, load_skill
     from haggler.protocols.transactions.settings import ExchangeSettings
@@ -286,6 +292,7 @@ def serve(
             v2_deadlock=v2_deadlock, v2_deadlock_threshold=v2_deadlock_threshold, v2_wall_clock_seconds=v2_wall_clock)
         market = market_settings(offer_turn_cap, clear_interval, deal_expiry)
         ucp = UcpSettings(simulation_secret=simulation_secret)
+        acp = AcpSettings(api_key=acp_api_key)
         client_limits = ClientLimits(max_wrong_tokens, max_registrations_per_hour, max_agent_messages_per_hour,
                                      max_contacts_per_hour)
         if allowed_host:
@@ -309,7 +316,8 @@ def serve(
                          public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
-                         matching=matching, market=market, ucp=ucp, client_limits=client_limits, data_dir=data_dir,
+                         matching=matching, market=market, ucp=ucp, acp=acp, client_limits=client_limits,
+                         data_dir=data_dir,
                          seed=seed, sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
     try:
         if workers == 1:
@@ -334,6 +342,8 @@ def serve(
     err.print(f"UCP checkout at {base}/.well-known/ucp" + (
         " (simulation secret set: simulated payments and /testing routes, take no real orders)"
         if simulation_secret else ""))
+    err.print(f"ACP checkout at {base}/.well-known/acp.json" if acp.enabled
+              else "ACP checkout not served (set HAGGLER_ACP_API_KEY to serve it)")
     if host in WILDCARD_HOSTS:
         err.print(escape(wildcard_advice(host, allowed_host or (), public_url)))
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from

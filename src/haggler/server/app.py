@@ -41,6 +41,11 @@ from haggler.protocols.transactions import views as transactions_views
 from haggler.protocols.transactions.routes import BODY_WORDING as EXCHANGE_BODIES
 from haggler.protocols.transactions.routes import PREFIX as EXCHANGE_PREFIX
 from haggler.protocols.transactions.routes import Exchange
+from haggler.protocols.acp import views as acp_views
+from haggler.protocols.acp.routes import BODY_WORDING as ACP_BODIES
+from haggler.protocols.acp.routes import PATH_PREFIXES as ACP_PATHS
+from haggler.protocols.acp.routes import build_router as acp_router
+from haggler.protocols.acp.service import AcpService
 from haggler.protocols.ucp import views as ucp_views
 from haggler.protocols.ucp.routes import BODY_WORDING as UCP_BODIES
 from haggler.protocols.ucp.routes import PATH_PREFIXES as UCP_PATHS
@@ -52,7 +57,8 @@ from haggler.server.clientip import is_local_client, request_client
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.edge import RequestEdge, base_url
-from haggler.server.errors import ENVELOPE_PREFIX, ERROR_SHAPES_STATE, install_error_handlers
+from haggler.server.errors import CLOSED_SHAPES_STATE, ENVELOPE_PREFIX, ERROR_SHAPES_STATE, ErrorShape
+from haggler.server.errors import install_error_handlers
 from haggler.server.hosts import AllowedHosts
 from haggler.server.leader import Leadership, leadership_for
 from haggler.server.limits import Limits
@@ -110,8 +116,11 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     matching = Matching(db, config.clock, config.matching, limits)
     matching_mcp = mcp_tools.build_server(matching)
     market = Market(db, config.clock, limits, config.market, operator_token=config.matching.operator_token)
-    ucp = UcpService(db, config.clock, config.ucp, _payment_handlers(config), catalog=config.catalog,
+    handlers = _payment_handlers(config)  # one registry for every checkout protocol
+    ucp = UcpService(db, config.clock, config.ucp, handlers, catalog=config.catalog,
                      deal_ttl=config.agents.deal_ttl) if config.ucp.enabled else None
+    acp = AcpService(db, config.clock, config.acp, handlers, catalog=config.catalog,
+                     deal_ttl=config.agents.deal_ttl) if config.acp.enabled else None
 
     leadership = leadership_for(db)
     metrics = Metrics(db, config.matching.operator_token, leadership)
@@ -123,7 +132,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                                 ("exchange", exchange.sweep, "cancelled %d transactions whose offer expired"),
                                 ("matching", matching.sweep, "applied deadlines to %d match negotiations"),
                                 ("market", market.sweep, "expired %d market deals left unsigned"),
-                                *((("ucp", ucp.sweep, "forgot %d answered UCP idempotency keys"),) if ucp else ())):
+                                *((("ucp", ucp.sweep, "forgot %d answered UCP idempotency keys"),) if ucp else ()),
+                                *((("acp", acp.sweep, "forgot %d answered ACP idempotency keys"),) if acp else ())):
             try:
                 count = job()
             except Exception:
@@ -178,7 +188,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),
                                 *((prefix, MATCHING_BODIES) for prefix in MATCHING_PATHS), (MARKET_PREFIX, MARKET_BODIES),
-                                *((prefix, UCP_BODIES) for prefix in UCP_PATHS)),
+                                *((prefix, UCP_BODIES) for prefix in UCP_PATHS),
+                                *((prefix, ACP_BODIES) for prefix in ACP_PATHS)),
                        default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
     app.include_router(storefront.build_router(config.catalog, base_url))
@@ -189,11 +200,19 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(matching.router())
     app.include_router(market.router())
     app.include_router(admin_router(config, db, limits))
+    shapes: list[tuple[tuple[str, ...], ErrorShape]] = []
     if ucp is not None:
         app.state.ucp = ucp
         app.include_router(ucp_router(ucp, base_url))
-        # UCP's paths answer errors in UCP's shape, wherever they are raised (server/errors.py).
-        setattr(app.state, ERROR_SHAPES_STATE, ((UCP_PATHS, ucp_views.error),))
+        shapes.append((UCP_PATHS, ucp_views.error))
+    if acp is not None:
+        app.state.acp = acp
+        app.include_router(acp_router(acp, base_url))
+        shapes.append((ACP_PATHS, acp_views.error))
+        # ACP's Error allows no field of its own: no request_id in the body (X-Request-Id has it).
+        setattr(app.state, CLOSED_SHAPES_STATE, ACP_PATHS)
+    # Each protocol's paths answer errors in its own shape, wherever they are raised (server/errors.py).
+    setattr(app.state, ERROR_SHAPES_STATE, tuple(shapes))
     app.include_router(api_docs.build_router(app.title, OPENAPI_PATH))
     # Spec 002 "MCP Tools": a plain route (not a Mount), so /mcp has no redirect and other paths
     # keep the app's own 404; it still passes the request edge and CORS like every route.

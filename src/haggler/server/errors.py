@@ -69,7 +69,8 @@ def error_response(scope: Scope, status: int, message: str, headers: dict[str, s
         body = shaped(status, message, fields)
     else:
         body = dict(fields) if fields is not None else {"error": message}
-    body["request_id"] = request_id(scope)
+    if not _closed(scope):
+        body["request_id"] = request_id(scope)
     return JSON(body, status_code=status, headers=headers)
 
 
@@ -80,6 +81,17 @@ ErrorShape = Callable[[int, str, "dict[str, Any] | None"], dict[str, Any]]
 #: pairs, set by ``server/app.py`` for the protocols whose wire fixes an error shape (UCP's
 #: ``{"detail": ...}``), so that the edge, the handlers and the catch-all all answer in it.
 ERROR_SHAPES_STATE = "error_shapes"
+
+
+#: Where an app keeps the path prefixes whose error shape is closed (ACP's ``Error`` allows no
+#: field beyond its own): their bodies carry no ``request_id``, which stays in ``X-Request-Id``.
+CLOSED_SHAPES_STATE = "closed_error_shapes"
+
+
+def _closed(scope: Scope) -> bool:
+    app = scope.get("app")
+    prefixes: tuple[str, ...] = getattr(app.state, CLOSED_SHAPES_STATE, ()) if app is not None else ()
+    return bool(prefixes) and scope["path"].startswith(prefixes)
 
 
 def _shape_for(scope: Scope) -> ErrorShape | None:

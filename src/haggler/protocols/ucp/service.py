@@ -5,31 +5,27 @@ Idempotency (UCP checkout REST binding, "HTTP Headers"): with an ``idempotency-k
 platform's keys apart, by the profile its ``UCP-Agent`` names), the first answer is stored with a fingerprint of the request (method, path and body, whatever its spacing or
 key order); the same key with the same request answers the stored status and body again, with
 another request 409. A request that failed leaves no record, so sending it again runs it again.
+The keys are kept by the checkout core's ``IdempotencyKeys`` (``haggler/commerce/idempotency.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
-from sqlalchemy import delete, insert, select, update
-from sqlalchemy.exc import IntegrityError
-
 from haggler.catalog import Catalog
+from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyReused
 from haggler.commerce.sessions import CheckoutSessions, Priced
-from haggler.errors import Conflict, Forbidden, InFlight, InvalidInput, NotFound, Unprocessable
+from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
 from haggler.payments.handler import PaymentHandler
 from haggler.protocols.ucp import reading, views
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import Webhooks
 from haggler.storage.database import Database
-from haggler.storage.schema import idempotency_keys
 
 #: How long an answered idempotency key is kept (the REST binding: at least 24 hours).
 IDEMPOTENCY_TTL = timedelta(hours=48)
@@ -38,7 +34,6 @@ DOOR = "ucp"
 #: The idempotency records' owner in ``idempotency_keys`` (the exchange keys its own per agent):
 #: ``ucp:`` and a digest of the platform's profile URL, so that one platform's keys never meet another's.
 _IDEMPOTENCY_OWNER = "ucp:"
-_LONGEST_KEY = 255
 
 
 class Answer(NamedTuple):
@@ -60,6 +55,7 @@ class UcpService:
         self.settings = settings
         self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
         self.webhooks = webhooks or Webhooks(settings)
+        self.keys = IdempotencyKeys(db, clock, _IDEMPOTENCY_OWNER, IDEMPOTENCY_TTL)
         listed = views.LISTED_FOR_TESTS if settings.simulation_secret else ()
         #: The handlers a checkout names: those it can charge through, then those listed for tests.
         self.handler_ids = (*sorted(handlers), *(h for h in listed if h not in handlers))
@@ -202,42 +198,20 @@ class UcpService:
     def sweep(self) -> int:
         """Forget the answered idempotency keys older than :data:`IDEMPOTENCY_TTL` (the store's
         background sweep); how many."""
-        with self.db.write() as conn:
-            return conn.execute(delete(idempotency_keys).where(
-                idempotency_keys.c.agent_id.startswith(_IDEMPOTENCY_OWNER, autoescape=True),
-                idempotency_keys.c.status_code.is_not(None),
-                idempotency_keys.c.created_at < self.clock() - IDEMPOTENCY_TTL)).rowcount
+        return self.keys.sweep()
 
     def _idempotent(self, agent: reading.Agent, key: str | None, what: str, body: dict[str, Any],
                     run: Callable[[], Answer]) -> Answer:
         if key is None:
             return run()
-        if not key.strip() or len(key) > _LONGEST_KEY:
-            raise InvalidInput(f"idempotency-key must be 1 to {_LONGEST_KEY} characters")
-        fingerprint = hashlib.sha256(
-            (what + "\n" + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode()).hexdigest()
-        owner = _IDEMPOTENCY_OWNER + hashlib.sha256((agent.profile or "").encode()).hexdigest()[:32]
-        where = (idempotency_keys.c.agent_id == owner) & (idempotency_keys.c.key == key)
+        ran: list[Answer] = []
+
+        def first() -> Kept:
+            ran.append(run())
+            return Kept(ran[0].status, ran[0].body)
         try:
-            with self.db.write() as conn:
-                row = conn.execute(select(idempotency_keys).where(where)).first()
-                if row is not None:
-                    if row.request_hash != fingerprint:
-                        raise Conflict("this idempotency-key was used for a different request")
-                    if row.status_code is None:
-                        raise InFlight("the first request with this idempotency-key is still being processed")
-                    return Answer(row.status_code, json.loads(row.body))
-                conn.execute(insert(idempotency_keys).values(agent_id=owner, key=key,
-                                                             request_hash=fingerprint, created_at=self.clock()))
-        except IntegrityError:
-            raise InFlight("the first request with this idempotency-key is still being processed") from None
-        try:
-            answer = run()
-        except BaseException:
-            with self.db.write() as conn:
-                conn.execute(delete(idempotency_keys).where(where))
-            raise
-        with self.db.write() as conn:
-            conn.execute(update(idempotency_keys).where(where).values(status_code=answer.status,
-                                                                     body=json.dumps(answer.body)))
-        return answer
+            kept = self.keys.run(self.keys.owner(agent.profile or ""), key, what, body, first)
+        except KeyReused:
+            raise Conflict("this idempotency-key was used for a different request") from None
+        # The webhook due after the first answer goes with it only; a replay sends none.
+        return ran[0] if ran else Answer(kept.status, kept.body)

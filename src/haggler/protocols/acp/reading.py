@@ -1,0 +1,221 @@
+"""Reading ACP requests into the checkout core's inputs, and ACP's coded refusals.
+
+Every field read is checked for its type here, so that a wrong one is a 400 in ACP's error shape
+naming it by JSONPath (``param``) rather than a 500 later. Fields the merchant does not read (item
+names and prices, affiliate attribution, risk signals) are ignored: the store prices from its own data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from haggler.commerce.idempotency import KeyInFlight, KeyReused
+from haggler.commerce.merchant_data import Address
+from haggler.commerce.sessions import FulfillmentRequest, LineRequest, PaymentRequest, Session, SessionInput
+from haggler.errors import InvalidInput
+from haggler.protocols.acp.settings import SUPPORTED_VERSIONS
+from haggler.protocols.acp.views import BUYER_FIELDS
+
+_CURRENCY = re.compile(r"[A-Za-z]{3}")
+
+
+class Refused(InvalidInput):
+    """A 400 with ACP's ``code`` and, when a field is to blame, its JSONPath ``param``."""
+
+    def __init__(self, message: str, code: str = "invalid", param: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.param = param
+
+    def fields(self) -> dict[str, Any]:
+        return {"code": self.code, **({"param": self.param} if self.param else {})}
+
+
+class IdempotencyConflict(KeyReused):
+    """Same key, another body (rfc.agentic_checkout.md §6.4: 422 ``idempotency_conflict``)."""
+
+    def fields(self) -> dict[str, Any]:
+        return {"code": "idempotency_conflict"}
+
+
+class IdempotencyInFlight(KeyInFlight):
+    """Same key while the first request runs (§6.4: 409 ``idempotency_in_flight``, Retry-After)."""
+
+    def fields(self) -> dict[str, Any]:
+        return {"code": "idempotency_in_flight"}
+
+
+def api_version(header: str | None) -> str:
+    """``API-Version``, which every request MUST carry and the server MUST validate (§2.1); a
+    refusal is 400 ``missing_api_version`` or ``unsupported_api_version`` naming the versions accepted."""
+    accepted = ", ".join(SUPPORTED_VERSIONS)
+    if header is None or not header.strip():
+        raise Refused(f"the API-Version header is required (supported versions: {accepted})", "missing_api_version")
+    if header.strip() not in SUPPORTED_VERSIONS:
+        raise Refused(f"API-Version {header.strip()!r} is not supported (supported versions: {accepted})",
+                      "unsupported_api_version")
+    return header.strip()
+
+
+def idempotency_key(header: str | None) -> str:
+    """``Idempotency-Key``, required on every POST (§6.1: 400 ``idempotency_key_required``)."""
+    if header is None or not header.strip():
+        raise Refused("Idempotency-Key header is required on all POST requests", "idempotency_key_required")
+    if len(header) > 255:
+        raise Refused("Idempotency-Key must be at most 255 characters", "invalid")
+    return header
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise Refused(f"{where} must be an object", param=where)
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise Refused(f"{where} must be an array", param=where)
+    return value
+
+
+def _text(value: Any, where: str, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise Refused(f"{where} must be a non-empty string", param=where)
+    return value
+
+
+def _count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise Refused(f"{where} must be a whole number of at least 1", param=where)
+    return value
+
+
+def _lines(body: Mapping[str, Any]) -> tuple[LineRequest, ...]:
+    items = _list(body.get("line_items"), "$.line_items")
+    if not items:
+        raise Refused("line_items must hold at least one item", param="$.line_items")
+    lines = []
+    for i, raw in enumerate(items):
+        where = f"$.line_items[{i}]"
+        item = _object(raw, where)
+        # ACP's Item carries no quantity, its examples do: one unit unless the agent says more.
+        quantity = _count(item["quantity"], f"{where}.quantity") if "quantity" in item else 1
+        lines.append(LineRequest(None, str(_text(item.get("id"), f"{where}.id")), quantity))
+    return tuple(lines)
+
+
+def _buyer(value: Any, where: str) -> dict[str, Any]:
+    b = _object(value, where)
+    _text(b.get("email"), f"{where}.email")
+    return {name: _text(b[name], f"{where}.{name}") for name in BUYER_FIELDS if b.get(name) is not None}
+
+
+def address(value: Any, where: str) -> Address:
+    """An ACP address as the core's: its id a digest of the place (so that the same address sent
+    again is the same destination), ``line_two`` kept after a line break in the street."""
+    a = _object(value, where)
+    text = {name: _text(a.get(name), f"{where}.{name}")
+            for name in ("name", "line_one", "city", "state", "country", "postal_code")}
+    two = _text(a.get("line_two"), f"{where}.line_two", optional=True) if a.get("line_two") else None
+    street = str(text["line_one"]) + (f"\n{two}" if two else "")
+    place = "\n".join(str(v) for v in (text["name"], street, text["city"], text["state"], text["country"],
+                                       text["postal_code"]))
+    return Address("addr_" + hashlib.sha256(place.encode()).hexdigest()[:16], street, text["city"], text["state"],
+                   text["postal_code"], str(text["country"]).upper(), text["name"])
+
+
+def _fulfillment(body: Mapping[str, Any], previous: Session | None) -> FulfillmentRequest | None:
+    """The destination (``fulfillment_details.address``) and the option chosen
+    (``selected_fulfillment_options``); what the request leaves out stays as it was."""
+    destination = None
+    if body.get("fulfillment_details") is not None:
+        details = _object(body["fulfillment_details"], "$.fulfillment_details")
+        if details.get("address") is not None:
+            destination = address(details["address"], "$.fulfillment_details.address")
+    option = None
+    if body.get("selected_fulfillment_options") is not None:
+        chosen = _list(body["selected_fulfillment_options"], "$.selected_fulfillment_options")
+        for i, raw in enumerate(chosen):
+            where = f"$.selected_fulfillment_options[{i}]"
+            entry = _object(raw, where)
+            if entry.get("type", "shipping") != "shipping":
+                raise Refused(f"{where}.type: this store only ships", "unsupported", f"{where}.type")
+            option = _text(entry.get("option_id"), f"{where}.option_id")
+    if destination is None and option is None:
+        return None
+    before = previous.fulfillment if previous is not None else None
+    if destination is not None:
+        return FulfillmentRequest(None, "shipping", (destination,), destination.id,
+                                  option or (before.selected_option_id if before else None))
+    return FulfillmentRequest(None, "shipping", before.destinations if before else None,
+                              before.selected_destination_id if before else None, option)
+
+
+def _codes(body: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """``discounts.codes`` (the discount extension), or the deprecated ``coupons`` alias."""
+    if body.get("discounts") is not None:
+        raw = _object(body["discounts"], "$.discounts").get("codes")
+        if raw is None:
+            return None
+        return tuple(str(_text(c, f"$.discounts.codes[{i}]")) for i, c in enumerate(_list(raw, "$.discounts.codes")))
+    if body.get("coupons") is not None:
+        return tuple(str(_text(c, f"$.coupons[{i}]")) for i, c in enumerate(_list(body["coupons"], "$.coupons")))
+    return None
+
+
+def session_input(body: Mapping[str, Any], *, previous: Session | None) -> SessionInput:
+    """A create (``previous`` None) or an update: what an update leaves out stays as it was."""
+    creating = previous is None
+    currency = _text(body.get("currency"), "$.currency", optional=not creating)
+    if currency is not None and not _CURRENCY.fullmatch(currency):
+        raise Refused(f"currency must be an ISO 4217 code such as usd, got {currency!r}", param="$.currency")
+    if body.get("capabilities") is not None:
+        _object(body["capabilities"], "$.capabilities")
+    return SessionInput(
+        currency=currency,
+        lines=_lines(body) if creating or "line_items" in body else None,
+        buyer=_buyer(body["buyer"], "$.buyer") if body.get("buyer") is not None else None,
+        discount_codes=_codes(body),
+        fulfillment=_fulfillment(body, previous),
+    )
+
+
+def payment_request(body: Mapping[str, Any], handler_ids: tuple[str, ...]) -> PaymentRequest:
+    """A completion's ``payment_data``: ``handler_id`` with ``instrument.credential`` (a delegated
+    token, rfc.payment_handlers.md), or the older ``token`` with ``provider``, the handler then being
+    the one named after the provider. A purchase order alone is not a way to pay here."""
+    data = _object(body.get("payment_data"), "$.payment_data")
+    if data.get("handler_id") is not None or data.get("instrument") is not None:
+        handler = str(_text(data.get("handler_id"), "$.payment_data.handler_id"))
+        instrument = _object(data.get("instrument"), "$.payment_data.instrument")
+        credential = _object(instrument.get("credential"), "$.payment_data.instrument.credential")
+        kind = _text(credential.get("type"), "$.payment_data.instrument.credential.type")
+        token = _text(credential.get("token"), "$.payment_data.instrument.credential.token")
+        return PaymentRequest(handler, {"type": str(kind), "token": str(token)})
+    if data.get("token") is not None or data.get("provider") is not None:
+        token = _text(data.get("token"), "$.payment_data.token")
+        provider = str(_text(data.get("provider"), "$.payment_data.provider"))
+        return PaymentRequest(provider, {"type": "spt", "token": str(token)})
+    if data.get("purchase_order_number") is not None:
+        raise Refused("purchase orders are not accepted: pay with one of the payment handlers offered "
+                      f"({', '.join(handler_ids) or 'none'})", "unsupported", "$.payment_data")
+    raise Refused("payment_data must name a handler_id and an instrument with its credential",
+                  param="$.payment_data")
+
+
+def complete_buyer(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The buyer a completion may carry (it replaces the session's)."""
+    return _buyer(body["buyer"], "$.buyer") if body.get("buyer") is not None else None
+
+
+def cancel_request(body: Mapping[str, Any]) -> None:
+    """A cancellation's optional ``intent_trace``: checked for its shape (a ``reason_code``; unknown
+    codes are accepted, as the schema asks), not acted on."""
+    if body.get("intent_trace") is not None:
+        trace = _object(body["intent_trace"], "$.intent_trace")
+        _text(trace.get("reason_code"), "$.intent_trace.reason_code")

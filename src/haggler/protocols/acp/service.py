@@ -1,0 +1,150 @@
+"""ACP's checkout operations, without HTTP: the caller's key and API version checked, the request
+read, the checkout core asked, the answer shaped, idempotency kept.
+
+Idempotency (rfc.agentic_checkout.md §6): every POST carries an ``Idempotency-Key``, scoped to the
+caller's key and the endpoint's path. The first answer is kept, a refusal (4xx) included; a 5xx is
+not (§6.5), so the same request sent again runs again. The same key with the same body (semantic
+JSON equality) answers the kept status and body again, marked ``Idempotent-Replayed``; with another
+body it is 422 ``idempotency_conflict``, and while the first still runs 409 ``idempotency_in_flight``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from haggler.catalog import Catalog
+from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyInFlight, KeyReused
+from haggler.commerce.sessions import FINAL, CheckoutSessions, Priced, SessionInput
+from haggler.errors import HagglerError, Unauthorized
+from haggler.orders import Order
+from haggler.payments.handler import PaymentHandler
+from haggler.protocols.acp import reading, views
+from haggler.protocols.acp.settings import AcpSettings
+from haggler.server.errors import status_for
+from haggler.storage.database import Database
+
+#: How long an answered idempotency key is kept (§6.6: at least 24 hours).
+IDEMPOTENCY_TTL = timedelta(hours=48)
+#: The door ACP orders come through (orders.door).
+DOOR = "acp"
+_NOT_CANCELABLE = 405
+
+
+class AcpService:
+    def __init__(self, db: Database, clock: Callable[[], datetime], settings: AcpSettings,
+                 handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
+                 deal_ttl: timedelta = timedelta(hours=24)) -> None:
+        """``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
+        a deal closed in chat can be bought (the same lifetime every other door honours)."""
+        self.db = db
+        self.clock = clock
+        self.settings = settings
+        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
+        self.keys = IdempotencyKeys(db, clock, DOOR + ":", IDEMPOTENCY_TTL)
+        self.handler_ids = tuple(sorted(handlers))
+
+    # -- the caller ----------------------------------------------------------------------------------
+
+    def authorize(self, authorization: str | None, version: str | None) -> None:
+        """The Bearer key (compared in constant time), then ``API-Version``."""
+        expected = self.settings.api_key
+        scheme, _, presented = (authorization or "").partition(" ")
+        if expected is None or scheme.lower() != "bearer" or not hmac.compare_digest(
+                presented.strip().encode(), expected.encode()):
+            raise Unauthorized("a valid ACP API key is required: Authorization: Bearer <key>")
+        reading.api_version(version)
+
+    # -- discovery -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def discovery(base: str) -> dict[str, Any]:
+        return views.discovery(base)
+
+    # -- checkout sessions ---------------------------------------------------------------------------
+
+    def create(self, key: str | None, body: dict[str, Any], base: str) -> Kept:
+        return self._idempotent(key, "/checkout_sessions", body, lambda: Kept(201, self._checkout(
+            self.sessions.create(reading.session_input(body, previous=None)), base)))
+
+    def get(self, session_id: str, base: str) -> Kept:
+        return Kept(200, self._checkout(self.sessions.get(session_id), base))
+
+    def update(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
+        def run() -> Kept:
+            previous = self.sessions.get(session_id).session
+            request = reading.session_input(body, previous=previous)
+            priced = self.sessions.update(session_id, request)
+            asked = request.fulfillment.selected_option_id if request.fulfillment is not None and \
+                body.get("selected_fulfillment_options") is not None else None
+            return Kept(200, self._checkout(priced, base, asked_option=asked))
+        return self._idempotent(key, f"/checkout_sessions/{session_id}", body, run)
+
+    def cancel(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
+        def run() -> Kept:
+            reading.cancel_request(body)
+            current = self.sessions.get(session_id).session
+            if current.status in FINAL:
+                return Kept(_NOT_CANCELABLE, views.error(
+                    _NOT_CANCELABLE, f"checkout session {session_id} is {current.status} and cannot be canceled",
+                    {"code": "not_cancelable"}))
+            return Kept(200, self._checkout(self.sessions.cancel(session_id), base))
+        return self._idempotent(key, f"/checkout_sessions/{session_id}/cancel", body, run)
+
+    def complete(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
+        """Charge and place the order through the checkout core: on success the session is
+        ``completed`` with its ``order``; a declined payment is 402 and leaves no order."""
+        def run() -> Kept:
+            payment = reading.payment_request(body, self.handler_ids)
+            buyer = reading.complete_buyer(body)
+            if buyer is not None:
+                self.sessions.update(session_id, SessionInput(buyer=buyer))
+            priced, order = self.sessions.complete(session_id, payment, door=DOOR)
+            return Kept(200, self._checkout(priced, base, order))
+        return self._idempotent(key, f"/checkout_sessions/{session_id}/complete", body, run)
+
+    def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
+                  asked_option: str | None = None) -> dict[str, Any]:
+        """The session as ACP's; ``asked_option``: the option the request selected, if it did."""
+        body = views.checkout(priced, self.handler_ids, order, base)
+        if asked_option is not None and priced.selected_option is None:
+            # §8: a selected option MUST be one of fulfillment_options; one that is not is not taken.
+            body["messages"].append({"type": "error", "code": "invalid", "content_type": "plain",
+                                     "param": "$.selected_fulfillment_options[0].option_id",
+                                     "content": f"Fulfillment option {asked_option!r} is not offered for this "
+                                                "destination"})
+        return body
+
+    # -- idempotency and refusals --------------------------------------------------------------------
+
+    @staticmethod
+    def _refusal(exc: HagglerError) -> Kept:
+        status = status_for(exc)
+        return Kept(status, views.error(status, exc.message, exc.fields()))
+
+    def _idempotent(self, key: str | None, path: str, body: dict[str, Any], run: Callable[[], Kept]) -> Kept:
+        """``run`` once per key (see the module's docstring); a refusal below 500 is an answer, kept."""
+        checked = reading.idempotency_key(key)
+
+        def answer() -> Kept:
+            try:
+                return run()
+            except HagglerError as exc:
+                if status_for(exc) >= 500:
+                    raise
+                return self._refusal(exc)
+        try:
+            return self.keys.run(self.keys.owner(self.settings.api_key or "", path), checked, "POST " + path,
+                                 body, answer)
+        except KeyReused:
+            raise reading.IdempotencyConflict(
+                "Idempotency-Key has already been used with a different request body") from None
+        except KeyInFlight:
+            raise reading.IdempotencyInFlight(
+                "A request with this Idempotency-Key is currently being processed") from None
+
+    def sweep(self) -> int:
+        """Forget answered idempotency keys older than :data:`IDEMPOTENCY_TTL`; how many."""
+        return self.keys.sweep()

@@ -1,0 +1,230 @@
+"""What crosses the wire, and nothing more: checkout sessions, orders, errors and the discovery
+document, in the shapes of ACP 2026-04-17 (``openapi.agentic_checkout.yaml`` and ``rfc.discovery.md``).
+
+Amounts are integer minor units throughout, currencies lower case as ACP's examples write them.
+A payment credential never goes back out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from haggler.commerce.merchant_data import Address
+from haggler.commerce.pricing import Line
+from haggler.commerce.sessions import CANCELED, COMPLETED, IN_PROGRESS, READY, Priced
+from haggler.orders import Order
+from haggler.payments.simulated import SIMULATED_HANDLER_ID
+from haggler.protocols.acp.settings import ACP_VERSION, SUPPORTED_VERSIONS
+from haggler.timestamps import utc_z
+
+_SPEC = "https://github.com/agentic-commerce-protocol/agentic-commerce-protocol/blob/main"
+DISCOUNT = "discount"
+#: The discount extension as a checkout names it (rfc.discount_extension.md, "Extension Declaration").
+DISCOUNT_EXTENSION = {"name": DISCOUNT, "extends": ["$.CheckoutSessionCreateRequest.discounts",
+                                                   "$.CheckoutSessionUpdateRequest.discounts",
+                                                   "$.CheckoutSession.discounts"],
+                      "spec": f"{_SPEC}/rfcs/rfc.discount_extension.md"}
+
+# -- statuses --------------------------------------------------------------------------------------
+
+#: The core's statuses in ACP's words (a session the core still calls incomplete is not ready for payment).
+_STATUS = {READY: "ready_for_payment", IN_PROGRESS: "complete_in_progress", COMPLETED: "completed",
+           CANCELED: "canceled"}
+
+
+def status(core_status: str) -> str:
+    return _STATUS.get(core_status, "not_ready_for_payment")
+
+
+# -- payment handlers ------------------------------------------------------------------------------
+
+_TOKENIZED_CARD = {"name": "dev.acp.tokenized.card", "version": "2026-01-22", "display_name": "Card",
+                   "spec": "https://acp.dev/specs/handlers/card", "requires_delegate_payment": True,
+                   "requires_pci_compliance": False,
+                   "config_schema": "https://acp.dev/schemas/handlers/card/config.json",
+                   "instrument_schemas": ["https://acp.dev/schemas/handlers/card/instrument.json"]}
+
+
+def handler(handler_id: str) -> dict[str, Any]:
+    """A payment handler as ``capabilities.payment.handlers[]`` describes it (rfc.payment_handlers.md):
+    the simulated one (test stores only, it takes no money) as haggler's own, every other as a
+    tokenized card handler whose processor is named by its id (``stripe``)."""
+    if handler_id == SIMULATED_HANDLER_ID:
+        return {**_TOKENIZED_CARD, "id": handler_id, "name": "dev.haggler.simulated", "display_name": "Test card",
+                "requires_delegate_payment": False, "psp": "simulated",
+                "config": {"environment": "test", "tokens": {"success": "success_token", "decline": "fail_token"}}}
+    return {**_TOKENIZED_CARD, "id": handler_id, "psp": handler_id, "config": {"psp": handler_id}}
+
+
+def capabilities(handler_ids: Iterable[str]) -> dict[str, Any]:
+    return {"payment": {"handlers": [handler(h) for h in handler_ids]}, "extensions": [DISCOUNT_EXTENSION]}
+
+
+# -- checkout sessions -----------------------------------------------------------------------------
+
+
+def _total(kind: str, text: str, amount: int) -> dict[str, Any]:
+    return {"type": kind, "display_text": text, "amount": amount}
+
+
+def address(a: Address) -> dict[str, Any]:
+    """An address as ACP's: the second street line was kept after a line break (``reading.address``)."""
+    one, _, two = (a.street_address or "").partition("\n")
+    out = {"name": a.full_name or "", "line_one": one, "city": a.locality or "", "state": a.region or "",
+           "country": a.country or "", "postal_code": a.postal_code or ""}
+    if two:
+        out["line_two"] = two
+    return out
+
+
+def _line(priced: Priced, line: Line) -> dict[str, Any]:
+    total = priced.line_total(line)
+    off = line.subtotal_cents - total
+    out: dict[str, Any] = {
+        "id": line.id, "item": {"id": line.product_id, "name": line.title, "unit_amount": line.unit_price_cents},
+        "quantity": line.quantity, "name": line.title, "unit_amount": line.unit_price_cents,
+        "product_id": line.product_id,
+        "totals": [_total("items_base_amount", "Base amount", line.subtotal_cents),
+                   *([_total("items_discount", "Discount", off)] if off else []),
+                   _total("subtotal", "Subtotal", total), _total("total", "Total", total)],
+    }
+    if line.image_url:
+        out["images"] = [line.image_url]
+    if off and priced.deal is not None:
+        out["discount_details"] = [{"code": priced.deal.code, "type": "fixed", "amount": off,
+                                    "description": "Negotiated price", "source": "coupon"}]
+    return out
+
+
+#: The core's rejection reasons in ACP's: a deal already bought has reached its one use.
+_REASONS = {"discount_code_already_applied": "discount_code_usage_limit_reached"}
+
+
+def _discounts(priced: Priced) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The discount extension's ``discounts`` and the warnings it surfaces in ``messages``."""
+    session = priced.session
+    currency = session.currency.lower()
+    dealt = next((i for i, li in enumerate(session.lines) if priced.deal and li.id == priced.deal.line_id), None)
+    applied = []
+    for d in priced.discounts:
+        entry: dict[str, Any] = {"id": f"di_{d.code}", "code": d.code, "coupon": {"id": d.code, "name": d.title},
+                                 "amount": d.amount_cents}
+        if priced.deal is not None and d.code == priced.deal.code and dealt is not None:
+            entry["coupon"].update(amount_off=d.amount_cents, currency=currency, duration="once", max_redemptions=1)
+            entry["allocations"] = [{"path": f"$.line_items[{dealt}]", "amount": d.amount_cents}]
+        applied.append(entry)
+    rejected, warnings = [], []
+    codes = list(session.discount_codes)
+    for r in priced.rejections:
+        reason = _REASONS.get(r.reason, r.reason)
+        rejected.append({"code": r.code, "reason": reason, "message": r.content})
+        where = next((i for i, c in enumerate(codes) if c == r.code), None)
+        warning = {"type": "warning", "code": reason, "content_type": "plain", "content": r.content}
+        if where is not None:
+            warning["param"] = f"$.discounts.codes[{where}]"
+        warnings.append(warning)
+    return {"codes": codes, "applied": applied, "rejected": rejected}, warnings
+
+
+def checkout(priced: Priced, handler_ids: Iterable[str], order: Order | None, base: str) -> dict[str, Any]:
+    """A checkout session; with ``order`` (a completion's answer) its order too."""
+    session = priced.session
+    currency = session.currency.lower()
+    discounts, messages = _discounts(priced)
+    line_off = sum(li.subtotal_cents - priced.line_total(li) for li in session.lines)
+    t = priced.totals
+    totals = [_total("items_base_amount", "Items", t.subtotal_cents)]
+    if line_off:
+        totals.append(_total("items_discount", "Negotiated price", line_off))
+    totals.append(_total("subtotal", "Subtotal", t.subtotal_cents - line_off))
+    if t.discount_cents - line_off:
+        totals.append(_total("discount", "Discounts", t.discount_cents - line_off))
+    if t.fulfillment_cents is not None:
+        totals.append(_total("fulfillment", "Shipping", t.fulfillment_cents))
+    totals.append(_total("total", "Total", t.total_cents))
+    body: dict[str, Any] = {
+        "id": session.id,
+        "protocol": {"version": ACP_VERSION},
+        "capabilities": capabilities(handler_ids),
+        "status": status(session.status),
+        "currency": currency,
+        "line_items": [_line(priced, li) for li in session.lines],
+        "fulfillment_options": [{"type": "shipping", "id": o.id, "title": o.title,
+                                 "totals": [_total("fulfillment", o.title, o.price_cents)]} for o in priced.options],
+        "totals": totals,
+        "messages": messages,
+        "links": [],
+        "created_at": utc_z(session.created_at),
+        "expires_at": utc_z(session.expires_at),
+        "discounts": discounts,
+    }
+    buyer = {k: v for k, v in (session.buyer or {}).items() if k in BUYER_FIELDS}
+    if buyer.get("email"):
+        body["buyer"] = buyer
+    f = session.fulfillment
+    destination = f.destination if f else None
+    if destination is not None:
+        details: dict[str, Any] = {"name": destination.full_name or session.buyer_name or "",
+                                   "address": address(destination)}
+        if session.buyer_email:
+            details["email"] = session.buyer_email
+        body["fulfillment_details"] = details
+    chosen = priced.selected_option
+    if chosen is not None:
+        body["selected_fulfillment_options"] = [{"type": "shipping", "option_id": chosen.id,
+                                                 "item_ids": [li.id for li in session.lines]}]
+    if order is not None:
+        body["order"] = {"type": "order", "id": order.id, "checkout_session_id": session.id,
+                         "permalink_url": order_url(base, session.id), "status": "confirmed",
+                         "totals": [_total("total", "Total", order.total_cents)]}
+    return body
+
+
+#: The buyer fields kept and sent back (ACP's Buyer).
+BUYER_FIELDS = ("first_name", "last_name", "full_name", "email", "phone_number", "customer_id")
+
+
+def order_url(base: str, session_id: str) -> str:
+    """Where the order can be seen again: its checkout session (the store has no buyer-facing
+    order page yet; docs/acp.md)."""
+    return f"{base}/checkout_sessions/{session_id}"
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+#: A status's error code when the error names none.
+_CODES = {400: "invalid", 401: "unauthorized", 402: "payment_declined", 403: "forbidden", 404: "not_found",
+          405: "method_not_allowed", 409: "conflict", 410: "expired", 413: "request_too_large", 415: "invalid",
+          422: "invalid", 429: "rate_limited", 503: "service_unavailable"}
+
+
+def error(status_code: int, message: str, fields: Mapping[str, Any] | None) -> dict[str, Any]:
+    """ACP's flat error: ``type`` from the status (a 5xx is the server's), ``code`` the error's own
+    (``fields["code"]``) or the status's, ``param`` a JSONPath when the error names one."""
+    fields = fields or {}
+    if status_code >= 500:
+        kind = "service_unavailable" if status_code == 503 else "processing_error"
+    else:
+        kind = "invalid_request"
+    body = {"type": kind, "code": fields.get("code") or _CODES.get(status_code, "processing_error"),
+            "message": message}
+    if fields.get("param"):
+        body["param"] = fields["param"]
+    return body
+
+
+# -- discovery -------------------------------------------------------------------------------------
+
+
+def discovery(base: str) -> dict[str, Any]:
+    """``/.well-known/acp.json`` (rfc.discovery.md): the checkout service over REST at the store's
+    root and the discount extension."""
+    return {
+        "protocol": {"name": "acp", "version": ACP_VERSION, "supported_versions": list(SUPPORTED_VERSIONS),
+                     "documentation_url": f"{_SPEC}/rfcs/rfc.agentic_checkout.md"},
+        "api_base_url": base,
+        "transports": ["rest"],
+        "capabilities": {"services": ["checkout"],
+                         "extensions": [{"name": DISCOUNT, "spec": DISCOUNT_EXTENSION["spec"]}]},
+    }
