@@ -10,7 +10,7 @@ The routes are left out of the store's ``/openapi.json``: ACP's own OpenAPI docu
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
@@ -60,6 +60,15 @@ def build_router(service: AcpService, base_of: Callable[[Request], str]) -> APIR
                         headers={"WWW-Authenticate": 'Bearer realm="acp"'})
         return None
 
+    async def _write(request: Request, operation: Callable[..., Kept], session_id: str) -> JSON:
+        """A POST on a session: the key holder checked, the body read at the edge, the work (which
+        may wait on the payment handler) off the event loop, under the request's idempotency key."""
+        if (refusal := refused(request)) is not None:
+            return refusal
+        body = await read_json_body(request, BODY_WORDING)
+        key = request.headers.get("Idempotency-Key")
+        return _send(request, await run_in_threadpool(operation, key, session_id, body, base_of(request)), post=True)
+
     @router.get(DISCOVERY_PATH, include_in_schema=False)
     def discovery(request: Request) -> JSON:
         return JSON(service.discovery(base_of(request)), headers={"Cache-Control": _DISCOVERY_CACHE})
@@ -80,29 +89,14 @@ def build_router(service: AcpService, base_of: Callable[[Request], str]) -> APIR
 
     @router.post(SESSIONS_PATH + "/{session_id}", include_in_schema=False)
     async def update(request: Request, session_id: str) -> JSON:
-        if (refusal := refused(request)) is not None:
-            return refusal
-        body = await read_json_body(request, BODY_WORDING)
-        key = request.headers.get("Idempotency-Key")
-        return _send(request, await run_in_threadpool(service.update, key, session_id, body, base_of(request)),
-                     post=True)
+        return await _write(request, service.update, session_id)
 
     @router.post(SESSIONS_PATH + "/{session_id}/complete", include_in_schema=False)
     async def complete(request: Request, session_id: str) -> JSON:
-        if (refusal := refused(request)) is not None:
-            return refusal
-        body = await read_json_body(request, BODY_WORDING)
-        key = request.headers.get("Idempotency-Key")
-        return _send(request, await run_in_threadpool(service.complete, key, session_id, body, base_of(request)),
-                     post=True)
+        return await _write(request, service.complete, session_id)
 
     @router.post(SESSIONS_PATH + "/{session_id}/cancel", include_in_schema=False)
     async def cancel(request: Request, session_id: str) -> JSON:
-        if (refusal := refused(request)) is not None:
-            return refusal
-        body = await read_json_body(request, BODY_WORDING)
-        key = request.headers.get("Idempotency-Key")
-        return _send(request, await run_in_threadpool(service.cancel, key, session_id, body, base_of(request)),
-                     post=True)
+        return await _write(request, service.cancel, session_id)
 
     return router
