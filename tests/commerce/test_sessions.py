@@ -9,10 +9,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select
 
+from haggler.catalog import load_catalog
 from haggler.commerce.merchant_data import Address
-from haggler.commerce.sessions import (IN_PROGRESS, CheckoutSessions, FulfillmentRequest, LineRequest,
+from haggler.commerce.sessions import (IN_PROGRESS, MAX_QUANTITY, CheckoutSessions, FulfillmentRequest, LineRequest,
                                        PaymentRequest, SessionInput)
-from haggler.errors import InFlight, PaymentDeclined, Unavailable
+from haggler.errors import InFlight, InvalidInput, PaymentDeclined, Unavailable
 from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome, PaymentUnavailable
 from haggler.storage.database import open_database
 from haggler.storage.schema import commerce_inventory, orders
@@ -140,3 +141,19 @@ def test_a_retry_is_the_same_charge_and_a_new_total_a_new_one(db):
     priced, order = sessions.complete(session_id, PAY, door="ucp")
     assert processor.keys[2] != processor.keys[0] and order.payment_reference == "ch_2"
     assert order.total_cents == priced.totals.total_cents
+
+
+def test_a_huge_quantity_is_refused_before_anything_is_charged(db):
+    """Every line is bounded: by the stock where it is counted, by :data:`MAX_QUANTITY` where it is
+    not (a catalog product). Unbounded, 10**30 units were priced, charged, and then failed to fit the
+    order: a 500 after the money moved."""
+    processor = Processor()
+    product = load_catalog().products[0]
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": processor}, catalog=load_catalog())
+    with pytest.raises(InvalidInput, match="more than one line may hold"):
+        sessions.create(SessionInput(currency=product.facts.currency, lines=(LineRequest(None, product.id, 10**30),)))
+    with pytest.raises(InvalidInput, match="Insufficient stock"):
+        sessions.create(SessionInput(currency="USD", lines=(LineRequest(None, "mug", MAX_QUANTITY + 1),)))
+    assert sessions.create(SessionInput(currency=product.facts.currency,
+                                        lines=(LineRequest(None, product.id, MAX_QUANTITY),))).session.lines
+    assert processor.keys == []

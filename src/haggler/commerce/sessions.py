@@ -49,6 +49,9 @@ from haggler.storage.schema import checkout_sessions
 
 #: How long a session lives without completing (UCP: "default TTL is 6 hours from creation").
 SESSION_TTL = timedelta(hours=6)
+#: The most units one line may ask for: a product without counted stock (the catalog's) has no other
+#: bound, and an order's amounts must stay within what the database and a processor take.
+MAX_QUANTITY = 10_000
 #: How long a completion may be in progress before the same completion may be sent again.
 STALE_PROGRESS = timedelta(seconds=60)
 
@@ -325,7 +328,8 @@ class CheckoutSessions:
 
     def _lines(self, conn: Connection, session: Session, requested: tuple[LineRequest, ...]) -> tuple[Line, ...]:
         """The lines at the merchant's prices; an unknown product, a quantity above the stock on hand
-        or a product priced in another currency is refused (400), naming the product."""
+        or :data:`MAX_QUANTITY`, or a product priced in another currency is refused (400), naming the
+        product."""
         known = {line.id: line for line in session.lines}
         lines = []
         for i, want in enumerate(requested):
@@ -339,6 +343,9 @@ class CheckoutSessions:
             if on_hand is not None and want.quantity > on_hand:
                 raise InvalidInput(f"Insufficient stock for {want.product_id}: {want.quantity} requested, "
                                    f"{on_hand} available")
+            if want.quantity > MAX_QUANTITY:
+                raise InvalidInput(f"Quantity {want.quantity} of {want.product_id} is more than one line may "
+                                   f"hold ({MAX_QUANTITY})")
             line_id = want.id if want.id in known else f"li_{i + 1}_{secrets.token_hex(4)}"
             lines.append(Line(line_id, found.id, found.title, want.quantity, found.price_cents, found.image_url))
         return tuple(lines)
