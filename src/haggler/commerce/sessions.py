@@ -17,6 +17,11 @@ Completing is three steps, so that nothing is charged twice and a failed payment
 A process that dies between 2 and 3 leaves the session in progress: after :data:`STALE_PROGRESS`
 the same completion may be sent again, which repeats the same charge (the handler answers what it
 did the first time) and places the order.
+
+Not yet safe (found in review, to be fixed next): a completion sent again after
+:data:`STALE_PROGRESS` while a slow processor is still working on the first can charge a second
+credential, or buy the deal the first attempt's late decline gives back; and a charge with no answer
+gives the stock and the deal back although money may have moved.
 """
 
 from __future__ import annotations
