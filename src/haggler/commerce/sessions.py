@@ -7,21 +7,27 @@ reads its wire into a :class:`SessionInput` and writes a :class:`Priced` session
 
 Completing is three steps, so that nothing is charged twice and a failed payment leaves nothing:
 
-1. in one write transaction, the session is checked, its stock is taken and it is marked
-   ``complete_in_progress`` (a second completion meanwhile is refused: 409);
-2. the payment handler charges, with an idempotency key derived from the session and the credential
-   (a retry of the same payment is the same charge);
+1. in one write transaction the session is checked (its total must be the one last shown to the
+   agent), its stock and its deal are taken and its price frozen (a :class:`Hold`), and the payment
+   about to be made is recorded with its idempotency key (a :class:`Payment`);
+2. the payment handler charges under that key;
 3. on success one order is placed (``orders.place_once``: one per session) and the session is
-   ``completed``; on a decline or no answer the stock goes back and the session is as it was.
+   ``completed``; on a decline the hold is given back and the session is as it was.
 
-A process that dies between 2 and 3 leaves the session in progress: after :data:`STALE_PROGRESS`
-the same completion may be sent again, which repeats the same charge (the handler answers what it
-did the first time) and places the order.
+Until its payment settles, a session pays with that payment only. Another credential, or another
+amount, is refused (409): a processor that has not answered may yet take the first one, and a buyer
+sent to authenticate (3-D Secure) may yet complete it. Sending the same completion again repeats the
+same charge (the processor answers what it did) and settles it:
 
-Not yet safe (found in review, to be fixed next): a completion sent again after
-:data:`STALE_PROGRESS` while a slow processor is still working on the first can charge a second
-credential, or buy the deal the first attempt's late decline gives back; and a charge with no answer
-gives the stock and the deal back although money may have moved.
+* no answer (:class:`PaymentUnavailable`): the hold stays and the session stays in progress (503);
+* the buyer must act first: the hold stays and the session ``requires_escalation``, with the
+  processor's page as where the buyer continues;
+* a process that dies mid-charge leaves the payment ``charging``; after :data:`TAKEOVER_AFTER`
+  (longer than any handler waits for its processor) the same completion takes it over.
+
+Only the completion that drives a payment (its ``attempt``) gives its hold back, so that a slow first
+attempt's late answer cannot undo a second one; a success places the order whoever sees it, since
+the money moved.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from haggler.commerce.pricing import shipping_options, subtotal, totals
 from haggler.errors import Conflict, Gone, InFlight, InvalidInput, NotFound, PaymentDeclined, Unavailable
 from haggler.orders import Buyer, Order, OrderLine, insert_order, new_order_id, order_for, place_once, redeem
 from haggler.orders import redemption_of, release
-from haggler.payments.handler import Charge, PaymentHandler, PaymentUnavailable
+from haggler.payments.handler import Charge, PaymentHandler, PaymentOutcome, PaymentSetupError, PaymentUnavailable
 from haggler.storage.chats import DealRow
 from haggler.storage.database import Database
 from haggler.storage.schema import checkout_sessions
@@ -57,13 +63,50 @@ SESSION_TTL = timedelta(hours=6)
 #: The most units one line may ask for: a product without counted stock (the catalog's) has no other
 #: bound, and an order's amounts must stay within what the database and a processor take.
 MAX_QUANTITY = 10_000
-#: How long a completion may be in progress before the same completion may be sent again.
-STALE_PROGRESS = timedelta(seconds=60)
+#: How long a charge may run before the same payment, sent again, takes it over: longer than any
+#: handler waits for its processor (Stripe: 30 s a try, three tries), so that a takeover does not
+#: race a first completion still waiting for its answer.
+TAKEOVER_AFTER = timedelta(seconds=120)
 
-INCOMPLETE, READY, IN_PROGRESS, COMPLETED, CANCELED = (
-    "incomplete", "ready_for_complete", "complete_in_progress", "completed", "canceled")
+INCOMPLETE, READY, IN_PROGRESS, ESCALATION, COMPLETED, CANCELED = (
+    "incomplete", "ready_for_complete", "complete_in_progress", "requires_escalation", "completed", "canceled")
 #: Statuses after which a session takes no update, completion or cancellation.
 FINAL = (COMPLETED, CANCELED)
+
+#: Where a payment stands: being charged, asked with no answer, waiting for the buyer to act at the
+#: processor's page, or paid.
+CHARGING, UNKNOWN, AWAITING_BUYER, PAID = "charging", "unknown", "awaiting_buyer", "paid"
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    """The payment a completion started, kept on the session: a retry of the same payment (handler,
+    credential and amount, hence ``key``) repeats this charge; any other is refused until it settles."""
+
+    handler_id: str
+    #: The processor's idempotency key: the session, the credential and the amount.
+    key: str
+    amount_cents: int
+    state: str
+    #: The completion driving it now, and since when: only it gives the hold back after a decline.
+    attempt: str
+    since: datetime
+    #: While the buyer must act: where (the processor's page) and why.
+    action_url: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """What a completion takes in its first step and keeps: the stock and the deal, and the price
+    as it was then, which is what is charged, what the order records and what the session shows."""
+
+    discounts: tuple[AppliedDiscount, ...]
+    options: tuple[ShippingOption, ...]
+    totals: Totals
+    deal_id: str | None
+    deal_line_id: str | None
+    payment: Payment
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +143,10 @@ class Session:
     #: Where the buyer's platform wants order events (from its profile), if it said.
     webhook_url: str | None = None
     order_id: str | None = None
-    #: Whether a completion in progress holds the stock and the deal (step 1 of completing).
-    reserved: bool = False
-    progress_since: datetime | None = None
+    #: The stock, deal and price a completion holds, with its payment (see the module's docstring).
+    hold: Hold | None = None
+    #: The total the agent was last shown: a completion charges it or is refused.
+    quoted_total_cents: int | None = None
 
     @property
     def buyer_email(self) -> str | None:
@@ -185,6 +229,14 @@ class Priced:
         return next((o for o in self.options if o.id == chosen), None)
 
     @property
+    def awaiting_buyer(self) -> Payment | None:
+        """The payment that waits for the buyer to act at its ``action_url``, if one does."""
+        hold = self.session.hold
+        if hold is None or self.session.status != ESCALATION:
+            return None
+        return hold.payment
+
+    @property
     def ready(self) -> bool:
         """Whether everything a completion needs is there: lines, a destination and an option."""
         f = self.session.fulfillment
@@ -192,8 +244,40 @@ class Priced:
             and self.selected_option is not None
 
 
+class TotalChanged(Conflict):
+    """A completion whose total is not the one the agent was last shown (a code withdrawn, a rate
+    changed since): nothing is charged until the agent has read the new one."""
+
+    def fields(self) -> dict[str, Any]:
+        return {"error": self.message, "code": "total_changed"}
+
+
 def _new_id(prefix: str) -> str:
     return prefix + secrets.token_hex(12)
+
+
+def _open(session: Session) -> bool:
+    """Whether the session still takes updates (not final, holding no payment)."""
+    return session.status not in FINAL and session.hold is None
+
+
+def _quoted(priced: Priced) -> Priced:
+    """``priced`` with its total recorded as the one the agent is shown."""
+    return replace(priced, session=replace(priced.session, quoted_total_cents=priced.totals.total_cents))
+
+
+def _refuse_held(session: Session) -> None:
+    """409 for a change to a session whose payment has not settled (see the module's docstring)."""
+    payment = session.hold.payment if session.hold is not None and session.status not in FINAL else None
+    if payment is None:
+        return
+    if payment.state == AWAITING_BUYER:
+        raise Conflict(f"checkout session {session.id} awaits the buyer at {payment.action_url}; once they are "
+                       "done, send the same completion again")
+    if payment.state == UNKNOWN:
+        raise Conflict(f"checkout session {session.id} has a payment whose outcome is not known yet; send the "
+                       "same completion again to settle it")
+    raise InFlight(f"checkout session {session.id} is being completed")
 
 
 # -- storing ---------------------------------------------------------------------------------------
@@ -203,8 +287,16 @@ def _state_json(session: Session) -> str:
     state = asdict(session)
     for key in ("id", "protocol", "status", "currency", "created_at", "expires_at"):
         state.pop(key)
-    state["progress_since"] = session.progress_since.isoformat() if session.progress_since else None
-    return json.dumps(state, ensure_ascii=False, sort_keys=True)
+    return json.dumps(state, ensure_ascii=False, sort_keys=True, default=datetime.isoformat)
+
+
+def _hold(h: Mapping[str, Any] | None) -> Hold | None:
+    if h is None:
+        return None
+    t = h["totals"]
+    return Hold(tuple(AppliedDiscount(**d) for d in h["discounts"]), tuple(ShippingOption(**o) for o in h["options"]),
+                Totals(**t), h["deal_id"], h["deal_line_id"],
+                Payment(**{**h["payment"], "since": datetime.fromisoformat(h["payment"]["since"])}))
 
 
 def _session(row: Any) -> Session:
@@ -216,8 +308,8 @@ def _session(row: Any) -> Session:
         f["selected_destination_id"], f["selected_option_id"])
     return Session(row.id, row.protocol, row.status, row.currency, row.created_at, row.expires_at,
                    tuple(Line(**line) for line in state["lines"]), state["buyer"], tuple(state["discount_codes"]),
-                   fulfillment, state["payment"], state["webhook_url"], state["order_id"], state["reserved"],
-                   datetime.fromisoformat(state["progress_since"]) if state["progress_since"] else None)
+                   fulfillment, state["payment"], state["webhook_url"], state["order_id"], _hold(state.get("hold")),
+                   state.get("quoted_total_cents"))
 
 
 class CheckoutSessions:
@@ -254,7 +346,7 @@ class CheckoutSessions:
         if row is None:
             raise NotFound(f"checkout session {session_id} not found")
         session = _session(row)
-        if session.status not in FINAL and session.status != IN_PROGRESS and self.clock() >= session.expires_at:
+        if session.status not in FINAL and session.hold is None and self.clock() >= session.expires_at:
             session = replace(session, status=CANCELED)  # expired: as good as canceled
         return session
 
@@ -263,9 +355,19 @@ class CheckoutSessions:
             status=session.status, currency=session.currency, state=_state_json(session), updated_at=self.clock()))
 
     def get(self, session_id: str) -> Priced:
-        """The session priced as it stands now (prices, deals and options read again)."""
+        """The session priced as it stands now (prices, deals and options read again). The total
+        answered becomes the one a completion charges; a write only when it changed."""
         with self.db.read() as conn:
-            return self._price(conn, self._load(conn, session_id))
+            priced = self._price(conn, self._load(conn, session_id))
+        if not _open(priced.session) or priced.session.quoted_total_cents == priced.totals.total_cents:
+            return priced
+        with self.db.write() as conn:
+            session = self._load(conn, session_id, for_update=True)
+            priced = self._price(conn, session)
+            if _open(session):
+                priced = _quoted(priced)
+                self._save(conn, priced.session)
+        return priced
 
     def create(self, request: SessionInput) -> Priced:
         """A new session, priced; refused whole (400) when a line cannot be sold."""
@@ -274,7 +376,7 @@ class CheckoutSessions:
                           now, now + SESSION_TTL)
         with self.db.write() as conn:
             session = self._apply(conn, session, request)
-            priced = self._settle(conn, session)
+            priced = _quoted(self._settle(conn, session))
             conn.execute(insert(checkout_sessions).values(
                 id=session.id, protocol=self.protocol, status=priced.session.status, currency=session.currency,
                 state=_state_json(priced.session), created_at=now, updated_at=now, expires_at=session.expires_at))
@@ -282,23 +384,22 @@ class CheckoutSessions:
 
     def update(self, session_id: str, request: SessionInput) -> Priced:
         """What the request sends replaces the session's, what it leaves out stays; a completed or
-        canceled session takes no update (409), nor one being completed."""
+        canceled session takes no update (409), nor one whose payment has not settled."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
             self._refuse_final(session, "updated")
-            if session.status == IN_PROGRESS:
-                raise InFlight(f"checkout session {session_id} is being completed")
-            priced = self._settle(conn, self._apply(conn, session, request))
+            _refuse_held(session)
+            priced = _quoted(self._settle(conn, self._apply(conn, session, request)))
             self._save(conn, priced.session)
         return priced
 
     def cancel(self, session_id: str) -> Priced:
-        """Cancel a session that is neither completed nor canceled nor being completed (409 otherwise)."""
+        """Cancel a session that is neither completed nor canceled nor holding a payment that has not
+        settled (409 otherwise: that payment may yet be taken)."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
             self._refuse_final(session, "canceled")
-            if session.status == IN_PROGRESS:
-                raise InFlight(f"checkout session {session_id} is being completed")
+            _refuse_held(session)
             session = replace(session, status=CANCELED)
             self._save(conn, session)
             return self._price(conn, session)
@@ -386,7 +487,13 @@ class CheckoutSessions:
 
     def _price(self, conn: Connection, session: Session) -> Priced:
         """The session priced: a deal's code brings its line to the agreed price; the discount codes
-        then apply, one after another, to the other lines (a deal's price is exact)."""
+        then apply, one after another, to the other lines (a deal's price is exact). A session a
+        completion holds has the price frozen then."""
+        if session.hold is not None:
+            h = session.hold
+            row = deals.find(conn, h.deal_id) if h.deal_id is not None else None
+            deal = AppliedDeal(row, h.deal_line_id) if row is not None and h.deal_line_id is not None else None
+            return Priced(session, h.discounts, (), h.options, h.totals, deal)
         codes, rejections = [], []
         deal: AppliedDeal | None = None
         now = self.clock()
@@ -399,7 +506,7 @@ class CheckoutSessions:
             if row is None:
                 rejections.append(Rejection(code, "discount_code_invalid", f"Code '{code}' is not a valid discount code"))
                 continue
-            checked = self._check_deal(conn, row, session, now, deal)
+            checked = deals.check(conn, row, session.lines, session.currency, now, self.deal_ttl, already=deal)
             if isinstance(checked, Rejection):
                 rejections.append(checked)
             else:
@@ -418,13 +525,6 @@ class CheckoutSessions:
         discounts = taken + applied
         return Priced(session, discounts, tuple(rejections), options, totals(session.lines, discounts, option), deal)
 
-    def _check_deal(self, conn: Connection, row: DealRow, session: Session, now: datetime,
-                    already: AppliedDeal | None) -> AppliedDeal | Rejection:
-        if session.reserved and session.status in (IN_PROGRESS, COMPLETED):
-            # This session's own completion holds (or used) the deal's redemption.
-            return AppliedDeal(row, next(li.id for li in session.lines if li.product_id == row.product_id))
-        return deals.check(conn, row, session.lines, session.currency, now, self.deal_ttl, already=already)
-
     def _settle(self, conn: Connection, session: Session) -> Priced:
         """Priced, with an option no longer offered for the destination dropped and the status
         following from what is there."""
@@ -438,78 +538,150 @@ class CheckoutSessions:
 
     # -- completing --------------------------------------------------------------------------------
 
-    def complete(self, session_id: str, payment: PaymentRequest, *, door: str) -> tuple[Priced, Order]:
-        """Charge for the session and place its order (see the module's docstring); the priced,
-        completed session and the order. Refusals: 409 when already completed, canceled or being
-        completed (or its deal was bought elsewhere meanwhile), 400 when something is missing, 402
-        when the payment is declined, 503 when the payment handler did not answer."""
+    def complete(self, session_id: str, payment: PaymentRequest, *, door: str,
+                 buyer: Mapping[str, Any] | None = None) -> tuple[Priced, Order | None]:
+        """Charge for the session and place its order (see the module's docstring): the priced
+        session and its order, or no order while the buyer must act (``requires_escalation``).
+        Refusals: 409 when completed, canceled, being completed, paying with another payment, its
+        total changed since it was last shown, or its deal bought elsewhere meanwhile; 400 when
+        something is missing; 402 when the payment is declined; 503 when the payment handler did
+        not answer (the same completion sent again settles it). ``buyer``: the buyer as the
+        completion sent it, replacing the session's (ACP's complete carries one)."""
         handler = self.handlers.get(payment.handler_id)
         if handler is None:
             offered = ", ".join(sorted(self.handlers)) or "none"
             raise InvalidInput(f"payment handler {payment.handler_id} is not available here (offered: {offered})")
         try:
-            priced, credential = self._begin_completion(session_id, payment)
+            priced, charge, attempt = self._begin_completion(session_id, payment, buyer)
         except IntegrityError:  # a racing checkout redeemed the deal first
             raise Conflict(f"checkout session {session_id}: its deal was just bought through another checkout") \
                 from None
-        session = priced.session
-        # The key names this exact payment: the session, the credential and the amount. A retry of it
-        # (a lost answer, a crash before the order) is the same charge; a new total after a decline is
-        # a new payment, which a processor would refuse under the old key.
-        paid = {"credential": dict(credential), "amount": priced.totals.total_cents, "currency": session.currency}
-        digest = hashlib.sha256(json.dumps(paid, sort_keys=True).encode()).hexdigest()[:32]
-        charge = Charge(priced.totals.total_cents, session.currency, credential,
-                        idempotency_key=f"{self.protocol}-{session.id}-{digest}",
-                        description=f"checkout session {session.id}", metadata={"checkout_session": session.id})
         try:
             result = handler.charge(charge)
-        except PaymentUnavailable:
-            self._give_back(session_id)
-            raise Unavailable("the payment handler did not answer: nothing was ordered; retry the completion") \
-                from None
-        except Exception:
-            self._give_back(session_id)
+        except PaymentSetupError:  # nothing was charged, and a retry would fail the same way
+            self._give_back(session_id, attempt)
             raise
-        if not result.succeeded:
-            self._give_back(session_id)
-            why = result.reason or "the payment did not go through"
-            if result.action_url:
-                why += f" (the buyer must continue at {result.action_url})"
-            raise PaymentDeclined(f"Payment failed: {why}")
+        except Exception as exc:  # no answer: the money may have moved, so the hold stays
+            self._unsettled(session_id, attempt, UNKNOWN)
+            if isinstance(exc, PaymentUnavailable):
+                raise Unavailable("the payment handler did not answer, so whether the payment went through is "
+                                  "not known: nothing was ordered yet; send the same completion again to settle "
+                                  "it") from None
+            raise
+        if result.succeeded:
+            return self._place(session_id, priced, payment, result.reference, door)
+        if result.outcome is PaymentOutcome.ACTION_REQUIRED and result.action_url:
+            return self._unsettled(session_id, attempt, AWAITING_BUYER, result.action_url, result.reason), None
+        self._give_back(session_id, attempt)
+        why = result.reason or "the payment did not go through"
+        if result.outcome is PaymentOutcome.ACTION_REQUIRED:
+            why += " (and the processor gave no page where the buyer could do it)"
+        raise PaymentDeclined(f"Payment failed: {why}")
 
+    def _begin_completion(self, session_id: str, payment: PaymentRequest,
+                          buyer: Mapping[str, Any] | None) -> tuple[Priced, Charge, str]:
+        """Step 1: check the session, take its stock and deal and freeze its price (or, for a payment
+        not yet settled, check this is the same payment), and record the charge about to be made; the
+        priced session, the charge and this completion's attempt id."""
+        attempt = _new_id("att_")
+        with self.db.write() as conn:
+            session = self._load(conn, session_id, for_update=True)
+            self._refuse_final(session, "completed")
+            now = self.clock()
+            credential = self._credential(conn, payment)
+            if session.hold is not None:
+                held = session.hold.payment
+                if (payment.handler_id, self._key(session, credential, held.amount_cents)) != (held.handler_id, held.key):
+                    where = f" (the buyer continues at {held.action_url})" if held.action_url else ""
+                    raise Conflict(f"checkout session {session_id} is paying with another payment, which has not "
+                                   f"settled{where}: nothing was charged; send that same completion again")
+                if held.state == CHARGING and now - held.since < TAKEOVER_AFTER:
+                    raise InFlight(f"checkout session {session_id} is being completed",
+                                   retry_after_seconds=int((TAKEOVER_AFTER - (now - held.since)).total_seconds()))
+                hold = replace(session.hold, payment=replace(held, state=CHARGING, attempt=attempt, since=now))
+                priced = self._price(conn, session)
+            else:
+                if buyer is not None:
+                    session = replace(session, buyer=dict(buyer))
+                priced = self._settle(conn, session)
+                if not priced.ready:
+                    raise InvalidInput("Fulfillment address and option must be selected before completing the "
+                                       "checkout")
+                lost = next((r for r in priced.rejections if deals.find(conn, r.code) is not None), None)
+                if lost is not None:  # never charge a price other than the one the deal promised
+                    raise Conflict(f"{lost.content}: nothing was charged; update the checkout's discount codes")
+                total = priced.totals.total_cents
+                if total != session.quoted_total_cents:
+                    shown = "none" if session.quoted_total_cents is None else session.quoted_total_cents
+                    raise TotalChanged(f"the checkout's total is now {total} (minor units of {session.currency}), "
+                                       f"not the {shown} last shown: nothing was charged; read the checkout again "
+                                       "and complete it if the buyer agrees")
+                self._reserve(conn, priced, now)
+                deal = priced.deal
+                hold = Hold(priced.discounts, priced.options, priced.totals, deal.deal.id if deal else None,
+                            deal.line_id if deal else None,
+                            Payment(payment.handler_id, self._key(session, credential, total), total, CHARGING,
+                                    attempt, now))
+            session = replace(priced.session, status=IN_PROGRESS, hold=hold)
+            self._save(conn, session)
+        paid = hold.payment
+        charge = Charge(paid.amount_cents, session.currency, credential, idempotency_key=paid.key,
+                        description=f"checkout session {session.id}", metadata={"checkout_session": session.id})
+        return replace(priced, session=session), charge, attempt
+
+    def _key(self, session: Session, credential: Mapping[str, Any], amount_cents: int) -> str:
+        """The idempotency key of this exact payment: the session, the credential and the amount. A
+        retry of it (a lost answer, a crash before the order) is the same charge; a new total after a
+        decline is a new payment, which a processor would refuse under the old key."""
+        paid = {"credential": dict(credential), "amount": amount_cents, "currency": session.currency}
+        digest = hashlib.sha256(json.dumps(paid, sort_keys=True).encode()).hexdigest()[:32]
+        return f"{self.protocol}-{session.id}-{digest}"
+
+    def _place(self, session_id: str, priced: Priced, payment: PaymentRequest, reference: str | None,
+               door: str) -> tuple[Priced, Order]:
+        """Step 3: the one order for the session, and the session completed."""
         def place(conn: Connection) -> tuple[Priced, Order]:
             current = self._load(conn, session_id, for_update=True)
             found = order_for(conn, session_id=session_id)
             if found is None:
-                found = self._order(priced, payment, result.reference, door, self.clock())
+                found = self._order(priced, payment, reference, door, self.clock())
                 insert_order(conn, found)
-            done = replace(current, status=COMPLETED, order_id=found.id, progress_since=None)
+            hold = current.hold or priced.session.hold
+            assert hold is not None  # step 1 made it, and only a decline removes it
+            done = replace(current, status=COMPLETED, order_id=found.id,
+                           hold=replace(hold, payment=replace(hold.payment, state=PAID, action_url=None, reason=None)))
             self._save(conn, done)
             return replace(priced, session=done), found
 
         return place_once(self.db, place)
 
-    def _begin_completion(self, session_id: str, payment: PaymentRequest) -> tuple[Priced, Mapping[str, Any]]:
-        """Step 1: check the session, take its stock and its deal, mark it in progress; the priced
-        session and the credential to charge."""
+    def _unsettled(self, session_id: str, attempt: str, state: str, action_url: str | None = None,
+                   reason: str | None = None) -> Priced:
+        """Record that ``attempt``'s payment has no final answer (``UNKNOWN``) or waits for the buyer
+        (``AWAITING_BUYER``, at ``action_url``); the hold stays. The session as it now stands."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
-            self._refuse_final(session, "completed")
-            now = self.clock()
-            if session.status == IN_PROGRESS and session.progress_since and now - session.progress_since < STALE_PROGRESS:
-                raise InFlight(f"checkout session {session_id} is being completed")
-            priced = self._settle(conn, session) if session.status != IN_PROGRESS else self._price(conn, session)
-            if not priced.ready:
-                raise InvalidInput("Fulfillment address and option must be selected before completing the checkout")
-            lost = next((r for r in priced.rejections if deals.find(conn, r.code) is not None), None)
-            if lost is not None:  # never charge a price other than the one the deal promised
-                raise Conflict(f"{lost.content}: nothing was charged; update the checkout's discount codes")
-            credential = self._credential(conn, payment)
-            if not session.reserved:
-                self._reserve(conn, priced, now)
-            session = replace(priced.session, status=IN_PROGRESS, reserved=True, progress_since=now)
-            self._save(conn, session)
-        return replace(priced, session=session), credential
+            held = session.hold.payment if session.hold is not None else None
+            if held is not None and held.attempt == attempt and held.state == CHARGING:
+                status = ESCALATION if state == AWAITING_BUYER else IN_PROGRESS
+                session = replace(session, status=status, hold=replace(session.hold, payment=replace(
+                    held, state=state, action_url=action_url, reason=reason)))
+                self._save(conn, session)
+            return self._price(conn, session)
+
+    def _give_back(self, session_id: str, attempt: str) -> None:
+        """Undo step 1 after ``attempt``'s payment was declined: the stock and the deal back, the
+        session as it was. Nothing when another completion has taken the payment over since."""
+        with self.db.write() as conn:
+            session = self._load(conn, session_id, for_update=True)
+            hold = session.hold
+            if hold is None or session.status in FINAL or hold.payment.attempt != attempt:
+                return
+            for line in session.lines:
+                data.return_stock(conn, line.product_id, line.quantity)
+            if hold.deal_id is not None:
+                release(conn, hold.deal_id)
+            self._save(conn, self._settle(conn, replace(session, hold=None)).session)
 
     def _reserve(self, conn: Connection, priced: Priced, now: datetime) -> None:
         """Take the lines' stock and redeem the deal, for a completion about to charge."""
@@ -531,21 +703,6 @@ class CheckoutSessions:
         if on_file is None or on_file.handler_id != payment.handler_id:
             raise InvalidInput("the payment instrument carries no credential, and none is on file for it")
         return {"type": "token", "token": on_file.token}
-
-    def _give_back(self, session_id: str) -> None:
-        """Undo step 1 after a payment that did not go through: the stock and the deal back, the
-        session as it was."""
-        with self.db.write() as conn:
-            session = self._load(conn, session_id, for_update=True)
-            if session.status != IN_PROGRESS:
-                return
-            if session.reserved:
-                held = self._price(conn, session).deal
-                for line in session.lines:
-                    data.return_stock(conn, line.product_id, line.quantity)
-                if held is not None:
-                    release(conn, held.deal.id)
-            self._save(conn, self._settle(conn, replace(session, reserved=False, progress_since=None)).session)
 
     def _order(self, priced: Priced, payment: PaymentRequest, reference: str | None, door: str,
                now: datetime) -> Order:
@@ -594,5 +751,5 @@ class CheckoutSessions:
 
 
 __all__ = ["CANCELED", "COMPLETED", "CheckoutSessions", "FINAL", "Fulfillment", "FulfillmentRequest", "INCOMPLETE",
-           "IN_PROGRESS", "LineRequest", "PaymentRequest", "Priced", "READY", "SESSION_TTL", "Session",
-           "SessionInput"]
+           "ESCALATION", "Hold", "IN_PROGRESS", "LineRequest", "Payment", "PaymentRequest", "Priced", "READY",
+           "SESSION_TTL", "Session", "SessionInput", "TAKEOVER_AFTER", "TotalChanged"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from haggler.catalog import Catalog
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyInFlight, KeyReused
-from haggler.commerce.sessions import FINAL, CheckoutSessions, Priced, SessionInput
+from haggler.commerce.sessions import FINAL, CheckoutSessions, Priced
 from haggler.errors import HagglerError, Unauthorized
 from haggler.orders import Order
 from haggler.payments.handler import PaymentHandler
@@ -95,13 +95,11 @@ class AcpService:
 
     def complete(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
         """Charge and place the order through the checkout core: on success the session is
-        ``completed`` with its ``order``; a declined payment is 402 and leaves no order."""
+        ``completed`` with its ``order``; a declined payment is 402 and leaves no order; a payment
+        that waits for the buyer answers the session in ``requires_escalation`` with ``continue_url``."""
         def run() -> Kept:
             payment = reading.payment_request(body, self.handler_ids)
-            buyer = reading.complete_buyer(body)
-            if buyer is not None:
-                self.sessions.update(session_id, SessionInput(buyer=buyer))
-            priced, order = self.sessions.complete(session_id, payment, door=DOOR)
+            priced, order = self.sessions.complete(session_id, payment, door=DOOR, buyer=reading.complete_buyer(body))
             return Kept(200, self._checkout(priced, base, order))
         return self._idempotent(key, f"/checkout_sessions/{session_id}/complete", body, run)
 

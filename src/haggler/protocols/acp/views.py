@@ -12,7 +12,7 @@ from typing import Any
 
 from haggler.commerce.merchant_data import Address
 from haggler.commerce.pricing import Line
-from haggler.commerce.sessions import CANCELED, COMPLETED, IN_PROGRESS, READY, Priced
+from haggler.commerce.sessions import CANCELED, COMPLETED, ESCALATION, IN_PROGRESS, READY, Priced
 from haggler.orders import Order
 from haggler.payments.simulated import SIMULATED_HANDLER_ID
 from haggler.protocols.acp.settings import ACP_VERSION, SUPPORTED_VERSIONS
@@ -29,8 +29,8 @@ DISCOUNT_EXTENSION = {"name": DISCOUNT, "extends": ["$.CheckoutSessionCreateRequ
 # -- statuses --------------------------------------------------------------------------------------
 
 #: The core's statuses in ACP's words (a session the core still calls incomplete is not ready for payment).
-_STATUS = {READY: "ready_for_payment", IN_PROGRESS: "complete_in_progress", COMPLETED: "completed",
-           CANCELED: "canceled"}
+_STATUS = {READY: "ready_for_payment", IN_PROGRESS: "complete_in_progress", ESCALATION: "requires_escalation",
+           COMPLETED: "completed", CANCELED: "canceled"}
 
 
 def status(core_status: str) -> str:
@@ -159,6 +159,13 @@ def checkout(priced: Priced, handler_ids: Iterable[str], order: Order | None, ba
         "expires_at": utc_z(session.expires_at),
         "discounts": discounts,
     }
+    waiting = priced.awaiting_buyer
+    if waiting is not None:  # the processor's own page (3-D Secure), where the buyer authorizes
+        body["continue_url"] = waiting.action_url
+        messages.append({"type": "error", "code": "requires_3ds", "resolution": "requires_buyer_input",
+                         "content_type": "plain",
+                         "content": f"{waiting.reason or 'The buyer must authorize the payment'}: continue at "
+                                    "continue_url, then complete the session again with the same payment"})
     buyer = {k: v for k, v in (session.buyer or {}).items() if k in BUYER_FIELDS}
     if buyer.get("email"):
         body["buyer"] = buyer

@@ -104,13 +104,14 @@ class UcpService:
     def complete(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                  base: str) -> Answer:
         """Charge and place the order (``haggler/commerce/sessions.py``), then tell the platform's
-        webhook ``order_placed``."""
+        webhook ``order_placed``; a payment that waits for the buyer answers the checkout in
+        ``requires_escalation``, with where they continue."""
         agent = reading.read_agent(agent_header)
 
         def run() -> Answer:
             payment = reading.payment_request(body)
             priced, order = self.sessions.complete(session_id, payment, door=DOOR)
-            url = priced.session.webhook_url
+            url = priced.session.webhook_url if order is not None else None
             after = (lambda: self.webhooks.deliver(url, views.order_event("order_placed", order, base))) if url else None
             return Answer(200, self._checkout(priced, base, order), after)
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)

@@ -157,7 +157,12 @@ def _messages(priced: Priced) -> list[dict[str, Any]]:
     codes = [c.lower() for c in session.discount_codes]
     messages = [{"type": "warning", "code": r.reason, "path": f"$.discounts.codes[{codes.index(r.code.lower())}]",
                  "content": r.content} for r in priced.rejections]
-    if session.status not in (COMPLETED, "canceled") and not priced.ready:
+    waiting = priced.awaiting_buyer
+    if waiting is not None:  # checkout, "Status Values": escalated errors say what the buyer must do
+        messages.append({"type": "error", "code": "requires_3ds", "severity": "requires_buyer_input",
+                         "content": f"{waiting.reason or 'The buyer must authorize the payment'}: continue at "
+                                    "continue_url, then complete the checkout again with the same payment"})
+    elif session.status not in (COMPLETED, "canceled") and not priced.ready:
         f = session.fulfillment
         if f is None or f.destination is None:
             messages.append({"type": "error", "code": "missing", "path": "$.fulfillment.methods[0].selected_destination_id",
@@ -216,6 +221,8 @@ def checkout(priced: Priced, base: str, handler_ids: Iterable[str], order: Order
         "expires_at": utc_z(session.expires_at),
         "payment": _payment(session.payment, handler_ids),
     }
+    if priced.awaiting_buyer is not None:  # checkout, "Continue URL": MUST with requires_escalation
+        body["continue_url"] = priced.awaiting_buyer.action_url
     buyer = _buyer(session.buyer)
     if buyer is not None:
         body["buyer"] = buyer

@@ -1,0 +1,33 @@
+"""A payment handler that answers from a script, for checkout tests that need an outcome the
+simulated handler never gives (no answer, 3-D Secure): like a real processor, it remembers its answer
+per idempotency key and gives it again, until the test says the buyer acted."""
+
+from __future__ import annotations
+
+from haggler.payments.handler import Charge, ChargeResult
+
+HANDLER_ID = "mock_payment_handler"
+
+
+class Scripted:
+    id = HANDLER_ID
+
+    def __init__(self, *answers: ChargeResult | BaseException) -> None:
+        self.answers = list(answers)
+        self.charges: list[Charge] = []
+        self.done: dict[str, ChargeResult] = {}
+
+    def charge(self, charge: Charge) -> ChargeResult:
+        self.charges.append(charge)
+        if charge.idempotency_key in self.done:
+            return self.done[charge.idempotency_key]
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        self.done[charge.idempotency_key] = answer
+        return answer
+
+    def settle_all(self, result: ChargeResult) -> None:
+        """What the processor answers from now on for every key it has seen (the buyer authorized)."""
+        for key in self.done:
+            self.done[key] = result
