@@ -224,4 +224,5 @@ def test_discovery_is_public_and_cacheable(acp_store):
     assert body["protocol"]["name"] == "acp" and body["protocol"]["supported_versions"][-1] == "2026-04-17"
     assert body["api_base_url"] == str(acp_store.http.base_url).rstrip("/")
     assert body["transports"] == ["rest"] and body["capabilities"]["services"] == ["checkout"]
-    assert [e["name"] for e in body["capabilities"]["extensions"]] == ["discount"]
+    assert [e["name"] for e in body["capabilities"]["extensions"]] == ["discount", "org.haggler.negotiation"]
+    assert all(set(e) <= {"name", "spec", "schema"} for e in body["capabilities"]["extensions"])  # DiscoveryExtension

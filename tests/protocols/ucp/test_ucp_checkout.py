@@ -46,7 +46,7 @@ def test_profile_names_the_shopping_service_its_capabilities_and_handlers(ucp_st
     assert service["rest"]["endpoint"] == ucp_store.base
     names = {c["name"] for c in body["ucp"]["capabilities"]}
     assert names == {"dev.ucp.shopping.checkout", "dev.ucp.shopping.order", "dev.ucp.shopping.discount",
-                     "dev.ucp.shopping.fulfillment", "dev.ucp.shopping.buyer_consent"}
+                     "dev.ucp.shopping.fulfillment", "dev.ucp.shopping.buyer_consent", "org.haggler.negotiation"}
     assert {c["extends"] for c in body["ucp"]["capabilities"] if "extends" in c} == {"dev.ucp.shopping.checkout"}
     assert [h["id"] for h in body["payment"]["handlers"]] == ["mock_payment_handler", "google_pay", "shop_pay"]
 

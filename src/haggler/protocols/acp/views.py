@@ -16,6 +16,7 @@ from haggler.commerce.sessions import CANCELED, COMPLETED, ESCALATION, IN_PROGRE
 from haggler.orders import Order
 from haggler.payments.simulated import SIMULATED_HANDLER_ID
 from haggler.protocols.acp.settings import ACP_VERSION, SUPPORTED_VERSIONS
+from haggler.protocols.negotiate_v1 import capability as negotiation
 from haggler.timestamps import utc_z
 
 _SPEC = "https://github.com/agentic-commerce-protocol/agentic-commerce-protocol/blob/main"
@@ -226,12 +227,13 @@ def error(status_code: int, message: str, fields: Mapping[str, Any] | None) -> d
 
 def discovery(base: str) -> dict[str, Any]:
     """``/.well-known/acp.json`` (rfc.discovery.md): the checkout service over REST at the store's
-    root and the discount extension."""
+    root, the discount extension, and ``org.haggler.negotiation``: where to haggle before paying."""
     return {
         "protocol": {"name": "acp", "version": ACP_VERSION, "supported_versions": list(SUPPORTED_VERSIONS),
                      "documentation_url": f"{_SPEC}/rfcs/rfc.agentic_checkout.md"},
         "api_base_url": base,
         "transports": ["rest"],
         "capabilities": {"services": ["checkout"],
-                         "extensions": [{"name": DISCOUNT, "spec": DISCOUNT_EXTENSION["spec"]}]},
+                         "extensions": [{"name": DISCOUNT, "spec": DISCOUNT_EXTENSION["spec"]},
+                                        negotiation.acp_extension(base)]},
     }

@@ -16,6 +16,7 @@ from haggler.commerce.merchant_data import Address
 from haggler.commerce.sessions import COMPLETED, Priced
 from haggler.orders import Order
 from haggler.payments.simulated import FAIL_TOKEN, SIMULATED_HANDLER_ID, SUCCESS_TOKEN
+from haggler.protocols.negotiate_v1 import capability as negotiation
 from haggler.protocols.ucp.settings import UCP_VERSION
 from haggler.timestamps import utc_z
 
@@ -92,7 +93,7 @@ def handler_entries(handler_ids: Iterable[str]) -> list[dict[str, Any]]:
 
 def profile(base: str, handler_ids: Iterable[str]) -> dict[str, Any]:
     """``/.well-known/ucp``: the shopping service over REST at the store's root, its capabilities
-    and the payment handlers offered."""
+    (with ``org.haggler.negotiation``: where to haggle before paying) and the payment handlers offered."""
     return {
         "ucp": {
             "version": UCP_VERSION,
@@ -102,7 +103,8 @@ def profile(base: str, handler_ids: Iterable[str]) -> dict[str, Any]:
                 "rest": {"schema": f"{_DOCS}/services/shopping/rest.openapi.json", "endpoint": base},
             }},
             "capabilities": [_capability(CHECKOUT), _capability(ORDER),
-                             *(_capability(name, extends=CHECKOUT) for name in EXTENSIONS)],
+                             *(_capability(name, extends=CHECKOUT) for name in EXTENSIONS),
+                             negotiation.ucp_capability(base)],
         },
         "payment": {"handlers": handler_entries(handler_ids)},
     }
