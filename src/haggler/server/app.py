@@ -23,6 +23,7 @@ from haggler.protocols.agents_json.routes import build_router as agents_json_rou
 from haggler.protocols.agents_json.service import AgentsService
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
+from haggler.commerce.counter_offers import Caller, CounterOffers
 from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_routes as negotiate_v1_routes
@@ -117,10 +118,16 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     matching_mcp = mcp_tools.build_server(matching)
     market = Market(db, config.clock, limits, config.market, operator_token=config.matching.operator_token)
     handlers = _payment_handlers(config)  # one registry for every checkout protocol
-    ucp = UcpService(db, config.clock, config.ucp, handlers, catalog=config.catalog,
-                     deal_ttl=config.agents.deal_ttl) if config.ucp.enabled else None
-    acp = AcpService(db, config.clock, config.acp, handlers, catalog=config.catalog,
-                     deal_ttl=config.agents.deal_ttl) if config.acp.enabled else None
+    counter_offers = CounterOffers(service, config.catalog, negotiate_v1_views.checkout_url,
+                                   deal_ttl=config.agents.deal_ttl, max_turns=config.limits.max_messages_per_chat,
+                                   enabled=config.checkout_counter_offers)
+    ucp = UcpService(db, config.clock, config.ucp, handlers, catalog=config.catalog, deal_ttl=config.agents.deal_ttl,
+                     counter_offers=counter_offers) if config.ucp.enabled else None
+    acp = AcpService(db, config.clock, config.acp, handlers, catalog=config.catalog, deal_ttl=config.agents.deal_ttl,
+                     counter_offers=counter_offers) if config.acp.enabled else None
+
+    def caller_of(request: HTTPConnection) -> Caller:
+        return Caller(client_of(request), is_local(request))
 
     leadership = leadership_for(db)
     metrics = Metrics(db, config.matching.operator_token, leadership)
@@ -203,11 +210,11 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     shapes: list[tuple[tuple[str, ...], ErrorShape]] = []
     if ucp is not None:
         app.state.ucp = ucp
-        app.include_router(ucp_router(ucp, base_url))
+        app.include_router(ucp_router(ucp, base_url, caller_of))
         shapes.append((UCP_PATHS, ucp_views.error))
     if acp is not None:
         app.state.acp = acp
-        app.include_router(acp_router(acp, base_url))
+        app.include_router(acp_router(acp, base_url, caller_of))
         shapes.append((ACP_PATHS, acp_views.error))
         # ACP's Error allows no field of its own: no request_id in the body (X-Request-Id has it).
         setattr(app.state, CLOSED_SHAPES_STATE, ACP_PATHS)

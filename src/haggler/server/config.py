@@ -69,6 +69,9 @@ class StoreConfig:
     #: processor's SDK and keys are the operator's); the simulated one is added when
     #: ``ucp.simulation_secret`` is set.
     payment_handlers: tuple[PaymentHandler, ...] = ()
+    #: Whether a UCP or ACP cancel over price is answered with the merchant agent's counter-offer
+    #: (``commerce/counter_offers.py``; ``--no-checkout-counter-offers`` turns it off).
+    checkout_counter_offers: bool = True
     data_dir: Path = DEFAULT_DATA_DIR
     #: A fixed seed makes every conversation reproducible (same turns, same replies).
     seed: int | None = None

@@ -213,9 +213,11 @@ def complete_buyer(body: Mapping[str, Any]) -> dict[str, Any] | None:
     return _buyer(body["buyer"], "$.buyer") if body.get("buyer") is not None else None
 
 
-def cancel_request(body: Mapping[str, Any]) -> None:
-    """A cancellation's optional ``intent_trace``: checked for its shape (a ``reason_code``; unknown
-    codes are accepted, as the schema asks), not acted on."""
-    if body.get("intent_trace") is not None:
-        trace = _object(body["intent_trace"], "$.intent_trace")
-        _text(trace.get("reason_code"), "$.intent_trace.reason_code")
+def cancel_request(body: Mapping[str, Any]) -> str | None:
+    """A cancellation's optional ``intent_trace``, checked for its shape: its ``reason_code``
+    (unknown codes are accepted, as the schema asks; ``price_sensitivity`` may bring a
+    counter-offer), or None."""
+    if body.get("intent_trace") is None:
+        return None
+    trace = _object(body["intent_trace"], "$.intent_trace")
+    return _text(trace.get("reason_code"), "$.intent_trace.reason_code")

@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from haggler.commerce.idempotency import Kept
 from haggler.errors import Unauthorized
 from haggler.protocols.acp import views
+from haggler.commerce.counter_offers import Caller
 from haggler.protocols.acp.service import AcpService
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON
@@ -47,7 +48,10 @@ def _send(request: Request, kept: Kept, *, post: bool) -> JSON:
     return JSON(kept.body, status_code=kept.status, headers=headers)
 
 
-def build_router(service: AcpService, base_of: Callable[[Request], str]) -> APIRouter:
+def build_router(service: AcpService, base_of: Callable[[Request], str],
+                 caller_of: Callable[[Request], Caller]) -> APIRouter:
+    """The ACP routes; ``base_of`` gives the base of every absolute link, ``caller_of`` who is
+    calling (a cancel's counter-offer counts against the caller's chat starts)."""
     router = APIRouter()
 
     def refused(request: Request) -> JSON | None:
@@ -60,14 +64,15 @@ def build_router(service: AcpService, base_of: Callable[[Request], str]) -> APIR
                         headers={"WWW-Authenticate": 'Bearer realm="acp"'})
         return None
 
-    async def _write(request: Request, operation: Callable[..., Kept], session_id: str) -> JSON:
+    async def _write(request: Request, operation: Callable[..., Kept], session_id: str, **more: object) -> JSON:
         """A POST on a session: the key holder checked, the body read at the edge, the work (which
         may wait on the payment handler) off the event loop, under the request's idempotency key."""
         if (refusal := refused(request)) is not None:
             return refusal
         body = await read_json_body(request, BODY_WORDING)
         key = request.headers.get("Idempotency-Key")
-        return _send(request, await run_in_threadpool(operation, key, session_id, body, base_of(request)), post=True)
+        return _send(request, await run_in_threadpool(operation, key, session_id, body, base_of(request), **more),
+                     post=True)
 
     @router.get(DISCOVERY_PATH, include_in_schema=False)
     def discovery(request: Request) -> JSON:
@@ -97,6 +102,6 @@ def build_router(service: AcpService, base_of: Callable[[Request], str]) -> APIR
 
     @router.post(SESSIONS_PATH + "/{session_id}/cancel", include_in_schema=False)
     async def cancel(request: Request, session_id: str) -> JSON:
-        return await _write(request, service.cancel, session_id)
+        return await _write(request, service.cancel, session_id, caller=caller_of(request))
 
     return router

@@ -17,6 +17,7 @@ from typing import Any
 
 from haggler.catalog import Catalog
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyInFlight, KeyReused
+from haggler.commerce.counter_offers import Caller, CounterOffers
 from haggler.commerce.sessions import FINAL, CheckoutSessions, Priced
 from haggler.errors import HagglerError, Unauthorized
 from haggler.orders import Order
@@ -36,15 +37,17 @@ _NOT_CANCELABLE = 405
 class AcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: AcpSettings,
                  handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
-                 deal_ttl: timedelta = timedelta(hours=24)) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), counter_offers: CounterOffers | None = None) -> None:
         """``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
-        a deal closed in chat can be bought (the same lifetime every other door honours)."""
+        a deal closed in chat can be bought (the same lifetime every other door honours);
+        ``counter_offers``: the store's answer to a cancel over price (None: none)."""
         self.db = db
         self.clock = clock
         self.settings = settings
         self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
         self.keys = IdempotencyKeys(db, clock, DOOR + ":", IDEMPOTENCY_TTL)
         self.handler_ids = tuple(sorted(handlers))
+        self.counter_offers = counter_offers
 
     # -- the caller ----------------------------------------------------------------------------------
 
@@ -82,15 +85,23 @@ class AcpService:
             return Kept(200, self._checkout(priced, base, asked_option=asked))
         return self._idempotent(key, f"/checkout_sessions/{session_id}", body, run)
 
-    def cancel(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
+    def cancel(self, key: str | None, session_id: str, body: dict[str, Any], base: str, *,
+               caller: Caller | None = None) -> Kept:
+        """§4.5; canceled with ``intent_trace.reason_code`` ``price_sensitivity``, the answer may
+        carry the store's counter-offer (``commerce/counter_offers.py``)."""
         def run() -> Kept:
-            reading.cancel_request(body)
+            reason = reading.cancel_request(body)
             current = self.sessions.get(session_id).session
             if current.status in FINAL:
                 return Kept(_NOT_CANCELABLE, views.error(
                     _NOT_CANCELABLE, f"checkout session {session_id} is {current.status} and cannot be canceled",
                     {"code": "not_cancelable"}))
-            return Kept(200, self._checkout(self.sessions.cancel(session_id), base))
+            canceled = self.sessions.cancel(session_id)
+            answer = self._checkout(canceled, base)
+            offer = self.counter_offers.after_cancel(canceled, reason, caller, base) if self.counter_offers else None
+            if offer is not None:
+                views.add_counter_offer(answer, offer)
+            return Kept(200, answer)
         return self._idempotent(key, f"/checkout_sessions/{session_id}/cancel", body, run)
 
     def complete(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from haggler.commerce.counter_offers import CounterOffer
 from haggler.commerce.merchant_data import Address
 from haggler.commerce.pricing import Line
 from haggler.commerce.sessions import CANCELED, COMPLETED, ESCALATION, IN_PROGRESS, READY, Priced
@@ -187,6 +188,15 @@ def checkout(priced: Priced, handler_ids: Iterable[str], order: Order | None, ba
                          "permalink_url": order_url(base, session.id), "status": "confirmed",
                          "totals": [_total("total", "Total", order.total_cents)]}
     return body
+
+
+def add_counter_offer(session_body: dict[str, Any], offer: CounterOffer) -> None:
+    """A canceled session's answer with the store's counter-offer: an ``info`` message in words and
+    the offer itself in ``metadata`` under ``org.haggler.negotiation`` (ACP's session is closed to
+    other fields; its metadata is the merchant's)."""
+    session_body["messages"].append({"type": "info", "content_type": "plain",
+                                     "content": negotiation.counter_offer_text(offer)})
+    session_body["metadata"] = {negotiation.NAME: negotiation.counter_offer(offer)}
 
 
 #: The buyer fields kept and sent back (ACP's Buyer).

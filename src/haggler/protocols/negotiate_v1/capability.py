@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from haggler.commerce.counter_offers import CounterOffer
+from haggler.money import decimal_string
 from haggler.protocols.negotiate_v1.views import DISCOVERY, PROTOCOL
+from haggler.timestamps import utc_z
 
 NAME = "org.haggler.negotiation"
 VERSION = "2026-11-28"
@@ -42,5 +45,24 @@ def acp_extension(base: str) -> dict[str, str]:
     return {"name": NAME, "spec": base + DISCOVERY[PROTOCOL][1][1], "schema": SCHEMA_URL}
 
 
-__all__ = ["NAME", "SCHEMA_URL", "SPEC_URL", "VERSION", "acp_extension", "config",
+def counter_offer(offer: CounterOffer) -> dict[str, Any]:
+    """A counter-offer as both checkouts carry it under ``org.haggler.negotiation`` (prices in minor
+    units, as each checkout's): the code to apply and what it buys."""
+    deal = offer.deal
+    return {"counter_offer": {"code": deal.id, "product_id": deal.product_id, "title": offer.title,
+                              "price": deal.price_cents, "list_price": offer.list_price_cents,
+                              "currency": deal.currency, "extras": list(deal.extras),
+                              "expires_at": utc_z(offer.expires_at), "checkout_url": offer.checkout_url}}
+
+
+def counter_offer_text(offer: CounterOffer) -> str:
+    """The counter-offer in words, for the buyer (a checkout message)."""
+    deal = offer.deal
+    extras = f", with {', '.join(deal.extras)}" if deal.extras else ""
+    return (f"Before you go: {offer.title} for {decimal_string(deal.price_cents)} {deal.currency} instead of "
+            f"{decimal_string(offer.list_price_cents)}{extras}. Apply discount code {deal.id} to a new checkout "
+            f"before {utc_z(offer.expires_at)}, or buy it at {offer.checkout_url}.")
+
+
+__all__ = ["NAME", "SCHEMA_URL", "SPEC_URL", "VERSION", "acp_extension", "config", "counter_offer", "counter_offer_text",
            "discovery_urls", "ucp_capability"]

@@ -63,6 +63,15 @@ def read_agent(header: str | None, *, required: bool = True) -> Agent:
     return Agent(members.get("profile"), version)
 
 
+def cancel_reason(body: Mapping[str, Any]) -> str | None:
+    """Why the platform cancels, if it says: ``intent_trace.reason_code`` as ACP's cancel carries it
+    (``org.haggler.negotiation``, docs/checkout.md); ``price_sensitivity`` may bring a counter-offer."""
+    if body.get("intent_trace") is None:
+        return None
+    trace = _object(body["intent_trace"], "intent_trace")
+    return _text(trace.get("reason_code"), "intent_trace.reason_code")
+
+
 def _fail(where: str, why: str, *, kind: type[HagglerError] = InvalidInput) -> HagglerError:
     return kind(f"{where} {why}")
 

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Request
 from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
+from haggler.commerce.counter_offers import Caller
 from haggler.protocols.ucp.service import Answer, UcpService
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON
@@ -39,16 +40,20 @@ def _send(answer: Answer) -> JSON:
                 background=BackgroundTask(answer.after) if answer.after is not None else None)
 
 
-def build_router(service: UcpService, base_of: Callable[[Request], str]) -> APIRouter:
-    """The UCP routes; ``base_of`` gives the base of every absolute link (``rest.endpoint``, permalinks)."""
+def build_router(service: UcpService, base_of: Callable[[Request], str],
+                 caller_of: Callable[[Request], Caller]) -> APIRouter:
+    """The UCP routes; ``base_of`` gives the base of every absolute link (``rest.endpoint``,
+    permalinks), ``caller_of`` who is calling (a cancel's counter-offer counts against the caller's
+    chat starts)."""
     router = APIRouter()
 
-    async def _write(request: Request, operation: Callable[..., Answer], target: str) -> JSON:
+    async def _write(request: Request, operation: Callable[..., Answer], target: str, **more: object) -> JSON:
         """A write on a session or an order: the body read at the edge, the work (which may wait on
         the payment handler) off the event loop, under the request's idempotency key."""
         body = await read_json_body(request, BODY_WORDING)
         h = request.headers
-        return _send(await run_in_threadpool(operation, h.get(_AGENT), h.get(_KEY), target, body, base_of(request)))
+        return _send(await run_in_threadpool(operation, h.get(_AGENT), h.get(_KEY), target, body, base_of(request),
+                                             **more))
 
     @router.get(PROFILE_PATH, include_in_schema=False)
     def profile(request: Request) -> JSON:
@@ -74,7 +79,7 @@ def build_router(service: UcpService, base_of: Callable[[Request], str]) -> APIR
 
     @router.post(SESSIONS_PATH + "/{session_id}/cancel", include_in_schema=False)
     async def cancel(request: Request, session_id: str) -> JSON:
-        return await _write(request, service.cancel, session_id)
+        return await _write(request, service.cancel, session_id, caller=caller_of(request))
 
     @router.get(ORDERS_PATH + "/{order_id}", include_in_schema=False)
     def get_order(request: Request, order_id: str) -> JSON:

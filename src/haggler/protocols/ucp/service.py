@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from haggler.catalog import Catalog
+from haggler.commerce.counter_offers import Caller, CounterOffers
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyReused
 from haggler.commerce.sessions import CheckoutSessions, Priced
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound, Unprocessable
@@ -47,14 +48,17 @@ class Answer(NamedTuple):
 class UcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: UcpSettings,
                  handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
-                 deal_ttl: timedelta = timedelta(hours=24), webhooks: Webhooks | None = None) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), webhooks: Webhooks | None = None,
+                 counter_offers: CounterOffers | None = None) -> None:
         """``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
-        a deal closed in chat can be bought (the agents.json cart's and checkout page's lifetime)."""
+        a deal closed in chat can be bought (the agents.json cart's and checkout page's lifetime);
+        ``counter_offers``: the store's answer to a cancel over price (None: none)."""
         self.db = db
         self.clock = clock
         self.settings = settings
         self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
         self.webhooks = webhooks or Webhooks(settings)
+        self.counter_offers = counter_offers
         self.keys = IdempotencyKeys(db, clock, _IDEMPOTENCY_OWNER, IDEMPOTENCY_TTL)
         listed = views.LISTED_FOR_TESTS if settings.simulation_secret else ()
         #: The handlers a checkout names: those it can charge through, then those listed for tests.
@@ -95,11 +99,21 @@ class UcpService:
         return self._idempotent(agent, key, f"PUT /checkout-sessions/{session_id}", body, run)
 
     def cancel(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
-               base: str) -> Answer:
-        """Cancel Checkout: 409 for a session already completed or canceled."""
+               base: str, *, caller: Caller | None = None) -> Answer:
+        """Cancel Checkout: 409 for a session already completed or canceled. Canceled over price
+        (``intent_trace.reason_code``), the answer may carry the store's counter-offer
+        (``commerce/counter_offers.py``)."""
         agent = reading.read_agent(agent_header)
-        return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/cancel", body,
-                                lambda: Answer(200, self._checkout(self.sessions.cancel(session_id), base)))
+
+        def run() -> Answer:
+            reason = reading.cancel_reason(body)
+            canceled = self.sessions.cancel(session_id)
+            answer = self._checkout(canceled, base)
+            offer = self.counter_offers.after_cancel(canceled, reason, caller, base) if self.counter_offers else None
+            if offer is not None:
+                views.add_counter_offer(answer, offer)
+            return Answer(200, answer)
+        return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/cancel", body, run)
 
     def complete(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                  base: str) -> Answer:

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from haggler.commerce.counter_offers import CounterOffer
 from haggler.commerce.merchant_data import Address
 from haggler.commerce.sessions import COMPLETED, Priced
 from haggler.orders import Order
@@ -303,6 +304,14 @@ def shipped_event(event_id: str, o: Order, at: datetime, base: str) -> dict[str,
             "line_items": [{"id": i, "quantity": line.quantity} for i, line in zip(line_ids, o.lines)],
             "tracking_number": event_id.upper(), "tracking_url": order_url(base, o.id),
             "description": "Shipped (simulated)"}
+
+
+def add_counter_offer(checkout_body: dict[str, Any], offer: CounterOffer) -> None:
+    """A canceled checkout's answer with the store's counter-offer: an ``info`` message in words and
+    the offer itself under ``org.haggler.negotiation`` (UCP responses take a vendor's fields)."""
+    checkout_body["messages"].append({"type": "info", "code": "counter_offer",
+                                      "content": negotiation.counter_offer_text(offer)})
+    checkout_body[negotiation.NAME] = negotiation.counter_offer(offer)
 
 
 # -- errors ----------------------------------------------------------------------------------------
