@@ -18,6 +18,8 @@ from haggler.protocols.negotiate_v1.views import DISCOVERY, PROTOCOL
 from haggler.timestamps import utc_z
 
 NAME = "org.haggler.negotiation"
+#: The UCP capability this one extends.
+UCP_CHECKOUT = "dev.ucp.shopping.checkout"
 VERSION = "2026-11-28"
 SPEC_URL = "https://haggler.org/specs/negotiation"
 SCHEMA_URL = "https://haggler.org/schemas/negotiation.json"
@@ -36,8 +38,10 @@ def config(base: str) -> dict[str, Any]:
 
 
 def ucp_capability(base: str) -> dict[str, Any]:
-    """The capability as a UCP business profile lists it."""
-    return {"name": NAME, "version": VERSION, "spec": SPEC_URL, "schema": SCHEMA_URL, "config": config(base)}
+    """The capability as a UCP business profile lists it: a vendor extension of checkout (it adds
+    the cancel's ``intent_trace`` and the counter-offer its answer may carry)."""
+    return {"name": NAME, "version": VERSION, "spec": SPEC_URL, "schema": SCHEMA_URL, "extends": UCP_CHECKOUT,
+            "config": config(base)}
 
 
 def acp_extension(base: str) -> dict[str, str]:

@@ -202,7 +202,8 @@ def checkout(priced: Priced, base: str, handler_ids: Iterable[str], order: Order
     t = priced.totals
     body: dict[str, Any] = {
         "ucp": {"version": UCP_VERSION, "capabilities": [_capability(CHECKOUT, detail=False),
-                                                          *(_capability(n, detail=False) for n in EXTENSIONS)]},
+                                                          *(_capability(n, detail=False) for n in EXTENSIONS),
+                                                          {"name": negotiation.NAME, "version": negotiation.VERSION}]},
         "id": session.id,
         "status": session.status,
         "currency": session.currency,
