@@ -235,6 +235,32 @@ def test_bad_lever_object_is_named(lever: dict[str, Any], field: str, words: str
     assert words in problem.message, problem
 
 
+def test_store_shipping_is_read_for_agentic_checkout(demo: Catalog) -> None:
+    """A store run from its catalog alone can be paid for through UCP and ACP: its catalog says how
+    it ships (the demo: free standard shipping, as its policy says)."""
+    assert [(c.id, c.price_cents, c.service_level) for c in demo.store.shipping] == [("standard", 0, "standard")]
+    catalog = parse_catalog(_doc(store=_store(shipping=[{"id": "std", "title": "Standard", "price": 4.5},
+                                                        {"id": "exp", "title": "2-day", "price": 12,
+                                                         "service_level": "express"}])))
+    assert [(c.id, c.price_cents, c.service_level) for c in catalog.store.shipping] == [
+        ("std", 450, "standard"), ("exp", 1200, "express")]
+    assert parse_catalog(_doc()).store.shipping == ()
+
+
+@pytest.mark.parametrize(("shipping", "pointer", "words"), [
+    ({"id": "std"}, "/store/shipping", "must be a list"),
+    ([{"id": "std", "title": "Standard", "price": -1}], "/store/shipping/0/price", "must not be negative"),
+    ([{"id": "std", "title": "Standard"}], "/store/shipping/0/price", "missing"),
+    ([{"title": "Standard", "price": 1}], "/store/shipping/0/id", "missing"),
+    ([{"id": "std", "title": "Standard", "price": 1, "days": 5}], "/store/shipping/0/days", "unknown field"),
+    ([{"id": "std", "title": "A", "price": 1}, {"id": "std", "title": "B", "price": 2}], "/store/shipping/1/id",
+     "used twice"),
+])
+def test_bad_store_shipping_is_named(shipping: Any, pointer: str, words: str) -> None:
+    problem = _only(_doc(store=_store(shipping=shipping)))
+    assert problem.pointer == pointer and words in problem.message, problem
+
+
 def test_levers_default_to_empty_and_are_stripped() -> None:
     product = _product()
     del product["levers"]

@@ -97,6 +97,17 @@ class Lever:
 
 
 @dataclass(frozen=True)
+class ShippingChoice:
+    """A way the store ships, as its catalog states it: what an agentic checkout (UCP, ACP) offers
+    when the store has no shipping rates of its own (``haggler ucp seed``)."""
+
+    id: str
+    title: str
+    price_cents: int
+    service_level: str = "standard"
+
+
+@dataclass(frozen=True, slots=True)
 class Store:
     name: str
     rep_name: str
@@ -108,6 +119,8 @@ class Store:
     about: str | None = None
     category_label: str | None = None
     currency: str = "USD"
+    #: How the store ships, for agentic checkout (``store.shipping`` in the catalog file).
+    shipping: tuple[ShippingChoice, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +313,8 @@ def _currency(raw: dict[str, Any], at: _At, default: str) -> str:
 
 
 _STORE_FIELDS = frozenset({"name", "city", "rep_name", "rep_title", "tagline", "policy_default", "policy",
-                           "headline", "about", "category_label", "currency"})
+                           "headline", "about", "category_label", "currency", "shipping"})
+_SHIPPING_FIELDS = frozenset({"id", "title", "price", "service_level"})
 _PRODUCT_FIELDS = frozenset({"id", "kind", "name", "subtitle", "description", "year_made", "condition",
                              "list_price", "currency", "floor", "levers", "inventory_note", "merchant_persona"})
 _LEVER_FIELDS = frozenset({"text", "cost"})
@@ -319,13 +333,42 @@ def _parse_store(raw: Any, at: _At) -> Store | None:
     city, rep_title, headline, about, category_label = (
         _optional_str(raw, key, at) for key in ("city", "rep_title", "headline", "about", "category_label"))
     currency = _currency(raw, at, "USD")
+    shipping = _parse_shipping(raw.get("shipping"), at / "shipping")
     _check_fields(raw, _STORE_FIELDS, at)
     if len(at.findings.problems) != before:
         return None
     assert name and rep_name and tagline and isinstance(policy, str)  # each checked above
     return Store(name=name, rep_name=rep_name, tagline=tagline, policy=policy.strip(), city=city,
                  rep_title=rep_title, headline=headline, about=about, category_label=category_label,
-                 currency=currency)
+                 currency=currency, shipping=shipping)
+
+
+def _parse_shipping(raw: Any, at: _At) -> tuple[ShippingChoice, ...]:
+    """``store.shipping``: a list of ``{"id", "title", "price"}`` (``price`` 0 or more; an optional
+    ``service_level``, ``standard`` when absent), ids unique."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        at.fail("must be a list of {id, title, price}")
+        return ()
+    choices: list[ShippingChoice] = []
+    for i, item in enumerate(raw):
+        where = at / i
+        if not isinstance(item, dict):
+            where.fail("must be an object with id, title and price")
+            continue
+        before = len(where.findings.problems)
+        sid, title = (_required_str(item, key, where) for key in ("id", "title"))
+        level = _optional_str(item, "service_level", where) or "standard"
+        price = _amount(item, "price", where, positive=False)
+        if price is not None and price < 0:
+            (where / "price").fail("must not be negative")
+        _check_fields(item, _SHIPPING_FIELDS, where)
+        if sid is not None and any(c.id == sid for c in choices):
+            (where / "id").fail(f"{sid!r} is used twice")
+        if len(where.findings.problems) == before and sid and title and price is not None:
+            choices.append(ShippingChoice(sid, title, price, level))
+    return tuple(choices)
 
 
 def _parse_product(raw: Any, at: _At, store_currency: str) -> Product | None:

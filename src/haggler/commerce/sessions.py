@@ -47,7 +47,7 @@ from haggler.catalog import Catalog
 from haggler.commerce import deals
 from haggler.commerce import merchant_data as data
 from haggler.commerce.deals import AppliedDeal, Rejection
-from haggler.commerce.merchant_data import Address, Product
+from haggler.commerce.merchant_data import Address, Product, ShippingRate
 from haggler.commerce.pricing import AppliedDiscount, Line, ShippingOption, Totals, apply_discounts
 from haggler.commerce.pricing import shipping_options, subtotal, totals
 from haggler.errors import Conflict, Gone, InFlight, InvalidInput, NotFound, PaymentDeclined, Unavailable
@@ -337,6 +337,15 @@ class CheckoutSessions:
                 found = Product(facts.id, facts.name, facts.list_price_cents, facts.currency, None)
         return found
 
+    def _rates(self, conn: Connection) -> tuple[ShippingRate, ...]:
+        """The merchant data's shipping rates; where it has none, the catalog's ``store.shipping``,
+        for every destination (a store run from its catalog alone can still be paid for)."""
+        rates = data.shipping_rates(conn)
+        if rates or self.catalog is None:
+            return rates
+        return tuple(ShippingRate(c.id, "default", c.service_level, c.price_cents, c.title)
+                     for c in self.catalog.store.shipping)
+
     # -- reads and writes of a session ------------------------------------------------------------
 
     def _load(self, conn: Connection, session_id: str, *, for_update: bool = False) -> Session:
@@ -518,7 +527,7 @@ class CheckoutSessions:
                                      dealt.subtotal_cents - min(dealt.subtotal_cents, deal.deal.price_cents)),)
         applied, _ = apply_discounts(subtotal(session.lines) - (dealt.subtotal_cents if dealt else 0), codes)
         destination = session.fulfillment.destination if session.fulfillment else None
-        options = shipping_options(data.shipping_rates(conn), data.promotions(conn), destination.country,
+        options = shipping_options(self._rates(conn), data.promotions(conn), destination.country,
                                    session.lines) if destination is not None else ()
         chosen = session.fulfillment.selected_option_id if session.fulfillment else None
         option = next((o for o in options if o.id == chosen), None)
