@@ -81,6 +81,9 @@ def test_a_later_platform_version_is_refused(ucp_store, version, status):
         assert body["status"] == "requires_escalation"
         assert body["messages"][0]["code"] == "version_unsupported"
         assert "2026-01-12" in body["detail"]
+        # checkout.md, "Continue URL": MUST come with requires_escalation; the store's front page.
+        assert body["continue_url"] == ucp_store.base + "/"
+        assert ucp_store.http.get("/").status_code == 200
 
 
 def test_a_request_without_ucp_agent_is_refused(ucp_store):

@@ -30,10 +30,17 @@ _ADJUSTMENT_STATUSES = ("pending", "completed", "failed")
 
 
 class VersionUnsupported(InvalidInput):
-    """The platform speaks a later UCP than this merchant (UCP overview, "Version Negotiation")."""
+    """The platform speaks a later UCP than this merchant (UCP overview, "Version Negotiation").
+    Its answer is ``requires_escalation``, which MUST come with a ``continue_url`` (checkout,
+    "Continue URL"): the store's own front page, where the buyer can carry on by hand."""
+
+    def __init__(self, message: str, continue_url: str | None) -> None:
+        super().__init__(message)
+        self.continue_url = continue_url
 
     def fields(self) -> dict[str, Any]:
-        return {"error": self.message, "code": "version_unsupported"}
+        found = {"error": self.message, "code": "version_unsupported"}
+        return {**found, "continue_url": self.continue_url} if self.continue_url else found
 
 
 class Agent(NamedTuple):
@@ -43,11 +50,11 @@ class Agent(NamedTuple):
     version: str | None
 
 
-def read_agent(header: str | None, *, required: bool = True) -> Agent:
+def read_agent(header: str | None, *, required: bool = True, store: str | None = None) -> Agent:
     """The ``UCP-Agent`` header, which every request MUST carry (UCP checkout REST binding, "HTTP
     Headers"); a version later than :data:`UCP_VERSION` is refused (overview, "Version Negotiation":
     the business MUST return ``version_unsupported``). Not ``required`` where a person may come
-    too: an order's permalink."""
+    too: an order's permalink. ``store``: the store's base URL, whose front page a refusal names."""
     if header is None or not header.strip():
         if not required:
             return Agent(None, None)
@@ -59,7 +66,7 @@ def read_agent(header: str | None, *, required: bool = True) -> Agent:
             raise InvalidInput(f"UCP-Agent version must be a date (YYYY-MM-DD), got {version!r}")
         if version > UCP_VERSION:
             raise VersionUnsupported(f"Version {version} is not supported. This business implements version "
-                                     f"{UCP_VERSION}.")
+                                     f"{UCP_VERSION}.", f"{store}/" if store else None)
     return Agent(members.get("profile"), version)
 
 

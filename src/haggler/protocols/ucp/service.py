@@ -74,7 +74,7 @@ class UcpService:
 
     def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Answer:
         """Create Checkout: 201 with the session; the platform's webhook is looked up from its profile."""
-        agent = reading.read_agent(agent_header)
+        agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             request = reading.session_input(body, creating=True, webhook_url=self.webhooks.webhook_url(agent.profile))
@@ -83,13 +83,13 @@ class UcpService:
 
     def get(self, agent_header: str | None, session_id: str, base: str) -> Answer:
         """Get Checkout: the session as it stands, completed and canceled ones included."""
-        reading.read_agent(agent_header)
+        reading.read_agent(agent_header, store=base)
         return Answer(200, self._checkout(self.sessions.get(session_id), base))
 
     def update(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                base: str) -> Answer:
         """Update Checkout: the body's id, when sent, must be the session's."""
-        agent = reading.read_agent(agent_header)
+        agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             if body.get("id") is not None and body["id"] != session_id:
@@ -103,7 +103,7 @@ class UcpService:
         """Cancel Checkout: 409 for a session already completed or canceled. Canceled over price
         (``intent_trace.reason_code``), the answer may carry the store's counter-offer
         (``commerce/counter_offers.py``)."""
-        agent = reading.read_agent(agent_header)
+        agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             reason = reading.cancel_reason(body)
@@ -120,7 +120,7 @@ class UcpService:
         """Charge and place the order (``haggler/commerce/sessions.py``), then tell the platform's
         webhook ``order_placed``; a payment that waits for the buyer answers the checkout in
         ``requires_escalation``, with where they continue."""
-        agent = reading.read_agent(agent_header)
+        agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             payment = reading.payment_request(body)
@@ -149,14 +149,14 @@ class UcpService:
     def get_order(self, agent_header: str | None, order_id: str, base: str) -> Answer:
         """An order placed through UCP (another door's order is not found here). Its permalink, so
         asked without ``UCP-Agent`` too."""
-        reading.read_agent(agent_header, required=False)
+        reading.read_agent(agent_header, required=False, store=base)
         return Answer(200, views.order(self._order(order_id), base))
 
     def update_order(self, agent_header: str | None, key: str | None, order_id: str, body: dict[str, Any],
                      base: str) -> Answer:
         """Record the fulfillment events and adjustments sent. Both are append-only logs (UCP
         order, "Data Model"): an update may add entries, never drop one already recorded (422)."""
-        agent = reading.read_agent(agent_header)
+        agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             events, adjustments = reading.order_update(body)

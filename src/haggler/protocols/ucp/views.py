@@ -330,4 +330,6 @@ def error(status: int, message: str, fields: Mapping[str, Any] | None) -> dict[s
                             "messages": [{"type": "error", "code": code, "content": message, "severity": severity}]}
     if code == "version_unsupported":
         body["status"] = "requires_escalation"
+        if (fields or {}).get("continue_url"):
+            body["continue_url"] = fields["continue_url"]
     return body
