@@ -357,9 +357,16 @@ def _resolver(table: dict[str, list[str]]):
     "file:///etc/passwd", "ftp://example.com/x", "gopher://x", "http://127.0.0.1:8000/x", "http://10.1.2.3/",
     "http://169.254.169.254/latest/meta-data", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/",
     "http://user:pw@shop.example/", "http://internal.example/",
+    # Not private, yet not on the internet either: CGNAT, IETF protocol assignments, benchmarking,
+    # documentation, reserved, broadcast, multicast; and IPv6 forms that reach an inside IPv4 address.
+    "http://100.64.0.1/", "http://100.127.255.254/", "http://192.0.0.1/", "http://198.18.0.1/",
+    "http://198.51.100.7/", "http://203.0.113.5/", "http://240.0.0.1/", "http://255.255.255.255/",
+    "http://224.0.0.1/", "http://[2001:db8::1]/", "http://[fc00::1]/", "http://[ff02::1]/",
+    "http://[::ffff:100.64.0.1]/", "http://[64:ff9b::a00:1]/", "http://[2002:a00:1::]/", "http://cgnat.example/",
 ])
 def test_url_policy_blocks_internal_and_odd_urls(url):
-    policy = URLPolicy(resolver=_resolver({"internal.example": ["192.168.1.10"], "shop.example": ["93.184.216.34"]}))
+    policy = URLPolicy(resolver=_resolver({"internal.example": ["192.168.1.10"], "cgnat.example": ["100.64.1.1"],
+                                           "shop.example": ["93.184.216.34"]}))
     with pytest.raises(BlockedURL):
         policy.check(url)
 
