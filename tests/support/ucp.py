@@ -1,19 +1,22 @@
 """A UCP platform for the merchant's tests: a loopback server that serves the platform's profile
-(naming its order webhook) and records the order events delivered to it, and helpers to speak UCP
-to a store (headers, a ready-to-complete checkout)."""
+(naming its order webhook) and records the order events delivered to it, as a platform receives
+them (the exact body, the headers), and helpers to speak UCP to a store (headers, a
+ready-to-complete checkout)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from haggler.commerce.merchant_data import load_seed, read_seed
@@ -35,21 +38,40 @@ def seed(db_url: str, directory: Path = TEA_SHOP) -> None:
         db.dispose()
 
 
-class Platform:
-    """The buyer's platform: ``profile_url`` for UCP-Agent, ``events`` as they arrive."""
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook request as it arrived."""
 
-    def __init__(self) -> None:
+    headers: dict[str, str]
+    body: bytes
+
+
+class Platform:
+    """The buyer's platform: ``profile_url`` for UCP-Agent, ``events`` as they arrive (and each
+    request in ``deliveries``), ``profile_reads`` counted. The webhook answers ``statuses`` first,
+    one a request, then 200."""
+
+    def __init__(self, statuses: tuple[int, ...] = ()) -> None:
         self.events: list[dict[str, Any]] = []
+        self.deliveries: list[Delivery] = []
+        self.profile_reads = 0
+        self._statuses = list(statuses)
         self._lock = threading.Lock()
 
         async def profile(request: Request) -> JSONResponse:
+            with self._lock:
+                self.profile_reads += 1
             return JSONResponse({"ucp": {"version": "2026-01-11", "capabilities": [
                 {"name": "dev.ucp.shopping.order", "version": "2026-01-11",
                  "config": {"webhook_url": f"{self.base}/hooks/order"}}]}})
 
-        async def hook(request: Request) -> JSONResponse:
+        async def hook(request: Request) -> Response:
+            body = await request.body()
             with self._lock:
-                self.events.append(await request.json())
+                self.deliveries.append(Delivery(dict(request.headers), body))
+                if self._statuses:
+                    return Response(status_code=self._statuses.pop(0))
+                self.events.append(json.loads(body))
             return JSONResponse({"ok": True})
 
         self._server = ThreadedServer(Starlette(routes=[Route("/profile.json", profile),
@@ -113,3 +135,4 @@ def pay(token: str = "success_token", **extra: Any) -> dict[str, Any]:
     return {"payment_data": {"id": "card_ok", "handler_id": "mock_payment_handler", "type": "card", "brand": "visa",
                              "last_digits": "4242", "credential": {"type": "token", "token": token}},
             "risk_signals": {}, **extra}
+

@@ -1,10 +1,16 @@
-"""Which URLs a shopper may be sent to fetch.
+"""Which URLs may be fetched, and which addresses a fetch may connect to.
 
-A store hands the shopper URLs (`next`, `start_chat_url`), and an assistant (over MCP) hands it
-store addresses. Either could point at an internal service. :class:`URLPolicy` allows only
-http(s), and addresses that are not globally routable (private, loopback, link-local, CGNAT,
-benchmarking, documentation, reserved, multicast) only when the operator says so — checked on
-every address the host name resolves to, not only on literal IPs.
+A store hands the shopper URLs (`next`, `start_chat_url`), an assistant (over MCP) hands it store
+addresses, and a UCP platform hands the store its profile and webhook URLs. Any of them could point
+at an internal service. :class:`URLPolicy` allows only http(s), and addresses that are not globally
+routable (private, loopback, link-local, CGNAT, benchmarking, documentation, reserved, multicast)
+only when the operator says so.
+
+The check is in two parts because DNS answers can change between two lookups (DNS rebinding): a
+name checked here and resolved again by the HTTP library could connect somewhere else.
+:meth:`URLPolicy.check` judges what the URL itself says (scheme, credentials, a literal IP);
+:meth:`URLPolicy.addresses` resolves a host name once and judges every address it gives, and
+``shopper/pinned.py`` connects only to those very addresses.
 """
 
 from __future__ import annotations
@@ -24,12 +30,12 @@ _CARRIES_IPV4 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::/
 
 
 def resolve_host(host: str) -> list[str]:
-    """Every address ``host`` resolves to (IPv4 and IPv6)."""
+    """Every address ``host`` resolves to (IPv4 and IPv6), in the order the system prefers."""
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except socket.gaierror as exc:
         raise BlockedURL(f"cannot resolve host {host!r}: {exc.strerror}") from exc
-    return sorted({str(info[4][0]) for info in infos})
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
 def _carried_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
@@ -59,7 +65,9 @@ class URLPolicy:
     resolver: Resolver = resolve_host
 
     def check(self, url: str) -> None:
-        """Raise :class:`BlockedURL` unless ``url`` may be fetched."""
+        """Raise :class:`BlockedURL` unless ``url`` may be asked for: http(s), a host, no
+        credentials, and a literal IP host only if allowed. A host name is judged when it is
+        connected to (:meth:`addresses`), not here."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
             raise BlockedURL(f"only http and https URLs are allowed, not {parts.scheme or 'no scheme'!r}: {url}")
@@ -68,15 +76,23 @@ class URLPolicy:
             raise BlockedURL(f"URL has no host: {url}")
         if parts.username or parts.password:
             raise BlockedURL(f"URLs with credentials are not allowed: {url}")
-        if self.allow_private:
-            return
         try:
-            addresses = [str(ipaddress.ip_address(host))]
+            ipaddress.ip_address(host)
         except ValueError:
-            addresses = self.resolver(host)
-        internal = [a for a in addresses if _is_internal(a)]
-        if internal:
+            return
+        self.addresses(host)
+
+    def addresses(self, host: str) -> list[str]:
+        """The addresses a connection to ``host`` may use: resolved once, each one judged; a host
+        with any address not allowed is refused whole (:class:`BlockedURL`)."""
+        try:
+            found = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            found = self.resolver(host)
+        if not found:
+            raise BlockedURL(f"host {host!r} resolves to no address")
+        internal = [a for a in found if _is_internal(a)]
+        if internal and not self.allow_private:
             raise BlockedURL(f"{host} is a private, loopback or otherwise internal address ({', '.join(internal)}); "
                              "the operator has not allowed those")
-
-
+        return found

@@ -6,8 +6,9 @@ UCP's order capability: the platform's profile gives ``webhook_url`` in the conf
 retry failed deliveries. A profile is fetched once per :attr:`UcpSettings.profile_cache_seconds`
 (the overview's "unless already cached"); a profile that cannot be fetched or read names no webhook,
 and the checkout goes on without one. Deliveries run after the response is sent, off the request.
-Both URLs come from the platform, so both pass the shopper's :class:`URLPolicy`: http(s) only, and a
-private or loopback address only on a test store (``UcpSettings.private_urls_allowed``).
+Both URLs come from the platform, so both are fetched through ``shopper/pinned.py``: http(s)
+only, no redirects, and connections only to addresses the :class:`URLPolicy` judged (a private or
+loopback one only on a test store, ``UcpSettings.private_urls_allowed``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import httpx
 
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.shopper.errors import BlockedURL
+from haggler.shopper.pinned import pinned_client
 from haggler.shopper.urls import URLPolicy
 from haggler.protocols.ucp.views import ORDER
 
@@ -31,18 +33,16 @@ MAX_PROFILE_BYTES = 256 * 1024
 
 
 class Webhooks:
-    def __init__(self, settings: UcpSettings, transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] = time.sleep, policy: URLPolicy | None = None) -> None:
+    def __init__(self, settings: UcpSettings, *, sleep: Callable[[float], None] = time.sleep,
+                 policy: URLPolicy | None = None) -> None:
         self.settings = settings
         self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
-        self._transport = transport
         self._sleep = sleep
         self._profiles: dict[str, tuple[float, str | None]] = {}
         self._lock = threading.Lock()
 
     def _client(self) -> httpx.Client:
-        return httpx.Client(timeout=self.settings.webhook_timeout_seconds, transport=self._transport,
-                            follow_redirects=False)
+        return pinned_client(self.policy, timeout=self.settings.webhook_timeout_seconds)
 
     def webhook_url(self, profile_url: str | None) -> str | None:
         """The order webhook URL the platform's profile names, or None."""
@@ -74,20 +74,19 @@ class Webhooks:
 
     def deliver(self, url: str, event: Mapping[str, Any]) -> bool:
         """POST ``event`` to ``url``, retrying with a growing pause; whether it was taken (2xx)."""
-        try:
-            self.policy.check(url)
-        except BlockedURL as exc:
-            log.warning("UCP webhook %s not sent: %s", url, exc)
-            return False
         for attempt in range(self.settings.webhook_attempts):
             if attempt:
                 self._sleep(0.5 * 2 ** (attempt - 1))
             try:
+                self.policy.check(url)
                 with self._client() as client:
                     answer = client.post(url, json=event)
                 if 200 <= answer.status_code < 300:
                     return True
                 log.info("UCP webhook %s answered %d (attempt %d)", url, answer.status_code, attempt + 1)
+            except BlockedURL as exc:
+                log.warning("UCP webhook %s not sent: %s", url, exc)
+                return False
             except httpx.HTTPError as exc:
                 log.info("UCP webhook %s failed (attempt %d): %s", url, attempt + 1, exc)
         log.warning("UCP webhook %s: %s not delivered after %d attempts", url, event.get("event_type"),
