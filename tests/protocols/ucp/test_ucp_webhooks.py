@@ -1,17 +1,19 @@
 """Order webhooks against real servers on loopback: retried until taken, the platform profile read
-once while cached, and never sent into the store's own network."""
+once while cached, and never sent into the store's own network or held by a slow platform."""
 
 from __future__ import annotations
 
 import time
 
 from haggler.protocols.ucp.settings import UcpSettings
-from haggler.protocols.ucp.webhooks import Webhooks, order_webhook
+from haggler.protocols.ucp.webhooks import MAX_PROFILE_BYTES, Webhooks, order_webhook
 from haggler.shopper.urls import URLPolicy
 
 try:
+    from tests.support.raw_server import Answer, RawServer
     from tests.support.ucp import SECRET, Platform
 except ImportError:  # pragma: no cover
+    from support.raw_server import Answer, RawServer  # type: ignore[no-redef]
     from support.ucp import SECRET, Platform  # type: ignore[no-redef]
 
 #: A test store's settings: it reaches platforms on loopback.
@@ -74,3 +76,64 @@ def test_the_profile_and_the_webhook_are_reached_at_the_address_the_policy_judge
     assert hooks.deliver(f"{named}/hooks/order", EVENT)
     assert asked == ["platform.invalid", "platform.invalid"]
     assert platform.deliveries[0].headers["host"] == named.removeprefix("http://")
+
+
+# -- slow and large answers ----------------------------------------------------------------------------
+
+def _trickle(head: bytes, byte: bytes, seconds: float) -> Answer:
+    """Send ``head``, then ``byte`` every tenth of a second for ``seconds``: each read is quick."""
+    def answer(send) -> None:
+        send(head)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            send(byte)
+            time.sleep(0.1)
+    return answer
+
+
+def test_a_profile_trickled_byte_by_byte_is_given_up_at_the_deadline():
+    """Every byte comes well within the per-read timeout; the whole fetch still ends within
+    webhook_timeout_seconds, so a platform cannot hold a checkout's create for as long as it likes."""
+    settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=1.0)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    with RawServer(_trickle(head, b" ", seconds=8)) as server:
+        started = time.monotonic()
+        assert _hooks(settings).webhook_url(f"{server.base}/profile.json") is None
+        assert time.monotonic() - started < 3
+
+
+def test_a_webhook_receiver_trickling_its_answer_is_given_up_at_the_deadline():
+    """The status line and headers trickled too: each delivery attempt ends within
+    webhook_timeout_seconds."""
+    settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=1.0, webhook_attempts=1)
+    with RawServer(_trickle(b"HTTP/1.1 200 OK\r\nX-Slow: ", b"a", seconds=8)) as server:
+        started = time.monotonic()
+        assert not _hooks(settings).deliver(f"{server.base}/hooks/order", EVENT)
+        assert time.monotonic() - started < 3
+
+
+def _settled(server: RawServer) -> int:
+    """What the server has sent once it stops sending (the client hung up, or all was sent)."""
+    sent = -1
+    while sent != server.sent:
+        sent = server.sent
+        time.sleep(0.3)
+    return sent
+
+
+def test_a_profile_is_read_no_further_than_its_cap():
+    """A 64 MB profile: the store stops reading past MAX_PROFILE_BYTES (the platform's writes then
+    fail), well before its deadline, rather than reading it all and then measuring it."""
+    size = 64 * 1024 * 1024
+
+    def endless(send) -> None:
+        send(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n".encode())
+        for _ in range(size // 65536):
+            send(b" " * 65536)
+    settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=30.0)
+    with RawServer(endless) as server:
+        started = time.monotonic()
+        assert _hooks(settings).webhook_url(f"{server.base}/profile.json") is None
+        assert time.monotonic() - started < 10
+        assert _settled(server) < 16 * 1024 * 1024  # what was read, and what the sockets' buffers held
+    assert MAX_PROFILE_BYTES < 1024 * 1024

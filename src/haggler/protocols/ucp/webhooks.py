@@ -7,12 +7,15 @@ retry failed deliveries. A profile is fetched once per :attr:`UcpSettings.profil
 (the overview's "unless already cached"); a profile that cannot be fetched or read names no webhook,
 and the checkout goes on without one. Deliveries run after the response is sent, off the request.
 Both URLs come from the platform, so both are fetched through ``shopper/pinned.py``: http(s)
-only, no redirects, and connections only to addresses the :class:`URLPolicy` judged (a private or
-loopback one only on a test store, ``UcpSettings.private_urls_allowed``).
+only, connections only to addresses the :class:`URLPolicy` judged (a private or loopback one only
+on a test store, ``UcpSettings.private_urls_allowed``), no redirects, and each exchange (a profile
+fetch, one delivery attempt) within :attr:`UcpSettings.webhook_timeout_seconds` in all, however
+slowly the other side answers. A profile is read up to :data:`MAX_PROFILE_BYTES` and no further.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -42,7 +45,9 @@ class Webhooks:
         self._lock = threading.Lock()
 
     def _client(self) -> httpx.Client:
-        return pinned_client(self.policy, timeout=self.settings.webhook_timeout_seconds)
+        """A client for one exchange: its budget starts now."""
+        seconds = self.settings.webhook_timeout_seconds
+        return pinned_client(self.policy, budget=seconds, timeout=seconds)
 
     def webhook_url(self, profile_url: str | None) -> str | None:
         """The order webhook URL the platform's profile names, or None."""
@@ -63,12 +68,14 @@ class Webhooks:
     def _fetch(self, profile_url: str) -> str | None:
         try:
             self.policy.check(profile_url)
-            with self._client() as client:
-                answer = client.get(profile_url, headers={"Accept": "application/json"})
-            if answer.status_code != 200 or len(answer.content) > MAX_PROFILE_BYTES:
-                return None
-            return order_webhook(answer.json())
-        except (httpx.HTTPError, ValueError, BlockedURL) as exc:
+            # identity: the cap below counts the bytes of the profile, not of a compressed form.
+            with self._client() as client, client.stream(
+                    "GET", profile_url, headers={"Accept": "application/json", "Accept-Encoding": "identity"}) as answer:
+                if answer.status_code != 200:
+                    return None
+                body = _read_at_most(answer, MAX_PROFILE_BYTES)
+            return order_webhook(json.loads(body))
+        except (httpx.HTTPError, ValueError, RecursionError, BlockedURL) as exc:
             log.info("UCP platform profile %s not read: %s", profile_url, exc)
             return None
 
@@ -92,6 +99,16 @@ class Webhooks:
         log.warning("UCP webhook %s: %s not delivered after %d attempts", url, event.get("event_type"),
                     self.settings.webhook_attempts)
         return False
+
+
+def _read_at_most(answer: httpx.Response, limit: int) -> bytes:
+    """The body of a streamed answer, read until ``limit`` bytes and no further (ValueError past it)."""
+    body = bytearray()
+    for chunk in answer.iter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise ValueError(f"the profile is larger than {limit} bytes")
+    return bytes(body)
 
 
 def order_webhook(profile: Any) -> str | None:
