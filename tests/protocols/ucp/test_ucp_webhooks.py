@@ -1,5 +1,6 @@
 """Order webhooks against real servers on loopback: retried until taken, the platform profile read
-once while cached, and never sent into the store's own network or held by a slow platform."""
+once while cached, sent where the checkout's creator said and nowhere an updater says, and never
+into the store's own network or held by a slow platform."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from haggler.shopper.urls import URLPolicy
 
 try:
     from tests.support.raw_server import Answer, RawServer
-    from tests.support.ucp import SECRET, Platform
+    from tests.support.ucp import SECRET, Platform, headers, pay, ready_checkout
 except ImportError:  # pragma: no cover
     from support.raw_server import Answer, RawServer  # type: ignore[no-redef]
-    from support.ucp import SECRET, Platform  # type: ignore[no-redef]
+    from support.ucp import SECRET, Platform, headers, pay, ready_checkout  # type: ignore[no-redef]
 
 #: A test store's settings: it reaches platforms on loopback.
 TEST_STORE = UcpSettings(simulation_secret=SECRET)
@@ -137,3 +138,23 @@ def test_a_profile_is_read_no_further_than_its_cap():
         assert time.monotonic() - started < 10
         assert _settled(server) < 16 * 1024 * 1024  # what was read, and what the sockets' buffers held
     assert MAX_PROFILE_BYTES < 1024 * 1024
+
+
+# -- through the store ---------------------------------------------------------------------------------
+
+def test_an_update_from_another_profile_does_not_move_the_order_webhook(ucp_store, platform):
+    """The webhook is the one the checkout's creator named: anyone who learns a session's id and
+    sends an update with their own profile gets no order event (buyer, address), and their profile
+    is not even read."""
+    with Platform() as other:
+        checkout = ready_checkout(ucp_store.http, profile=platform.profile_url)
+        answer = ucp_store.http.put(f"/checkout-sessions/{checkout['id']}", headers=headers(other.profile_url),
+                                    json={"buyer": {"full_name": "Ada Buyer", "email": "ada@example.com"}})
+        assert answer.status_code == 200
+        done = ucp_store.http.post(f"/checkout-sessions/{checkout['id']}/complete",
+                                   headers=headers(other.profile_url), json=pay())
+        assert done.status_code == 200
+        placed = platform.wait_for("order_placed")
+        assert placed["order"]["id"] == done.json()["order"]["id"]
+        time.sleep(0.3)  # time for a stray delivery to land, were one sent
+        assert other.deliveries == [] and other.profile_reads == 0

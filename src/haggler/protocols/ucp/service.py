@@ -73,7 +73,8 @@ class UcpService:
     # -- checkout sessions -------------------------------------------------------------------------
 
     def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Answer:
-        """Create Checkout: 201 with the session; the platform's webhook is looked up from its profile."""
+        """Create Checkout: 201 with the session. The platform's order webhook is read from the
+        profile its ``UCP-Agent`` names, here and only here: the checkout keeps it."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
@@ -88,13 +89,15 @@ class UcpService:
 
     def update(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                base: str) -> Answer:
-        """Update Checkout: the body's id, when sent, must be the session's."""
+        """Update Checkout: the body's id, when sent, must be the session's. The order webhook stays
+        the one the creator's profile named: anyone who knows a session's id could otherwise send an
+        update naming their own profile and receive the order, buyer and address included."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             if body.get("id") is not None and body["id"] != session_id:
                 raise InvalidInput(f"the body's id {body['id']!r} is not the session's {session_id!r}")
-            request = reading.session_input(body, creating=False, webhook_url=self.webhooks.webhook_url(agent.profile))
+            request = reading.session_input(body, creating=False, webhook_url=None)
             return Answer(200, self._checkout(self.sessions.update(session_id, request), base))
         return self._idempotent(agent, key, f"PUT /checkout-sessions/{session_id}", body, run)
 
