@@ -1,7 +1,7 @@
 """A UCP platform for the merchant's tests: a loopback server that serves the platform's profile
 (naming its order webhook) and records the order events delivered to it, as a platform receives
-them (the exact body, the headers), and helpers to speak UCP to a store (headers, a
-ready-to-complete checkout)."""
+them (the exact body, the headers) and checks their signature, and helpers to speak UCP to a store
+(headers, a ready-to-complete checkout)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -101,6 +102,21 @@ class Platform:
         raise AssertionError(f"no {event_type} event within {timeout}s; got {self.events}")
 
 
+def signature_verifies(business_profile: dict[str, Any], delivery: Delivery, body: bytes | None = None) -> bool:
+    """order.md, "Webhook Signature Verification", as a platform checks it, with PyJWT (a JOSE
+    implementation that is not the store's): the key the ``Request-Signature`` header's ``kid``
+    names among the business profile's ``signing_keys``, over the request body (or ``body``)."""
+    signature = delivery.headers["request-signature"]
+    kid = jwt.get_unverified_header(signature)["kid"]
+    key = next(k for k in business_profile["signing_keys"] if k["kid"] == kid)
+    try:
+        jwt.PyJWS().decode_complete(signature, key=jwt.PyJWK(key), algorithms=[key["alg"]],
+                                    detached_payload=delivery.body if body is None else body)
+    except jwt.InvalidSignatureError:
+        return False
+    return True
+
+
 def headers(profile: str = "https://platform.example/profile.json", key: str | None = None,
             version: str | None = None) -> dict[str, str]:
     agent = f'profile="{profile}"' + (f'; version="{version}"' if version else "")
@@ -136,3 +152,10 @@ def pay(token: str = "success_token", **extra: Any) -> dict[str, Any]:
                              "last_digits": "4242", "credential": {"type": "token", "token": token}},
             "risk_signals": {}, **extra}
 
+
+def completed_order(store: Any, platform: Platform | None = None) -> tuple[dict[str, Any], str]:
+    """A checkout completed with the success token (two mugs, shipped by ground), and its order's id."""
+    profile = platform.profile_url if platform else "https://platform.example/profile.json"
+    checkout = ready_checkout(store.http, "mug", 2, profile=profile)
+    done = store.http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=headers(profile), json=pay())
+    return checkout, done.json()["order"]["id"]

@@ -1,6 +1,6 @@
-"""Order webhooks against real servers on loopback: retried until taken, the platform profile read
-once while cached, sent where the checkout's creator said and nowhere an updater says, and never
-into the store's own network or held by a slow platform."""
+"""Order webhooks against real servers on loopback: retried until taken, signed with the key the
+store's profile publishes, naming the store, sent where the checkout's creator said and nowhere an
+updater says, and never into the store's own network or held by a slow platform."""
 
 from __future__ import annotations
 
@@ -9,60 +9,65 @@ import time
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import MAX_PROFILE_BYTES, Webhooks, order_webhook
 from haggler.shopper.urls import URLPolicy
+from haggler.trust.keys import SigningKeys
 
 try:
     from tests.support.raw_server import Answer, RawServer
-    from tests.support.ucp import SECRET, Platform, headers, pay, ready_checkout
+    from tests.support.ucp import SECRET, Platform, completed_order, headers, pay, ready_checkout, signature_verifies
 except ImportError:  # pragma: no cover
     from support.raw_server import Answer, RawServer  # type: ignore[no-redef]
-    from support.ucp import SECRET, Platform, headers, pay, ready_checkout  # type: ignore[no-redef]
+    from support.ucp import (  # type: ignore[no-redef]
+        SECRET, Platform, completed_order, headers, pay, ready_checkout, signature_verifies)
 
 #: A test store's settings: it reaches platforms on loopback.
 TEST_STORE = UcpSettings(simulation_secret=SECRET)
+STORE_PROFILE = "https://store.example/.well-known/ucp"
 EVENT = {"event_type": "order_placed", "event_id": "evt_1"}
 
 
-def _hooks(settings: UcpSettings = TEST_STORE, **options) -> Webhooks:
-    return Webhooks(settings, **options)
+def _hooks(tmp_path, settings: UcpSettings = TEST_STORE, **options) -> Webhooks:
+    return Webhooks(settings, SigningKeys(tmp_path), **options)
 
 
-def test_a_failed_delivery_is_retried_until_taken():
+def test_a_failed_delivery_is_retried_until_taken(tmp_path):
     """order.md, "Guidelines": the business MUST retry failed webhook deliveries; every attempt
-    sends the same event."""
+    sends the same event, signed the same way, so the platform can tell a retry by its event_id."""
     pauses: list[float] = []
     settings = UcpSettings(simulation_secret=SECRET, webhook_attempts=3)
     with Platform(statuses=(503, 500)) as platform:
-        assert _hooks(settings, sleep=pauses.append).deliver(f"{platform.base}/hooks/order", EVENT)
+        assert _hooks(tmp_path, settings, sleep=pauses.append).deliver(f"{platform.base}/hooks/order", EVENT,
+                                                                        STORE_PROFILE)
         assert len(platform.deliveries) == 3 and pauses == [0.5, 1.0]
-        assert len({d.body for d in platform.deliveries}) == 1
+        assert len({(d.body, d.headers["request-signature"]) for d in platform.deliveries}) == 1
         assert platform.events == [EVENT]
     with Platform(statuses=(500,)) as platform:
         once = UcpSettings(simulation_secret=SECRET, webhook_attempts=1)
-        assert not _hooks(once, sleep=pauses.append).deliver(f"{platform.base}/hooks/order", EVENT)
+        assert not _hooks(tmp_path, once, sleep=pauses.append).deliver(f"{platform.base}/hooks/order", EVENT,
+                                                                        STORE_PROFILE)
 
 
-def test_the_profile_is_read_once_while_cached(platform):
-    hooks = _hooks()
+def test_the_profile_is_read_once_while_cached(tmp_path, platform):
+    hooks = _hooks(tmp_path)
     for _ in range(3):
         assert hooks.webhook_url(platform.profile_url) == f"{platform.base}/hooks/order"
     assert platform.profile_reads == 1
     assert hooks.webhook_url('...') is None and order_webhook({"ucp": {"capabilities": "nope"}}) is None
 
 
-def test_a_real_store_reaches_no_private_address_a_test_store_does(platform):
-    real = _hooks(UcpSettings())
+def test_a_real_store_reaches_no_private_address_a_test_store_does(tmp_path, platform):
+    real = _hooks(tmp_path, UcpSettings())
     assert real.webhook_url(platform.profile_url) is None
-    assert not real.deliver(f"{platform.base}/hooks/order", EVENT)
+    assert not real.deliver(f"{platform.base}/hooks/order", EVENT, STORE_PROFILE)
     # A name is judged by what it resolves to, where the connection is made.
     port = platform.base.rsplit(":", 1)[1]
-    named = _hooks(UcpSettings(), policy=URLPolicy(resolver=lambda host: ["127.0.0.1"]))
+    named = _hooks(tmp_path, UcpSettings(), policy=URLPolicy(resolver=lambda host: ["127.0.0.1"]))
     assert named.webhook_url(f"http://platform.invalid:{port}/profile.json") is None
-    assert not named.deliver(f"http://platform.invalid:{port}/hooks/order", EVENT)
+    assert not named.deliver(f"http://platform.invalid:{port}/hooks/order", EVENT, STORE_PROFILE)
     assert platform.profile_reads == 0 and platform.deliveries == []
-    assert _hooks().webhook_url(platform.profile_url) == f"{platform.base}/hooks/order"
+    assert _hooks(tmp_path).webhook_url(platform.profile_url) == f"{platform.base}/hooks/order"
 
 
-def test_the_profile_and_the_webhook_are_reached_at_the_address_the_policy_judged(platform):
+def test_the_profile_and_the_webhook_are_reached_at_the_address_the_policy_judged(tmp_path, platform):
     """DNS rebinding: the address judged must be the one connected to, not what a second lookup
     answers. ``.invalid`` is never in DNS (RFC 6761): reaching the platform at all shows the
     connection went where the policy's resolver said, once a connection."""
@@ -71,10 +76,10 @@ def test_the_profile_and_the_webhook_are_reached_at_the_address_the_policy_judge
     def resolver(host: str) -> list[str]:
         asked.append(host)
         return ["127.0.0.1"]
-    hooks = _hooks(policy=URLPolicy(allow_private=True, resolver=resolver))
+    hooks = _hooks(tmp_path, policy=URLPolicy(allow_private=True, resolver=resolver))
     named = f"http://platform.invalid:{platform.base.rsplit(':', 1)[1]}"
     assert hooks.webhook_url(f"{named}/profile.json") == f"{platform.base}/hooks/order"
-    assert hooks.deliver(f"{named}/hooks/order", EVENT)
+    assert hooks.deliver(f"{named}/hooks/order", EVENT, STORE_PROFILE)
     assert asked == ["platform.invalid", "platform.invalid"]
     assert platform.deliveries[0].headers["host"] == named.removeprefix("http://")
 
@@ -92,24 +97,24 @@ def _trickle(head: bytes, byte: bytes, seconds: float) -> Answer:
     return answer
 
 
-def test_a_profile_trickled_byte_by_byte_is_given_up_at_the_deadline():
+def test_a_profile_trickled_byte_by_byte_is_given_up_at_the_deadline(tmp_path):
     """Every byte comes well within the per-read timeout; the whole fetch still ends within
     webhook_timeout_seconds, so a platform cannot hold a checkout's create for as long as it likes."""
     settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=1.0)
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
     with RawServer(_trickle(head, b" ", seconds=8)) as server:
         started = time.monotonic()
-        assert _hooks(settings).webhook_url(f"{server.base}/profile.json") is None
+        assert _hooks(tmp_path, settings).webhook_url(f"{server.base}/profile.json") is None
         assert time.monotonic() - started < 3
 
 
-def test_a_webhook_receiver_trickling_its_answer_is_given_up_at_the_deadline():
+def test_a_webhook_receiver_trickling_its_answer_is_given_up_at_the_deadline(tmp_path):
     """The status line and headers trickled too: each delivery attempt ends within
     webhook_timeout_seconds."""
     settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=1.0, webhook_attempts=1)
     with RawServer(_trickle(b"HTTP/1.1 200 OK\r\nX-Slow: ", b"a", seconds=8)) as server:
         started = time.monotonic()
-        assert not _hooks(settings).deliver(f"{server.base}/hooks/order", EVENT)
+        assert not _hooks(tmp_path, settings).deliver(f"{server.base}/hooks/order", EVENT, STORE_PROFILE)
         assert time.monotonic() - started < 3
 
 
@@ -122,7 +127,7 @@ def _settled(server: RawServer) -> int:
     return sent
 
 
-def test_a_profile_is_read_no_further_than_its_cap():
+def test_a_profile_is_read_no_further_than_its_cap(tmp_path):
     """A 64 MB profile: the store stops reading past MAX_PROFILE_BYTES (the platform's writes then
     fail), well before its deadline, rather than reading it all and then measuring it."""
     size = 64 * 1024 * 1024
@@ -134,13 +139,47 @@ def test_a_profile_is_read_no_further_than_its_cap():
     settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=30.0)
     with RawServer(endless) as server:
         started = time.monotonic()
-        assert _hooks(settings).webhook_url(f"{server.base}/profile.json") is None
+        assert _hooks(tmp_path, settings).webhook_url(f"{server.base}/profile.json") is None
         assert time.monotonic() - started < 10
         assert _settled(server) < 16 * 1024 * 1024  # what was read, and what the sockets' buffers held
     assert MAX_PROFILE_BYTES < 1024 * 1024
 
 
 # -- through the store ---------------------------------------------------------------------------------
+
+def test_webhooks_are_signed_with_a_key_the_store_profile_publishes(ucp_store, platform):
+    """order.md, "Webhook Signature Verification" and "Guidelines": the business MUST sign all
+    webhook payloads with a key from the ``signing_keys`` of its ``/.well-known/ucp``, a detached
+    JWT (RFC 7797) in ``Request-Signature`` whose ``kid`` names the key. A platform verifies it
+    with that key; a body changed on the way fails."""
+    completed_order(ucp_store, platform)
+    platform.wait_for("order_placed")
+    profile = ucp_store.http.get("/.well-known/ucp").json()
+    delivery = platform.deliveries[0]
+    assert signature_verifies(profile, delivery)
+    tampered = delivery.body.replace(b'"order_placed"', b'"order_canceled"', 1)
+    assert tampered != delivery.body and not signature_verifies(profile, delivery, tampered)
+
+
+def test_a_webhook_names_the_store_and_carries_its_event_id_and_time(ucp_store, platform):
+    """order.md, "Guidelines": the business MUST include a business identifier in the webhook path
+    or headers (``UCP-Agent`` with the store's profile URL, as UCP's later versions spell it out);
+    the REST binding's ``order_event_webhook`` body is the order with the required ``event_id``
+    and ``created_time``, one id for each event."""
+    _, order_id = completed_order(ucp_store, platform)
+    placed = platform.wait_for("order_placed")
+    ucp_store.http.post(f"/testing/simulate-shipping/{order_id}", headers={"Simulation-Secret": SECRET})
+    shipped = platform.wait_for("order_shipped")
+    delivery = platform.deliveries[0]
+    assert delivery.headers["ucp-agent"] == f'profile="{ucp_store.base}/.well-known/ucp"'
+    assert delivery.headers["content-type"] == "application/json"
+    for event in (placed, shipped):
+        assert event["id"] == order_id and event["order"]["id"] == order_id
+        assert event["event_id"].startswith("evt_") and event["created_time"] == "2026-11-22T12:00:00Z"
+        assert {k: v for k, v in event.items() if k not in ("event_id", "created_time", "event_type", "order")} \
+            == event["order"]
+    assert placed["event_id"] != shipped["event_id"]
+
 
 def test_an_update_from_another_profile_does_not_move_the_order_webhook(ucp_store, platform):
     """The webhook is the one the checkout's creator named: anyone who learns a session's id and

@@ -1,11 +1,16 @@
-"""Order webhooks: where a platform wants order events (its profile, named in ``UCP-Agent``) and
-delivering them there.
+"""Order webhooks: where a platform wants order events (its profile, named in ``UCP-Agent`` when it
+creates the checkout) and delivering them there, signed.
 
 UCP's order capability: the platform's profile gives ``webhook_url`` in the config of its
-``dev.ucp.shopping.order`` capability; the business MUST send the full order on every event and MUST
-retry failed deliveries. A profile is fetched once per :attr:`UcpSettings.profile_cache_seconds`
-(the overview's "unless already cached"); a profile that cannot be fetched or read names no webhook,
-and the checkout goes on without one. Deliveries run after the response is sent, off the request.
+``dev.ucp.shopping.order`` capability; the business MUST sign every webhook payload with a key
+from the ``signing_keys`` its profile publishes (a detached JWT, RFC 7797, in ``Request-Signature``,
+its ``kid`` naming the key), MUST name itself in the webhook's path or headers (here ``UCP-Agent``
+with the business profile's URL), MUST send the full order on every event and MUST retry failed
+deliveries (order.md, "Webhook Signature Verification" and "Guidelines"). A profile is fetched once per
+:attr:`UcpSettings.profile_cache_seconds` (the overview's "unless already cached"); a profile that
+cannot be fetched or read names no webhook, and the checkout goes on without one. Deliveries run
+after the response is sent, off the request.
+
 Both URLs come from the platform, so both are fetched through ``shopper/pinned.py``: http(s)
 only, connections only to addresses the :class:`URLPolicy` judged (a private or loopback one only
 on a test store, ``UcpSettings.private_urls_allowed``), no redirects, and each exchange (a profile
@@ -25,10 +30,13 @@ from typing import Any
 import httpx
 
 from haggler.protocols.ucp.settings import UcpSettings
+from haggler.protocols.ucp.views import ORDER
 from haggler.shopper.errors import BlockedURL
 from haggler.shopper.pinned import pinned_client
 from haggler.shopper.urls import URLPolicy
-from haggler.protocols.ucp.views import ORDER
+from haggler.trust.canonical import canonical_json
+from haggler.trust.jws import sign_detached
+from haggler.trust.signatures import Signer
 
 log = logging.getLogger("haggler")
 #: The largest platform profile read.
@@ -36,9 +44,11 @@ MAX_PROFILE_BYTES = 256 * 1024
 
 
 class Webhooks:
-    def __init__(self, settings: UcpSettings, *, sleep: Callable[[float], None] = time.sleep,
+    def __init__(self, settings: UcpSettings, signer: Signer, *, sleep: Callable[[float], None] = time.sleep,
                  policy: URLPolicy | None = None) -> None:
+        """``signer``: the store's key, whose public half the profile publishes (``signing_keys``)."""
         self.settings = settings
+        self.signer = signer
         self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
         self._sleep = sleep
         self._profiles: dict[str, tuple[float, str | None]] = {}
@@ -79,15 +89,19 @@ class Webhooks:
             log.info("UCP platform profile %s not read: %s", profile_url, exc)
             return None
 
-    def deliver(self, url: str, event: Mapping[str, Any]) -> bool:
-        """POST ``event`` to ``url``, retrying with a growing pause; whether it was taken (2xx)."""
+    def deliver(self, url: str, event: Mapping[str, Any], business_profile: str) -> bool:
+        """POST ``event`` to ``url``, signed, naming the store by its profile URL
+        (``business_profile``), retrying with a growing pause; whether it was taken (2xx)."""
+        body = canonical_json(event)
+        headers = {"Content-Type": "application/json", "Request-Signature": sign_detached(self.signer, body),
+                   "UCP-Agent": f'profile="{business_profile}"'}
         for attempt in range(self.settings.webhook_attempts):
             if attempt:
                 self._sleep(0.5 * 2 ** (attempt - 1))
             try:
                 self.policy.check(url)
                 with self._client() as client:
-                    answer = client.post(url, json=event)
+                    answer = client.post(url, content=body, headers=headers)
                 if 200 <= answer.status_code < 300:
                     return True
                 log.info("UCP webhook %s answered %d (attempt %d)", url, answer.status_code, attempt + 1)
