@@ -168,7 +168,7 @@ def serve(
     floor_margin: Annotated[float, typer.Option(help="The merchant sells no lower than its floor plus a secret share "
                                                      "of (list price - floor), up to this fraction of it, so that no "
                                                      "shopper can find the floor by probing (0 to 0.5; 0: off).")] = 0.05,
-    data_dir: Annotated[Path, typer.Option(help="Directory for the audit signing key (created 0700).")] = DEFAULT_DATA_DIR,
+    data_dir: Annotated[Path, typer.Option(help="Directory for the store's signing key: audit trails, UCP webhooks (created 0700).")] = DEFAULT_DATA_DIR,
     session_ttl: Annotated[int, typer.Option(help="agents.json session lifetime in seconds (hard deadline, >= 60).")] = 1800,
     max_sessions: Annotated[int, typer.Option(help="Concurrent agents.json sessions per client.")] = 5,
     requests_per_minute: Annotated[int, typer.Option(help="agents.json requests per client per minute.")] = 60,
@@ -326,7 +326,7 @@ def serve(
             # Checked once, before the fork, so that a store that cannot start says why here instead
             # of in workers restarted over and over: the database (migrated now), the signing key.
             open_database(db).dispose()
-            if agents.audit_enabled:
+            if agents.audit_enabled or ucp.enabled:
                 SigningKeys(data_dir).public_key_b64  # loads (or creates) it; refuses a file others may read
     except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
@@ -558,7 +558,7 @@ def validate_manifest(
         raise typer.Exit(1)
 
 
-keys = typer.Typer(help="The store's audit signing key.", no_args_is_help=True)
+keys = typer.Typer(help="The store's signing key (audit trails, UCP order webhooks).", no_args_is_help=True)
 app.add_typer(keys, name="keys")
 
 
@@ -566,7 +566,8 @@ app.add_typer(keys, name="keys")
 def keys_rotate(
     data_dir: Annotated[Path, typer.Option(help="The store's data directory.")] = DEFAULT_DATA_DIR,
 ) -> None:
-    """Replace the audit signing key; the old public key stays known, so past artifacts verify."""
+    """Replace the store's signing key; the old public key stays known, so past audit artifacts verify.
+    UCP's profile publishes the key the running store signs webhooks with, the new one once restarted."""
     from haggler.trust.keys import SigningKeys
 
     try:

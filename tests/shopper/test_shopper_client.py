@@ -356,17 +356,30 @@ def _resolver(table: dict[str, list[str]]):
 @pytest.mark.parametrize("url", [
     "file:///etc/passwd", "ftp://example.com/x", "gopher://x", "http://127.0.0.1:8000/x", "http://10.1.2.3/",
     "http://169.254.169.254/latest/meta-data", "http://[::1]/", "http://[::ffff:127.0.0.1]/", "http://0.0.0.0/",
-    "http://user:pw@shop.example/", "http://internal.example/",
+    "http://user:pw@shop.example/",
+    # Not private, yet not on the internet either: CGNAT, IETF protocol assignments, benchmarking,
+    # documentation, reserved, broadcast, multicast; and IPv6 forms that reach an inside IPv4 address.
+    "http://100.64.0.1/", "http://100.127.255.254/", "http://192.0.0.1/", "http://198.18.0.1/",
+    "http://198.51.100.7/", "http://203.0.113.5/", "http://240.0.0.1/", "http://255.255.255.255/",
+    "http://224.0.0.1/", "http://[2001:db8::1]/", "http://[fc00::1]/", "http://[ff02::1]/",
+    "http://[::ffff:100.64.0.1]/", "http://[64:ff9b::a00:1]/", "http://[2002:a00:1::]/",
 ])
 def test_url_policy_blocks_internal_and_odd_urls(url):
-    policy = URLPolicy(resolver=_resolver({"internal.example": ["192.168.1.10"], "shop.example": ["93.184.216.34"]}))
     with pytest.raises(BlockedURL):
-        policy.check(url)
+        URLPolicy().check(url)
 
 
-def test_url_policy_allows_public_hosts_and_private_when_told():
-    policy = URLPolicy(resolver=_resolver({"shop.example": ["93.184.216.34", "2606:2800:220:1::"]}))
-    policy.check("https://shop.example/negotiate.json")
+def test_url_policy_judges_every_address_a_name_resolves_to():
+    policy = URLPolicy(resolver=_resolver({"internal.example": ["192.168.1.10"], "cgnat.example": ["100.64.1.1"],
+                                           "mixed.example": ["93.184.216.34", "10.0.0.1"],
+                                           "shop.example": ["93.184.216.34", "2606:2800:220:1::"]}))
+    for host in ("internal.example", "cgnat.example", "mixed.example"):
+        with pytest.raises(BlockedURL, match=host):
+            policy.addresses(host)
+    assert policy.addresses("shop.example") == ["93.184.216.34", "2606:2800:220:1::"]
+    policy.check("https://shop.example/negotiate.json")  # a name is judged where it is connected to
+    assert URLPolicy(allow_private=True, resolver=_resolver({"in.example": ["10.0.0.1"]})).addresses("in.example") \
+        == ["10.0.0.1"]
     URLPolicy(allow_private=True).check("http://127.0.0.1:8000/negotiate.json")
 
 
@@ -374,3 +387,50 @@ def test_url_policy_applies_to_every_url_the_store_hands_out(store):
     with NegotiateClient(url_policy=URLPolicy()) as client:
         with pytest.raises(BlockedURL, match="loopback"):
             client.discover(store.base)
+
+
+def _tiny_store() -> ThreadedServer:
+    """A store whose links start at the host it was asked by: a name only the test's resolver knows."""
+    def descriptor(request: Request) -> JSONResponse:
+        return JSONResponse(_descriptor(str(request.base_url).rstrip("/")))
+    return _serve([Route("/negotiate.json", descriptor)])
+
+
+def test_the_client_connects_to_the_address_its_policy_judged():
+    """DNS rebinding: the address judged must be the one connected to, not what a second lookup
+    (httpx's own) answers. ``.invalid`` never resolves in DNS (RFC 6761), so reaching the store at
+    all shows the connection went where the policy's resolver said; the Host header keeps the name."""
+    asked: list[str] = []
+
+    def resolver(host: str) -> list[str]:
+        asked.append(host)
+        return ["127.0.0.1"]
+    with _tiny_store() as server:
+        url = f"http://store.invalid:{server.port}/negotiate.json"
+        with NegotiateClient(url_policy=URLPolicy(allow_private=True, resolver=resolver)) as client:
+            assert client.discover(url).endpoints.catalog == f"http://store.invalid:{server.port}/catalog"
+
+        async def discover() -> str | None:
+            async with AsyncNegotiateClient(url_policy=URLPolicy(allow_private=True, resolver=resolver)) as client:
+                return (await client.discover(url)).endpoints.catalog
+        assert asyncio.run(discover()) == f"http://store.invalid:{server.port}/catalog"
+        assert asked == ["store.invalid", "store.invalid"]  # once a connection, by the policy
+
+
+def test_a_name_that_resolves_inside_is_refused_when_connected_to():
+    with _tiny_store() as server:
+        policy = URLPolicy(resolver=_resolver({"store.invalid": ["93.184.216.34", "127.0.0.1"]}))
+        url = f"http://store.invalid:{server.port}/negotiate.json"
+        with NegotiateClient(url_policy=policy) as client, pytest.raises(BlockedURL, match="127.0.0.1"):
+            client.discover(url)
+
+        async def discover() -> None:
+            async with AsyncNegotiateClient(url_policy=policy) as client:
+                await client.discover(url)
+        with pytest.raises(BlockedURL, match="127.0.0.1"):
+            asyncio.run(discover())
+
+
+def test_a_policed_client_takes_no_transport_that_would_bypass_it():
+    with pytest.raises(ValueError, match="URL policy"):
+        NegotiateClient(url_policy=URLPolicy(), transport=httpx.HTTPTransport())

@@ -1,19 +1,23 @@
 """A UCP platform for the merchant's tests: a loopback server that serves the platform's profile
-(naming its order webhook) and records the order events delivered to it, and helpers to speak UCP
-to a store (headers, a ready-to-complete checkout)."""
+(naming its order webhook) and records the order events delivered to it, as a platform receives
+them (the exact body, the headers) and checks their signature, and helpers to speak UCP to a store
+(headers, a ready-to-complete checkout)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from haggler.commerce.merchant_data import load_seed, read_seed
@@ -35,21 +39,40 @@ def seed(db_url: str, directory: Path = TEA_SHOP) -> None:
         db.dispose()
 
 
-class Platform:
-    """The buyer's platform: ``profile_url`` for UCP-Agent, ``events`` as they arrive."""
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook request as it arrived."""
 
-    def __init__(self) -> None:
+    headers: dict[str, str]
+    body: bytes
+
+
+class Platform:
+    """The buyer's platform: ``profile_url`` for UCP-Agent, ``events`` as they arrive (and each
+    request in ``deliveries``), ``profile_reads`` counted. The webhook answers ``statuses`` first,
+    one a request, then 200."""
+
+    def __init__(self, statuses: tuple[int, ...] = ()) -> None:
         self.events: list[dict[str, Any]] = []
+        self.deliveries: list[Delivery] = []
+        self.profile_reads = 0
+        self._statuses = list(statuses)
         self._lock = threading.Lock()
 
         async def profile(request: Request) -> JSONResponse:
+            with self._lock:
+                self.profile_reads += 1
             return JSONResponse({"ucp": {"version": "2026-01-11", "capabilities": [
                 {"name": "dev.ucp.shopping.order", "version": "2026-01-11",
                  "config": {"webhook_url": f"{self.base}/hooks/order"}}]}})
 
-        async def hook(request: Request) -> JSONResponse:
+        async def hook(request: Request) -> Response:
+            body = await request.body()
             with self._lock:
-                self.events.append(await request.json())
+                self.deliveries.append(Delivery(dict(request.headers), body))
+                if self._statuses:
+                    return Response(status_code=self._statuses.pop(0))
+                self.events.append(json.loads(body))
             return JSONResponse({"ok": True})
 
         self._server = ThreadedServer(Starlette(routes=[Route("/profile.json", profile),
@@ -77,6 +100,21 @@ class Platform:
                 return found
             time.sleep(0.02)
         raise AssertionError(f"no {event_type} event within {timeout}s; got {self.events}")
+
+
+def signature_verifies(business_profile: dict[str, Any], delivery: Delivery, body: bytes | None = None) -> bool:
+    """order.md, "Webhook Signature Verification", as a platform checks it, with PyJWT (a JOSE
+    implementation that is not the store's): the key the ``Request-Signature`` header's ``kid``
+    names among the business profile's ``signing_keys``, over the request body (or ``body``)."""
+    signature = delivery.headers["request-signature"]
+    kid = jwt.get_unverified_header(signature)["kid"]
+    key = next(k for k in business_profile["signing_keys"] if k["kid"] == kid)
+    try:
+        jwt.PyJWS().decode_complete(signature, key=jwt.PyJWK(key), algorithms=[key["alg"]],
+                                    detached_payload=delivery.body if body is None else body)
+    except jwt.InvalidSignatureError:
+        return False
+    return True
 
 
 def headers(profile: str = "https://platform.example/profile.json", key: str | None = None,
@@ -113,3 +151,11 @@ def pay(token: str = "success_token", **extra: Any) -> dict[str, Any]:
     return {"payment_data": {"id": "card_ok", "handler_id": "mock_payment_handler", "type": "card", "brand": "visa",
                              "last_digits": "4242", "credential": {"type": "token", "token": token}},
             "risk_signals": {}, **extra}
+
+
+def completed_order(store: Any, platform: Platform | None = None) -> tuple[dict[str, Any], str]:
+    """A checkout completed with the success token (two mugs, shipped by ground), and its order's id."""
+    profile = platform.profile_url if platform else "https://platform.example/profile.json"
+    checkout = ready_checkout(store.http, "mug", 2, profile=profile)
+    done = store.http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=headers(profile), json=pay())
+    return checkout, done.json()["order"]["id"]

@@ -112,7 +112,11 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     limits = Limits(db, config.clock, config.client_limits, client_of=client_of, is_local=is_local,
                     limit_loopback=config.limits.limit_loopback)
-    agents = _agents_service(config, db)
+    # The store's one signing key, loaded (or created, and checked for safe permissions) at start-up
+    # by whoever signs with it, so that a bad key file stops the store here rather than at the first
+    # artifact or webhook: the agents.json audit trail and UCP's order webhooks.
+    keys = SigningKeys(config.data_dir)
+    agents = _agents_service(config, db, keys)
     exchange = Exchange(db, config.clock, limits, config.exchange)
     matching = Matching(db, config.clock, config.matching, limits)
     matching_mcp = mcp_tools.build_server(matching)
@@ -121,8 +125,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     counter_offers = CounterOffers(service, config.catalog, negotiate_v1_views.checkout_url,
                                    deal_ttl=config.agents.deal_ttl, max_turns=config.limits.max_messages_per_chat,
                                    enabled=config.checkout_counter_offers)
-    ucp = UcpService(db, config.clock, config.ucp, handlers, catalog=config.catalog, deal_ttl=config.agents.deal_ttl,
-                     counter_offers=counter_offers) if config.ucp.enabled else None
+    ucp = UcpService(db, config.clock, config.ucp, handlers, signer=keys, catalog=config.catalog,
+                     deal_ttl=config.agents.deal_ttl, counter_offers=counter_offers) if config.ucp.enabled else None
+    if ucp is not None:
+        keys.public_key_b64  # loads (or creates) it now, see above
     acp = AcpService(db, config.clock, config.acp, handlers, catalog=config.catalog, deal_ttl=config.agents.deal_ttl,
                      counter_offers=counter_offers) if config.acp.enabled else None
 
@@ -262,16 +268,13 @@ def _payment_handlers(config: StoreConfig) -> dict[str, PaymentHandler]:
     return handlers
 
 
-def _agents_service(config: StoreConfig, db: Database) -> AgentsService:
+def _agents_service(config: StoreConfig, db: Database, keys: SigningKeys) -> AgentsService:
     settings = config.agents
     sessions = SessionService(db, config.clock, ttl_seconds=settings.session_ttl_seconds,
                               max_sessions=settings.max_sessions)
     limiter = RateLimiter(db, config.clock, settings.requests_per_minute)
-    # The signing key is created on first start (and checked for safe permissions) here, so a
-    # bad key file stops the store at startup rather than at the first session's end.
     trail = None
     if settings.audit_enabled:
-        keys = SigningKeys(config.data_dir)
         site = {"name": config.catalog.store.name, "url": config.public_url} if config.public_url else \
             config.catalog.store.name
         trail = AuditTrail(db, keys, site, config.clock)

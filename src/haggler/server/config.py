@@ -22,7 +22,7 @@ from haggler.server.limits import ClientLimits
 from haggler.storage.database import DEFAULT_DB_TIMEOUT
 
 DEFAULT_DB_URL = "sqlite:///haggler.db"
-#: Where the store keeps what is not in the database: the audit signing key.
+#: Where the store keeps what is not in the database: its signing key (audit trails, UCP webhooks).
 DEFAULT_DATA_DIR = Path("haggler-data")
 #: The largest request body any surface reads (the exchange's inputs are the largest bodies).
 DEFAULT_MAX_BODY_BYTES = 64 * 1024

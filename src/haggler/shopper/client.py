@@ -54,6 +54,7 @@ from haggler.shopper.models import (
     parse_deal,
     parse_offer,
 )
+from haggler.shopper.pinned import pinned_async_client, pinned_client
 from haggler.shopper.urls import URLPolicy
 
 PROTOCOL = "negotiate.v1"
@@ -430,7 +431,12 @@ def _headers() -> dict[str, str]:
 
 
 class _Base:
-    def __init__(self, *, timeout: float, retry: RetryPolicy | None, url_policy: URLPolicy | None) -> None:
+    def __init__(self, *, timeout: float, retry: RetryPolicy | None, url_policy: URLPolicy | None,
+                 transport: object | None) -> None:
+        """With a ``url_policy``, connections go only to the addresses it judged
+        (``shopper/pinned.py``); a transport of the caller's would bypass that, so not both."""
+        if url_policy is not None and transport is not None:
+            raise ValueError("a client with a URL policy connects through its own transport; pass one or the other")
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self.url_policy = url_policy
@@ -445,8 +451,9 @@ class NegotiateClient(_Base):
 
     def __init__(self, *, timeout: float = 15.0, retry: RetryPolicy | None = None, url_policy: URLPolicy | None = None,
                  transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
-        super().__init__(timeout=timeout, retry=retry, url_policy=url_policy)
-        self._http = httpx.Client(timeout=timeout, headers=_headers(), transport=transport, follow_redirects=False)
+        super().__init__(timeout=timeout, retry=retry, url_policy=url_policy, transport=transport)
+        self._http = pinned_client(url_policy, timeout=timeout, headers=_headers()) if url_policy is not None else \
+            httpx.Client(timeout=timeout, headers=_headers(), transport=transport, follow_redirects=False)
         self._sleep = sleep
 
     def _run(self, flow: Flow[T]) -> T:
@@ -499,8 +506,9 @@ class AsyncNegotiateClient(_Base):
 
     def __init__(self, *, timeout: float = 15.0, retry: RetryPolicy | None = None, url_policy: URLPolicy | None = None,
                  transport: httpx.AsyncBaseTransport | None = None) -> None:
-        super().__init__(timeout=timeout, retry=retry, url_policy=url_policy)
-        self._http = httpx.AsyncClient(timeout=timeout, headers=_headers(), transport=transport, follow_redirects=False)
+        super().__init__(timeout=timeout, retry=retry, url_policy=url_policy, transport=transport)
+        self._http = pinned_async_client(url_policy, timeout=timeout, headers=_headers()) if url_policy is not None else \
+            httpx.AsyncClient(timeout=timeout, headers=_headers(), transport=transport, follow_redirects=False)
 
     async def _run(self, flow: Flow[T]) -> T:
         done, step = advance(flow)

@@ -4,7 +4,8 @@ An assistant can discover any negotiate.v1 store, browse it, haggle turn by turn
 whole negotiation to haggler's shopper agent with a budget. Every URL the tools fetch — the
 store address a model names and every `next` URL a store hands back — passes a
 :class:`~haggler.shopper.urls.URLPolicy`: http(s) only, and private or loopback addresses only
-when the operator allows them, so a crafted URL cannot reach internal services.
+when the operator allows them, judged on the very addresses the client connects to
+(``shopper/pinned.py``), so a crafted URL or DNS answer cannot reach internal services.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ from haggler.storage.database import open_database
 from haggler.storage.schema import commerce_inventory, orders
 
 try:
-    from tests.support.ucp import create_body, headers, pay, ready_checkout, shipping_to
+    from tests.support.ucp import completed_order, create_body, headers, pay, ready_checkout, shipping_to
 except ImportError:  # pragma: no cover
-    from support.ucp import create_body, headers, pay, ready_checkout, shipping_to  # type: ignore[no-redef]
+    from support.ucp import completed_order, create_body, headers, pay, ready_checkout, shipping_to  # type: ignore[no-redef]
 
 
 def totals(body: dict) -> dict[str, int]:
@@ -398,13 +398,6 @@ def test_racing_completions_place_one_order(make_ucp_store, db_url):
 
 
 # -- orders, webhooks, simulation ------------------------------------------------------------------
-
-
-def completed_order(store, platform=None) -> tuple[dict, str]:
-    profile = platform.profile_url if platform else "https://platform.example/profile.json"
-    checkout = ready_checkout(store.http, "mug", 2, profile=profile)
-    done = store.http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=headers(profile), json=pay())
-    return checkout, done.json()["order"]["id"]
 
 
 def test_an_order_holds_its_lines_expectation_and_totals(ucp_store):

@@ -17,12 +17,12 @@ from starlette.concurrency import run_in_threadpool
 
 from haggler.commerce.counter_offers import Caller
 from haggler.protocols.ucp.service import Answer, UcpService
+from haggler.protocols.ucp.views import PROFILE_PATH
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON
 
 __all__ = ["BODY_WORDING", "PATH_PREFIXES", "PROFILE_PATH", "build_router"]
 
-PROFILE_PATH = "/.well-known/ucp"
 SESSIONS_PATH = "/checkout-sessions"
 ORDERS_PATH = "/orders"
 SIMULATE_SHIPPING_PATH = "/testing/simulate-shipping"

@@ -27,6 +27,8 @@ from haggler.protocols.ucp import reading, views
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import Webhooks
 from haggler.storage.database import Database
+from haggler.trust.jws import public_jwk
+from haggler.trust.signatures import Signer
 
 #: How long an answered idempotency key is kept (the REST binding: at least 24 hours).
 IDEMPOTENCY_TTL = timedelta(hours=48)
@@ -47,17 +49,18 @@ class Answer(NamedTuple):
 
 class UcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: UcpSettings,
-                 handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
-                 deal_ttl: timedelta = timedelta(hours=24), webhooks: Webhooks | None = None,
-                 counter_offers: CounterOffers | None = None) -> None:
-        """``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
+                 handlers: Mapping[str, PaymentHandler], *, signer: Signer, catalog: Catalog | None = None,
+                 deal_ttl: timedelta = timedelta(hours=24), counter_offers: CounterOffers | None = None) -> None:
+        """``signer``: the store's key, which signs the order webhooks and the profile publishes;
+        ``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
         a deal closed in chat can be bought (the agents.json cart's and checkout page's lifetime);
         ``counter_offers``: the store's answer to a cancel over price (None: none)."""
         self.db = db
         self.clock = clock
         self.settings = settings
+        self.signer = signer
         self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
-        self.webhooks = webhooks or Webhooks(settings)
+        self.webhooks = Webhooks(settings, signer)
         self.counter_offers = counter_offers
         self.keys = IdempotencyKeys(db, clock, _IDEMPOTENCY_OWNER, IDEMPOTENCY_TTL)
         listed = views.LISTED_FOR_TESTS if settings.simulation_secret else ()
@@ -68,12 +71,13 @@ class UcpService:
 
     def profile(self, base: str) -> dict[str, Any]:
         """``/.well-known/ucp`` for a store whose links start at ``base``."""
-        return views.profile(base, self.handler_ids)
+        return views.profile(base, self.handler_ids, [public_jwk(self.signer.public_key_b64)])
 
     # -- checkout sessions -------------------------------------------------------------------------
 
     def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Answer:
-        """Create Checkout: 201 with the session; the platform's webhook is looked up from its profile."""
+        """Create Checkout: 201 with the session. The platform's order webhook is read from the
+        profile its ``UCP-Agent`` names, here and only here: the checkout keeps it."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
@@ -88,13 +92,15 @@ class UcpService:
 
     def update(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                base: str) -> Answer:
-        """Update Checkout: the body's id, when sent, must be the session's."""
+        """Update Checkout: the body's id, when sent, must be the session's. The order webhook stays
+        the one the creator's profile named: anyone who knows a session's id could otherwise send an
+        update naming their own profile and receive the order, buyer and address included."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             if body.get("id") is not None and body["id"] != session_id:
                 raise InvalidInput(f"the body's id {body['id']!r} is not the session's {session_id!r}")
-            request = reading.session_input(body, creating=False, webhook_url=self.webhooks.webhook_url(agent.profile))
+            request = reading.session_input(body, creating=False, webhook_url=None)
             return Answer(200, self._checkout(self.sessions.update(session_id, request), base))
         return self._idempotent(agent, key, f"PUT /checkout-sessions/{session_id}", body, run)
 
@@ -125,8 +131,7 @@ class UcpService:
         def run() -> Answer:
             payment = reading.payment_request(body)
             priced, order = self.sessions.complete(session_id, payment, door=DOOR)
-            url = priced.session.webhook_url if order is not None else None
-            after = (lambda: self.webhooks.deliver(url, views.order_event("order_placed", order, base))) if url else None
+            after = self._announce(priced.session.webhook_url, "order_placed", order, base) if order is not None else None
             return Answer(200, self._checkout(priced, base, order), after)
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
@@ -204,9 +209,17 @@ class UcpService:
             return details
         order = self._change_order(order_id, ship)
         session = self.sessions.session_of(order)
-        url = session.webhook_url if session else None
-        after = (lambda: self.webhooks.deliver(url, views.order_event("order_shipped", order, base))) if url else None
+        after = self._announce(session.webhook_url, "order_shipped", order, base) if session else None
         return Answer(200, views.order(order, base), after)
+
+    def _announce(self, url: str | None, event_type: str, order: Order, base: str) -> Callable[[], object] | None:
+        """The delivery of an order event to the checkout's webhook, to run once the answer is sent
+        (None without a webhook). The event, its id and time are made now, so every retry sends
+        the same one."""
+        if url is None:
+            return None
+        event = views.order_event(event_type, "evt_" + secrets.token_hex(8), self.clock(), order, base)
+        return lambda: self.webhooks.deliver(url, event, views.profile_url(base))
 
     # -- idempotency -------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ credentials back); an instrument goes back with the fields listed in :data:`INST
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -27,6 +27,8 @@ ORDER = f"{SHOPPING}.order"
 #: The checkout extensions this merchant implements, with their parent.
 EXTENSIONS = (f"{SHOPPING}.discount", f"{SHOPPING}.fulfillment", f"{SHOPPING}.buyer_consent")
 _DOCS = "https://ucp.dev"
+#: Where the business profile is served: the store's UCP identity, which its webhooks name.
+PROFILE_PATH = "/.well-known/ucp"
 
 #: The instrument fields sent back in a checkout's ``payment.instruments``.
 INSTRUMENT_FIELDS = ("id", "handler_id", "handler_name", "type", "brand", "last_digits", "expiry_month",
@@ -92,9 +94,15 @@ def handler_entries(handler_ids: Iterable[str]) -> list[dict[str, Any]]:
 # -- the profile -----------------------------------------------------------------------------------
 
 
-def profile(base: str, handler_ids: Iterable[str]) -> dict[str, Any]:
+def profile_url(base: str) -> str:
+    return f"{base}{PROFILE_PATH}"
+
+
+def profile(base: str, handler_ids: Iterable[str], signing_keys: Sequence[Mapping[str, str]]) -> dict[str, Any]:
     """``/.well-known/ucp``: the shopping service over REST at the store's root, its capabilities
-    (with ``org.haggler.negotiation``: where to haggle before paying) and the payment handlers offered."""
+    (with ``org.haggler.negotiation``: where to haggle before paying), the payment handlers offered,
+    and the public keys (JWK) its order webhooks are signed with (overview.md, "Business Profile";
+    order.md, "Webhook Signature Verification")."""
     return {
         "ucp": {
             "version": UCP_VERSION,
@@ -108,6 +116,7 @@ def profile(base: str, handler_ids: Iterable[str]) -> dict[str, Any]:
                              negotiation.ucp_capability(base)],
         },
         "payment": {"handlers": handler_entries(handler_ids)},
+        "signing_keys": [dict(key) for key in signing_keys],
     }
 
 
@@ -292,10 +301,14 @@ def order(o: Order, base: str) -> dict[str, Any]:
     }
 
 
-def order_event(event_type: str, o: Order, base: str) -> dict[str, Any]:
-    """An order webhook's body: the whole order, never a delta (UCP order: "MUST send full order
-    entity on updates")."""
-    return {"event_type": event_type, "checkout_id": o.session_id, "order": order(o, base)}
+def order_event(event_type: str, event_id: str, created: datetime, o: Order, base: str) -> dict[str, Any]:
+    """An order webhook's body: the whole order, never a delta (order.md, "Guidelines": "MUST send
+    full order entity on updates"), with the ``event_id`` and ``created_time`` the REST binding's
+    ``order_event_webhook`` requires beside the order's own fields. It carries ``event_type`` and
+    the order once more under ``order`` too: that is how UCP's reference merchant sends an event
+    and its conformance suite reads one."""
+    whole = order(o, base)
+    return {**whole, "event_id": event_id, "created_time": utc_z(created), "event_type": event_type, "order": whole}
 
 
 def shipped_event(event_id: str, o: Order, at: datetime, base: str) -> dict[str, Any]:

@@ -1,17 +1,26 @@
-"""Order webhooks: where a platform wants order events (its profile, named in ``UCP-Agent``) and
-delivering them there.
+"""Order webhooks: where a platform wants order events (its profile, named in ``UCP-Agent`` when it
+creates the checkout) and delivering them there, signed.
 
 UCP's order capability: the platform's profile gives ``webhook_url`` in the config of its
-``dev.ucp.shopping.order`` capability; the business MUST send the full order on every event and MUST
-retry failed deliveries. A profile is fetched once per :attr:`UcpSettings.profile_cache_seconds`
-(the overview's "unless already cached"); a profile that cannot be fetched or read names no webhook,
-and the checkout goes on without one. Deliveries run after the response is sent, off the request.
-Both URLs come from the platform, so both pass the shopper's :class:`URLPolicy`: http(s) only, and a
-private or loopback address only on a test store (``UcpSettings.private_urls_allowed``).
+``dev.ucp.shopping.order`` capability; the business MUST sign every webhook payload with a key
+from the ``signing_keys`` its profile publishes (a detached JWT, RFC 7797, in ``Request-Signature``,
+its ``kid`` naming the key), MUST name itself in the webhook's path or headers (here ``UCP-Agent``
+with the business profile's URL), MUST send the full order on every event and MUST retry failed
+deliveries (order.md, "Webhook Signature Verification" and "Guidelines"). A profile is fetched once per
+:attr:`UcpSettings.profile_cache_seconds` (the overview's "unless already cached"); a profile that
+cannot be fetched or read names no webhook, and the checkout goes on without one. Deliveries run
+after the response is sent, off the request.
+
+Both URLs come from the platform, so both are fetched through ``shopper/pinned.py``: http(s)
+only, connections only to addresses the :class:`URLPolicy` judged (a private or loopback one only
+on a test store, ``UcpSettings.private_urls_allowed``), no redirects, and each exchange (a profile
+fetch, one delivery attempt) within :attr:`UcpSettings.webhook_timeout_seconds` in all, however
+slowly the other side answers. A profile is read up to :data:`MAX_PROFILE_BYTES` and no further.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -21,9 +30,13 @@ from typing import Any
 import httpx
 
 from haggler.protocols.ucp.settings import UcpSettings
-from haggler.shopper.errors import BlockedURL
-from haggler.shopper.urls import URLPolicy
 from haggler.protocols.ucp.views import ORDER
+from haggler.shopper.errors import BlockedURL
+from haggler.shopper.pinned import pinned_client
+from haggler.shopper.urls import URLPolicy
+from haggler.trust.canonical import canonical_json
+from haggler.trust.jws import sign_detached
+from haggler.trust.signatures import Signer
 
 log = logging.getLogger("haggler")
 #: The largest platform profile read.
@@ -31,18 +44,20 @@ MAX_PROFILE_BYTES = 256 * 1024
 
 
 class Webhooks:
-    def __init__(self, settings: UcpSettings, transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] = time.sleep, policy: URLPolicy | None = None) -> None:
+    def __init__(self, settings: UcpSettings, signer: Signer, *, sleep: Callable[[float], None] = time.sleep,
+                 policy: URLPolicy | None = None) -> None:
+        """``signer``: the store's key, whose public half the profile publishes (``signing_keys``)."""
         self.settings = settings
+        self.signer = signer
         self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
-        self._transport = transport
         self._sleep = sleep
         self._profiles: dict[str, tuple[float, str | None]] = {}
         self._lock = threading.Lock()
 
     def _client(self) -> httpx.Client:
-        return httpx.Client(timeout=self.settings.webhook_timeout_seconds, transport=self._transport,
-                            follow_redirects=False)
+        """A client for one exchange: its budget starts now."""
+        seconds = self.settings.webhook_timeout_seconds
+        return pinned_client(self.policy, budget=seconds, timeout=seconds)
 
     def webhook_url(self, profile_url: str | None) -> str | None:
         """The order webhook URL the platform's profile names, or None."""
@@ -63,36 +78,51 @@ class Webhooks:
     def _fetch(self, profile_url: str) -> str | None:
         try:
             self.policy.check(profile_url)
-            with self._client() as client:
-                answer = client.get(profile_url, headers={"Accept": "application/json"})
-            if answer.status_code != 200 or len(answer.content) > MAX_PROFILE_BYTES:
-                return None
-            return order_webhook(answer.json())
-        except (httpx.HTTPError, ValueError, BlockedURL) as exc:
+            # identity: the cap below counts the bytes of the profile, not of a compressed form.
+            with self._client() as client, client.stream(
+                    "GET", profile_url, headers={"Accept": "application/json", "Accept-Encoding": "identity"}) as answer:
+                if answer.status_code != 200:
+                    return None
+                body = _read_at_most(answer, MAX_PROFILE_BYTES)
+            return order_webhook(json.loads(body))
+        except (httpx.HTTPError, ValueError, RecursionError, BlockedURL) as exc:
             log.info("UCP platform profile %s not read: %s", profile_url, exc)
             return None
 
-    def deliver(self, url: str, event: Mapping[str, Any]) -> bool:
-        """POST ``event`` to ``url``, retrying with a growing pause; whether it was taken (2xx)."""
-        try:
-            self.policy.check(url)
-        except BlockedURL as exc:
-            log.warning("UCP webhook %s not sent: %s", url, exc)
-            return False
+    def deliver(self, url: str, event: Mapping[str, Any], business_profile: str) -> bool:
+        """POST ``event`` to ``url``, signed, naming the store by its profile URL
+        (``business_profile``), retrying with a growing pause; whether it was taken (2xx)."""
+        body = canonical_json(event)
+        headers = {"Content-Type": "application/json", "Request-Signature": sign_detached(self.signer, body),
+                   "UCP-Agent": f'profile="{business_profile}"'}
         for attempt in range(self.settings.webhook_attempts):
             if attempt:
                 self._sleep(0.5 * 2 ** (attempt - 1))
             try:
+                self.policy.check(url)
                 with self._client() as client:
-                    answer = client.post(url, json=event)
+                    answer = client.post(url, content=body, headers=headers)
                 if 200 <= answer.status_code < 300:
                     return True
                 log.info("UCP webhook %s answered %d (attempt %d)", url, answer.status_code, attempt + 1)
+            except BlockedURL as exc:
+                log.warning("UCP webhook %s not sent: %s", url, exc)
+                return False
             except httpx.HTTPError as exc:
                 log.info("UCP webhook %s failed (attempt %d): %s", url, attempt + 1, exc)
         log.warning("UCP webhook %s: %s not delivered after %d attempts", url, event.get("event_type"),
                     self.settings.webhook_attempts)
         return False
+
+
+def _read_at_most(answer: httpx.Response, limit: int) -> bytes:
+    """The body of a streamed answer, read until ``limit`` bytes and no further (ValueError past it)."""
+    body = bytearray()
+    for chunk in answer.iter_bytes():
+        body += chunk
+        if len(body) > limit:
+            raise ValueError(f"the profile is larger than {limit} bytes")
+    return bytes(body)
 
 
 def order_webhook(profile: Any) -> str | None:
