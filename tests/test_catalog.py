@@ -255,6 +255,9 @@ def test_store_shipping_is_read_for_agentic_checkout(demo: Catalog) -> None:
     ([{"id": "std", "title": "Standard", "price": 1, "days": 5}], "/store/shipping/0/days", "unknown field"),
     ([{"id": "std", "title": "A", "price": 1}, {"id": "std", "title": "B", "price": 2}], "/store/shipping/1/id",
      "used twice"),
+    # a checkout offers one option per service level: a second at the same level would vanish
+    ([{"id": "ground", "title": "A", "price": 5}, {"id": "express", "title": "B", "price": 15}],
+     "/store/shipping/1/service_level", "already the level"),
 ])
 def test_bad_store_shipping_is_named(shipping: Any, pointer: str, words: str) -> None:
     problem = _only(_doc(store=_store(shipping=shipping)))

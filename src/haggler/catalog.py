@@ -344,8 +344,8 @@ def _parse_store(raw: Any, at: _At) -> Store | None:
 
 
 def _parse_shipping(raw: Any, at: _At) -> tuple[ShippingChoice, ...]:
-    """``store.shipping``: a list of ``{"id", "title", "price"}`` (``price`` 0 or more; an optional
-    ``service_level``, ``standard`` when absent), ids unique."""
+    """``store.shipping``: a list of ``{"id", "title", "price"}`` (``price`` 0 or more, in the
+    store's currency; an optional ``service_level``, ``standard`` when absent), ids and levels unique."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
@@ -366,6 +366,8 @@ def _parse_shipping(raw: Any, at: _At) -> tuple[ShippingChoice, ...]:
         _check_fields(item, _SHIPPING_FIELDS, where)
         if sid is not None and any(c.id == sid for c in choices):
             (where / "id").fail(f"{sid!r} is used twice")
+        elif any(c.service_level == level for c in choices):  # a checkout offers one option per level
+            (where / "service_level").fail(f"{level!r} is already the level of another choice: give each its own")
         if len(where.findings.problems) == before and sid and title and price is not None:
             choices.append(ShippingChoice(sid, title, price, level))
     return tuple(choices)

@@ -17,12 +17,13 @@ from rich.table import Table
 from haggler.catalog import CatalogError, load_catalog
 from haggler.llm.base import LLMBackend
 from haggler.llm.choice import DEFAULT_TOKEN_BUDGET
-from haggler.money import format_money
+from haggler.money import decimal_string, format_money
 from haggler.protocols.market.settings import MarketSettings
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
 from haggler.server.limits import ClientLimits
 from haggler.storage.database import DEFAULT_DB_TIMEOUT
+from haggler.timestamps import utc_z
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
                   add_completion=False)
@@ -252,6 +253,9 @@ def serve(
         help="Serve ACP checkout (/checkout_sessions, /.well-known/acp.json) to agents presenting this key as "
         "their Bearer token (at least 16 characters). Set it in the environment rather than here, where "
         "other users of the machine can read it. Without it the store does not serve ACP.")] = None,
+    checkout_counter_offers: Annotated[bool, typer.Option(
+        help="Answer a UCP or ACP cancel over price (intent_trace.reason_code price_sensitivity) with the "
+        "merchant agent's counter-offer, a deal code for a new checkout (docs/checkout.md).")] = True,
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
     built-in demo store."""
@@ -317,7 +321,7 @@ def serve(
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
                          matching=matching, market=market, ucp=ucp, acp=acp, client_limits=client_limits,
-                         data_dir=data_dir,
+                         checkout_counter_offers=checkout_counter_offers, data_dir=data_dir,
                          seed=seed, sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
     try:
         if workers == 1:
@@ -963,6 +967,79 @@ def ucp_seed(
         database.dispose()
     err.print(f"loaded {', '.join(f'{n} {name[:-4].replace(chr(95), chr(32))}' for name, n in counts.items())} "
               f"into {escape(database.safe_url)}")
+
+
+checkout_app = typer.Typer(help="Agentic checkout (UCP, ACP): payments the store settles by hand.",
+                           no_args_is_help=True)
+app.add_typer(checkout_app, name="checkout")
+_CHECKOUT_PROTOCOLS = ("ucp", "acp")
+
+
+def _checkout_sessions(db: str) -> tuple[Any, dict[str, Any]]:
+    """The database, and each checkout protocol's sessions on it (no payment handler: nothing here
+    charges)."""
+    from haggler.commerce.sessions import CheckoutSessions
+    from haggler.server.config import utc_now
+    from haggler.storage.database import DatabaseError, open_database
+
+    try:
+        database = open_database(db)
+    except DatabaseError as exc:
+        raise _fail(str(exc)) from None
+    return database, {p: CheckoutSessions(database, utc_now, p, {}) for p in _CHECKOUT_PROTOCOLS}
+
+
+@checkout_app.command("holds")
+def checkout_holds(
+    db: Annotated[str, typer.Option(help="Database URL: sqlite:///file.db or postgresql://user@host/db.")]
+    = DEFAULT_DB_URL,
+) -> None:
+    """List the checkouts holding a payment without a final answer (no answer from the processor, a
+    buyer sent to 3-D Secure, a completion cut off), oldest first, with what each holds."""
+    database, by_protocol = _checkout_sessions(db)
+    try:
+        table = Table("session", "protocol", "payment", "amount", "first sent", "processor reference")
+        for protocol, sessions in by_protocol.items():
+            for session in sessions.unsettled():
+                paid = session.hold.payment
+                table.add_row(session.id, protocol, paid.state.replace("_", " "),
+                              f"{decimal_string(paid.amount_cents)} {session.currency}", utc_z(paid.first_at),
+                              paid.reference or "")
+    finally:
+        database.dispose()
+    if table.row_count:
+        _wide_console().print(table)
+    else:
+        err.print("no checkout holds an unsettled payment")
+
+
+@checkout_app.command("settle")
+def checkout_settle(
+    session_id: Annotated[str, typer.Argument(help="The checkout session (from `haggler checkout holds`).")],
+    paid: Annotated[Optional[str], typer.Option(help="The payment went through: the processor's reference for "
+                                                     "it. The order is placed at the held price.")] = None,
+    unpaid: Annotated[bool, typer.Option("--unpaid", help="No money moved: the stock and the deal go back and the "
+                                                          "checkout is canceled.")] = False,
+    db: Annotated[str, typer.Option(help="Database URL: sqlite:///file.db or postgresql://user@host/db.")]
+    = DEFAULT_DB_URL,
+) -> None:
+    """Settle a held payment by hand, after checking the processor's own records: `--paid REFERENCE`
+    or `--unpaid`, exactly one."""
+    from haggler.errors import HagglerError
+
+    if (paid is None) == (not unpaid):
+        raise _fail("say what the processor's records show: --paid REFERENCE or --unpaid")
+    database, by_protocol = _checkout_sessions(db)
+    try:
+        owner = next((s for s in by_protocol.values() if any(x.id == session_id for x in s.unsettled())), None)
+        if owner is None:
+            raise _fail(f"no checkout {session_id} holds an unsettled payment (see `haggler checkout holds`)")
+        _, order = owner.settle(session_id, paid_reference=paid)
+    except HagglerError as exc:
+        raise _fail(exc.message) from None
+    finally:
+        database.dispose()
+    err.print(f"{session_id}: order {order.id} placed" if order else f"{session_id}: canceled, stock and deal given back")
 
 
 # The dashboard's commands (deals, orders, chats, chat, stats, exchange, match opportunities, market

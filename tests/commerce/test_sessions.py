@@ -4,6 +4,7 @@ completion taken over while the first still waits, and a total that changed sinc
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import timedelta
@@ -13,13 +14,13 @@ from sqlalchemy import select, update
 
 from haggler.catalog import load_catalog
 from haggler.commerce.merchant_data import Address
-from haggler.commerce.sessions import (COMPLETED, ESCALATION, IN_PROGRESS, MAX_QUANTITY, TAKEOVER_AFTER,
+from haggler.commerce.sessions import (COMPLETED, ESCALATION, IN_PROGRESS, MAX_QUANTITY, SETTLE_WITHIN, TAKEOVER_AFTER,
                                        CheckoutSessions, FulfillmentRequest, LineRequest, PaymentRequest, SessionInput,
                                        TotalChanged)
 from haggler.errors import Conflict, InFlight, InvalidInput, PaymentDeclined, Unavailable
-from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome, PaymentUnavailable
+from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome, PaymentSetupError, PaymentUnavailable
 from haggler.storage.database import open_database
-from haggler.storage.schema import commerce_inventory, commerce_shipping_rates, orders
+from haggler.storage.schema import checkout_sessions, commerce_inventory, commerce_shipping_rates, orders
 
 try:
     from tests.support.servers import FakeClock
@@ -301,3 +302,178 @@ def test_a_huge_quantity_is_refused_before_anything_is_charged(db):
     assert sessions.create(SessionInput(currency=product.facts.currency,
                                         lines=(LineRequest(None, product.id, MAX_QUANTITY),))).session.lines
     assert processor.keys == []
+
+
+# -- review 31b: settling what no retry can, old rows, keys ---------------------------------------
+
+
+def test_a_setup_error_on_the_retry_of_an_unknown_payment_keeps_the_hold(db):
+    """The first charge's answer was lost (the money may have moved); the retry is refused by the
+    processor before it gets there (a rotated key: PaymentSetupError). That says nothing about the
+    first charge, so the hold stays and another card is still refused."""
+    class Refusing(Processor):
+        def charge(self, charge: Charge) -> ChargeResult:
+            if len(self.keys) == 1:
+                self.keys.append(charge.idempotency_key)
+                raise PaymentSetupError("Stripe refused the API key (HTTP 401)")
+            return super().charge(charge)
+    processor = Refusing(PaymentUnavailable("timeout"), SUCCEEDED)
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": processor})
+    session_id = ready(sessions)
+    with pytest.raises(Unavailable):
+        sessions.complete(session_id, PAY, door="ucp")
+    with pytest.raises(PaymentSetupError):
+        sessions.complete(session_id, PAY, door="ucp")
+    assert stock(db) == 3 and sessions.get(session_id).session.hold is not None
+    with pytest.raises(Conflict, match="another payment"):
+        sessions.complete(session_id, OTHER_CARD, door="ucp")
+    _, order = sessions.complete(session_id, PAY, door="ucp")
+    assert order is not None and placed(db) == 1 and len(set(processor.keys)) == 1
+
+
+def test_a_first_setup_error_gives_everything_back(db):
+    class Misconfigured(Processor):
+        def charge(self, charge: Charge) -> ChargeResult:
+            raise PaymentSetupError("the stripe package is not installed")
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": Misconfigured()})
+    session_id = ready(sessions)
+    with pytest.raises(PaymentSetupError):
+        sessions.complete(session_id, PAY, door="ucp")
+    assert stock(db) == 5 and sessions.get(session_id).session.hold is None
+
+
+def test_past_the_processors_memory_of_a_key_no_retry_is_sent_and_the_store_settles_by_hand(db):
+    """A processor forgets a key after a day: a retry then would be a new charge. After
+    :data:`SETTLE_WITHIN` the completion is refused without reaching the processor; the store,
+    having looked at the processor's records, settles it: paid places the order at the held price."""
+    clock = FakeClock()
+    processor = Processor(PaymentUnavailable("timeout"))
+    sessions = CheckoutSessions(db, clock, "test", {"test": processor})
+    session_id = ready(sessions)
+    with pytest.raises(Unavailable):
+        sessions.complete(session_id, PAY, door="ucp")
+    clock.advance(seconds=SETTLE_WITHIN.total_seconds())
+    with pytest.raises(Conflict, match="too long ago"):
+        sessions.complete(session_id, PAY, door="ucp")
+    assert len(processor.keys) == 1
+    assert [s.id for s in sessions.unsettled()] == [session_id]
+    priced, order = sessions.settle(session_id, paid_reference="pi_found")
+    assert order is not None and order.payment_reference == "pi_found" and priced.session.status == COMPLETED
+    assert stock(db) == 3 and placed(db) == 1 and sessions.unsettled() == []
+
+
+def test_an_abandoned_three_d_secure_is_settled_unpaid_and_everything_goes_back(db):
+    action = ChargeResult(PaymentOutcome.ACTION_REQUIRED, "pi_1", action_url="https://pay.example/3ds")
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": Processor(action)})
+    session_id = ready(sessions)
+    sessions.complete(session_id, PAY, door="ucp")
+    [held] = sessions.unsettled()
+    assert held.hold is not None and held.hold.payment.reference == "pi_1"
+    priced, order = sessions.settle(session_id, paid_reference=None)
+    assert order is None and priced.session.status == "canceled" and stock(db) == 5 and placed(db) == 0
+    with pytest.raises(Conflict, match="no unsettled payment"):
+        sessions.settle(session_id, paid_reference=None)
+
+
+def test_a_payment_being_charged_is_not_settled_by_hand(db):
+    clock = FakeClock()
+    sessions = CheckoutSessions(db, clock, "test", {"test": Processor(Died())})
+    session_id = ready(sessions)
+    with pytest.raises(Died):
+        sessions.complete(session_id, PAY, door="ucp")
+    with pytest.raises(InFlight):
+        sessions.settle(session_id, paid_reference=None)
+    clock.advance(seconds=TAKEOVER_AFTER.total_seconds())
+    assert sessions.settle(session_id, paid_reference="ch_1")[1] is not None
+
+
+def _as_row_before_holds(db, session_id: str, *, in_progress: bool, at) -> None:
+    """The session's row as the release before holds stored it: ``reserved`` and ``progress_since``."""
+    import json as _json
+    with db.write() as conn:
+        row = conn.execute(select(checkout_sessions).where(checkout_sessions.c.id == session_id)).one()
+        state = _json.loads(row.state)
+        state.pop("hold", None)
+        state.pop("quoted_total_cents", None)
+        state.update(reserved=in_progress, progress_since=at.isoformat() if in_progress else None)
+        values = {"state": _json.dumps(state, sort_keys=True)}
+        if in_progress:
+            values["status"] = IN_PROGRESS
+        conn.execute(update(checkout_sessions).where(checkout_sessions.c.id == session_id).values(**values))
+
+
+def test_a_ready_row_from_before_quotes_completes_at_its_total(db):
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": Processor(SUCCEEDED)})
+    session_id = ready(sessions)
+    _as_row_before_holds(db, session_id, in_progress=False, at=FakeClock()())
+    assert sessions.complete(session_id, PAY, door="ucp")[1] is not None
+
+
+def test_a_completion_in_progress_from_before_holds_is_held_and_settled_by_hand(db):
+    """Its stock was taken and money may have moved, but its key cannot be known: it is a hold no
+    retry matches and no cancel releases, which the store settles; its stock is taken once."""
+    clock = FakeClock()
+    sessions = CheckoutSessions(db, clock, "test", {"test": Processor(SUCCEEDED)})
+    session_id = ready(sessions)
+    with db.write() as conn:  # what the old step 1 did
+        conn.execute(update(commerce_inventory).where(commerce_inventory.c.product_id == "mug")
+                     .values(quantity=commerce_inventory.c.quantity - 2))
+    _as_row_before_holds(db, session_id, in_progress=True, at=clock())
+    with pytest.raises(Conflict):
+        sessions.cancel(session_id)
+    with pytest.raises(Conflict, match="another payment"):
+        sessions.complete(session_id, PAY, door="ucp")
+    assert [s.id for s in sessions.unsettled()] == [session_id]
+    sessions.settle(session_id, paid_reference=None)
+    assert stock(db) == 5 and sessions.get(session_id).session.status == "canceled"
+
+
+def test_a_payments_key_is_no_bare_hash_of_the_card(db):
+    """The key is stored with the session and sent to the processor: keyed with the store's secret,
+    it cannot be reversed by trying every card code."""
+    import hashlib as _hashlib
+    import json as _json
+    card = {"type": "card", "number": "4242424242424242", "cvc": "123"}
+    processor = Processor(SUCCEEDED)
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": processor})
+    session_id = ready(sessions)
+    total = sessions.get(session_id).totals.total_cents
+    sessions.complete(session_id, PaymentRequest("test", card), door="ucp")
+    bare = _hashlib.sha256(_json.dumps({"credential": card, "amount": total, "currency": "USD"},
+                                       sort_keys=True).encode()).hexdigest()[:32]
+    assert bare not in processor.keys[0]
+    with db.read() as conn:
+        assert bare not in conn.execute(select(checkout_sessions.c.state)).scalar_one()
+
+
+def test_the_takeover_window_outlasts_the_stripe_handlers_longest_charge():
+    """A replayed create then a retrieve, each up to three tries of ``timeout`` with the SDK's pauses
+    (at most 5 s): a takeover never starts while the first charge may still be waiting."""
+    import inspect
+
+    from haggler.payments.stripe_handler import StripeHandler
+    params = inspect.signature(StripeHandler.__init__).parameters
+    timeout, retries = params["timeout"].default, params["max_network_retries"].default
+    longest = 2 * ((retries + 1) * timeout + retries * 5)
+    assert TAKEOVER_AFTER.total_seconds() > longest
+
+
+def test_catalog_shipping_is_offered_to_checkouts_in_the_stores_currency_only(tmp_path):
+    from importlib import resources
+
+    from haggler.catalog import parse_catalog
+    data = json.loads(resources.files("haggler").joinpath("data/demo_catalog.json").read_text("utf-8-sig"))
+    data["store"]["shipping"] = [{"id": "std", "title": "Standard", "price": 7}]
+    data["products"][0]["currency"] = "EUR"
+    catalog = parse_catalog(data)
+    database = open_database(f"sqlite:///{tmp_path}/catalog-only.db")  # no merchant data: the catalog's rates
+    try:
+        sessions = CheckoutSessions(database, FakeClock(), "test", {}, catalog=catalog)
+        where = FulfillmentRequest(None, "shipping", (Address("d1", country="US"),), "d1", None)
+        euro, dollar = catalog.products[0], catalog.products[1]
+        assert sessions.create(SessionInput(currency="EUR", lines=(LineRequest(None, euro.id, 1),),
+                                            fulfillment=where)).options == ()
+        assert [(o.id, o.price_cents) for o in sessions.create(SessionInput(
+            currency="USD", lines=(LineRequest(None, dollar.id, 1),), fulfillment=where)).options] == [("std", 700)]
+    finally:
+        database.dispose()

@@ -23,7 +23,14 @@ same charge (the processor answers what it did) and settles it:
 * the buyer must act first: the hold stays and the session ``requires_escalation``, with the
   processor's page as where the buyer continues;
 * a process that dies mid-charge leaves the payment ``charging``; after :data:`TAKEOVER_AFTER`
-  (longer than any handler waits for its processor) the same completion takes it over.
+  (longer than any handler waits for its processor) the same completion takes it over;
+* a processor refusing a retry before reaching the money (``PaymentSetupError``) says nothing about
+  the first charge: the hold stays.
+
+A processor forgets a key after a day, so no retry is sent :data:`SETTLE_WITHIN` after a payment was
+first sent; that payment, a buyer who never comes back from 3-D Secure, and a handler that keeps
+failing are settled by the store by hand (:meth:`CheckoutSessions.settle`, ``haggler checkout``)
+after it has looked at the processor's own records.
 
 Only the completion that drives a payment (its ``attempt``) gives its hold back, so that a slow first
 attempt's late answer cannot undo a second one; a success places the order whoever sees it, since
@@ -33,6 +40,7 @@ the money moved.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import secrets
 from collections.abc import Callable, Mapping
@@ -57,6 +65,7 @@ from haggler.payments.handler import Charge, PaymentHandler, PaymentOutcome, Pay
 from haggler.storage.chats import DealRow
 from haggler.storage.database import Database
 from haggler.storage.schema import checkout_sessions
+from haggler.storage.secrets import store_secret
 
 #: How long a session lives without completing (UCP: "default TTL is 6 hours from creation").
 SESSION_TTL = timedelta(hours=6)
@@ -64,9 +73,18 @@ SESSION_TTL = timedelta(hours=6)
 #: bound, and an order's amounts must stay within what the database and a processor take.
 MAX_QUANTITY = 10_000
 #: How long a charge may run before the same payment, sent again, takes it over: longer than any
-#: handler waits for its processor (Stripe: 30 s a try, three tries), so that a takeover does not
-#: race a first completion still waiting for its answer.
-TAKEOVER_AFTER = timedelta(seconds=120)
+#: handler waits for its processor (Stripe's handler: a create and a read, each up to three tries of
+#: 30 s with the SDK's pauses, about 200 s), so that a takeover does not race a first completion
+#: still waiting for its answer.
+TAKEOVER_AFTER = timedelta(minutes=5)
+#: How long after it was first sent a payment without a final answer may be asked again under its
+#: key: within the time a processor remembers a key (Stripe: 24 hours), after which the same
+#: request would be a new charge. Past it, the store settles the payment by hand
+#: (``haggler checkout settle``).
+SETTLE_WITHIN = timedelta(hours=23)
+
+#: The store secret that keys payments' idempotency keys (see ``CheckoutSessions._key``).
+PAYMENT_KEY_SECRET = "checkout_payment_keys"
 
 INCOMPLETE, READY, IN_PROGRESS, ESCALATION, COMPLETED, CANCELED = (
     "incomplete", "ready_for_complete", "complete_in_progress", "requires_escalation", "completed", "canceled")
@@ -91,9 +109,13 @@ class Payment:
     #: The completion driving it now, and since when: only it gives the hold back after a decline.
     attempt: str
     since: datetime
+    #: When it was first sent to the processor (see :data:`SETTLE_WITHIN`).
+    first_at: datetime
     #: While the buyer must act: where (the processor's page) and why.
     action_url: str | None = None
     reason: str | None = None
+    #: The processor's reference for it, once one answer named it.
+    reference: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +167,8 @@ class Session:
     order_id: str | None = None
     #: The stock, deal and price a completion holds, with its payment (see the module's docstring).
     hold: Hold | None = None
-    #: The total the agent was last shown: a completion charges it or is refused.
+    #: The total the agent was last shown: a completion charges it or is refused (None: a row
+    #: stored before quotes were kept, whose completion charges the total as it stands).
     quoted_total_cents: int | None = None
 
     @property
@@ -294,9 +317,11 @@ def _hold(h: Mapping[str, Any] | None) -> Hold | None:
     if h is None:
         return None
     t = h["totals"]
+    paid = h["payment"]
     return Hold(tuple(AppliedDiscount(**d) for d in h["discounts"]), tuple(ShippingOption(**o) for o in h["options"]),
                 Totals(**t), h["deal_id"], h["deal_line_id"],
-                Payment(**{**h["payment"], "since": datetime.fromisoformat(h["payment"]["since"])}))
+                Payment(**{**paid, "since": datetime.fromisoformat(paid["since"]),
+                           "first_at": datetime.fromisoformat(paid["first_at"])}))
 
 
 def _session(row: Any) -> Session:
@@ -310,6 +335,15 @@ def _session(row: Any) -> Session:
                    tuple(Line(**line) for line in state["lines"]), state["buyer"], tuple(state["discount_codes"]),
                    fulfillment, state["payment"], state["webhook_url"], state["order_id"], _hold(state.get("hold")),
                    state.get("quoted_total_cents"))
+
+
+def _reserved_before_holds(row: Any) -> datetime | None:
+    """When a row stored before holds existed (``reserved`` and ``progress_since``) left its
+    completion in progress, holding stock and perhaps a deal; None for any other row."""
+    state = json.loads(row.state)
+    if "hold" in state or not state.get("reserved") or row.status != IN_PROGRESS:
+        return None
+    return datetime.fromisoformat(state["progress_since"]) if state.get("progress_since") else row.updated_at
 
 
 class CheckoutSessions:
@@ -327,6 +361,7 @@ class CheckoutSessions:
         #: data has no product of that id (so that a deal closed in chat can be bought here).
         self.catalog = catalog
         self.deal_ttl = deal_ttl
+        self._key_secret: bytes | None = None
 
     def _product(self, conn: Connection, product_id: str) -> Product | None:
         found = data.product(conn, product_id)
@@ -337,11 +372,12 @@ class CheckoutSessions:
                 found = Product(facts.id, facts.name, facts.list_price_cents, facts.currency, None)
         return found
 
-    def _rates(self, conn: Connection) -> tuple[ShippingRate, ...]:
+    def _rates(self, conn: Connection, currency: str) -> tuple[ShippingRate, ...]:
         """The merchant data's shipping rates; where it has none, the catalog's ``store.shipping``,
-        for every destination (a store run from its catalog alone can still be paid for)."""
+        for every destination (a store run from its catalog alone can still be paid for), priced in
+        the store's currency and so offered to checkouts in it only."""
         rates = data.shipping_rates(conn)
-        if rates or self.catalog is None:
+        if rates or self.catalog is None or currency != self.catalog.store.currency:
             return rates
         return tuple(ShippingRate(c.id, "default", c.service_level, c.price_cents, c.title)
                      for c in self.catalog.store.shipping)
@@ -355,13 +391,34 @@ class CheckoutSessions:
         if row is None:
             raise NotFound(f"checkout session {session_id} not found")
         session = _session(row)
+        since = _reserved_before_holds(row)
+        if since is not None:
+            session = self._hold_from_before(conn, session, since)
         if session.status not in FINAL and session.hold is None and self.clock() >= session.expires_at:
             session = replace(session, status=CANCELED)  # expired: as good as canceled
         return session
 
+    def _hold_from_before(self, conn: Connection, session: Session, since: datetime) -> Session:
+        """A completion in progress from before holds existed, as a hold whose payment is unknown: its
+        stock (and deal) were taken and money may have moved, but its key cannot be known, so no
+        retry matches it and the store settles it by hand (``haggler checkout settle``)."""
+        priced = self._price(conn, session)
+        lines = {line.product_id: line.id for line in session.lines}
+        deal = next((row for row in map(lambda code: deals.find(conn, code), session.discount_codes)
+                     if row is not None and row.product_id in lines), None)
+        payment = Payment("", "", priced.totals.total_cents, UNKNOWN, "before-holds", since, since)
+        return replace(session, hold=Hold(priced.discounts, priced.options, priced.totals, deal.id if deal else None,
+                                          lines[deal.product_id] if deal else None, payment))
+
     def _save(self, conn: Connection, session: Session) -> None:
         conn.execute(update(checkout_sessions).where(checkout_sessions.c.id == session.id).values(
             status=session.status, currency=session.currency, state=_state_json(session), updated_at=self.clock()))
+
+    def peek(self, session_id: str) -> Session:
+        """The session as stored, for a protocol to read before it changes it: not an answer to the
+        agent, so its total is not recorded as shown (``get`` records it)."""
+        with self.db.read() as conn:
+            return self._load(conn, session_id)
 
     def get(self, session_id: str) -> Priced:
         """The session priced as it stands now (prices, deals and options read again). The total
@@ -527,7 +584,7 @@ class CheckoutSessions:
                                      dealt.subtotal_cents - min(dealt.subtotal_cents, deal.deal.price_cents)),)
         applied, _ = apply_discounts(subtotal(session.lines) - (dealt.subtotal_cents if dealt else 0), codes)
         destination = session.fulfillment.destination if session.fulfillment else None
-        options = shipping_options(self._rates(conn), data.promotions(conn), destination.country,
+        options = shipping_options(self._rates(conn, session.currency), data.promotions(conn), destination.country,
                                    session.lines) if destination is not None else ()
         chosen = session.fulfillment.selected_option_id if session.fulfillment else None
         option = next((o for o in options if o.id == chosen), None)
@@ -560,15 +617,21 @@ class CheckoutSessions:
         if handler is None:
             offered = ", ".join(sorted(self.handlers)) or "none"
             raise InvalidInput(f"payment handler {payment.handler_id} is not available here (offered: {offered})")
+        if self._key_secret is None:  # read (or drawn) in its own transaction, before step 1's
+            self._key_secret = store_secret(self.db, PAYMENT_KEY_SECRET)
         try:
-            priced, charge, attempt = self._begin_completion(session_id, payment, buyer)
+            priced, charge, attempt, retry = self._begin_completion(session_id, payment, buyer)
         except IntegrityError:  # a racing checkout redeemed the deal first
             raise Conflict(f"checkout session {session_id}: its deal was just bought through another checkout") \
                 from None
         try:
             result = handler.charge(charge)
-        except PaymentSetupError:  # nothing was charged, and a retry would fail the same way
-            self._give_back(session_id, attempt)
+        except PaymentSetupError:
+            # This request charged nothing; but a payment sent before (a retry's) may still have.
+            if retry:
+                self._unsettled(session_id, attempt, UNKNOWN)
+            else:
+                self._give_back(session_id, attempt)
             raise
         except Exception as exc:  # no answer: the money may have moved, so the hold stays
             self._unsettled(session_id, attempt, UNKNOWN)
@@ -580,7 +643,8 @@ class CheckoutSessions:
         if result.succeeded:
             return self._place(session_id, priced, payment, result.reference, door)
         if result.outcome is PaymentOutcome.ACTION_REQUIRED and result.action_url:
-            return self._unsettled(session_id, attempt, AWAITING_BUYER, result.action_url, result.reason), None
+            return self._unsettled(session_id, attempt, AWAITING_BUYER, result.action_url, result.reason,
+                                   result.reference), None
         self._give_back(session_id, attempt)
         why = result.reason or "the payment did not go through"
         if result.outcome is PaymentOutcome.ACTION_REQUIRED:
@@ -588,10 +652,11 @@ class CheckoutSessions:
         raise PaymentDeclined(f"Payment failed: {why}")
 
     def _begin_completion(self, session_id: str, payment: PaymentRequest,
-                          buyer: Mapping[str, Any] | None) -> tuple[Priced, Charge, str]:
+                          buyer: Mapping[str, Any] | None) -> tuple[Priced, Charge, str, bool]:
         """Step 1: check the session, take its stock and deal and freeze its price (or, for a payment
-        not yet settled, check this is the same payment), and record the charge about to be made; the
-        priced session, the charge and this completion's attempt id."""
+        not yet settled, check this is the same payment, still within :data:`SETTLE_WITHIN`), and
+        record the charge about to be made; the priced session, the charge, this completion's
+        attempt id, and whether the payment was sent before (a retry)."""
         attempt = _new_id("att_")
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
@@ -607,6 +672,9 @@ class CheckoutSessions:
                 if held.state == CHARGING and now - held.since < TAKEOVER_AFTER:
                     raise InFlight(f"checkout session {session_id} is being completed",
                                    retry_after_seconds=int((TAKEOVER_AFTER - (now - held.since)).total_seconds()))
+                if now - held.first_at >= SETTLE_WITHIN:
+                    raise Conflict(f"checkout session {session_id}: its payment was sent too long ago to be asked "
+                                   "again safely; the store settles it (nothing more is charged)")
                 hold = replace(session.hold, payment=replace(held, state=CHARGING, attempt=attempt, since=now))
                 priced = self._price(conn, session)
             else:
@@ -620,31 +688,34 @@ class CheckoutSessions:
                 if lost is not None:  # never charge a price other than the one the deal promised
                     raise Conflict(f"{lost.content}: nothing was charged; update the checkout's discount codes")
                 total = priced.totals.total_cents
-                if total != session.quoted_total_cents:
-                    shown = "none" if session.quoted_total_cents is None else session.quoted_total_cents
+                if session.quoted_total_cents is not None and total != session.quoted_total_cents:
                     raise TotalChanged(f"the checkout's total is now {total} (minor units of {session.currency}), "
-                                       f"not the {shown} last shown: nothing was charged; read the checkout again "
-                                       "and complete it if the buyer agrees")
+                                       f"not the {session.quoted_total_cents} last shown: nothing was charged; read "
+                                       "the checkout again and complete it if the buyer agrees")
                 self._reserve(conn, priced, now)
                 deal = priced.deal
                 hold = Hold(priced.discounts, priced.options, priced.totals, deal.deal.id if deal else None,
                             deal.line_id if deal else None,
                             Payment(payment.handler_id, self._key(session, credential, total), total, CHARGING,
-                                    attempt, now))
+                                    attempt, now, now))
+            retry = session.hold is not None
             session = replace(priced.session, status=IN_PROGRESS, hold=hold)
             self._save(conn, session)
         paid = hold.payment
         charge = Charge(paid.amount_cents, session.currency, credential, idempotency_key=paid.key,
                         description=f"checkout session {session.id}", metadata={"checkout_session": session.id})
-        return replace(priced, session=session), charge, attempt
+        return replace(priced, session=session), charge, attempt, retry
 
     def _key(self, session: Session, credential: Mapping[str, Any], amount_cents: int) -> str:
         """The idempotency key of this exact payment: the session, the credential and the amount. A
         retry of it (a lost answer, a crash before the order) is the same charge; a new total after a
-        decline is a new payment, which a processor would refuse under the old key."""
+        decline is a new payment, which a processor would refuse under the old key. Keyed with the
+        store's secret: the key is stored with the session and sent to the processor, and a bare hash
+        of a card's number and code could be reversed by trying every code."""
         paid = {"credential": dict(credential), "amount": amount_cents, "currency": session.currency}
-        digest = hashlib.sha256(json.dumps(paid, sort_keys=True).encode()).hexdigest()[:32]
-        return f"{self.protocol}-{session.id}-{digest}"
+        assert self._key_secret is not None, "complete() draws the secret before its transaction"
+        digest = hmac.new(self._key_secret, json.dumps(paid, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+        return f"{self.protocol}-{session.id}-{digest[:32]}"
 
     def _place(self, session_id: str, priced: Priced, payment: PaymentRequest, reference: str | None,
                door: str) -> tuple[Priced, Order]:
@@ -665,7 +736,7 @@ class CheckoutSessions:
         return place_once(self.db, place)
 
     def _unsettled(self, session_id: str, attempt: str, state: str, action_url: str | None = None,
-                   reason: str | None = None) -> Priced:
+                   reason: str | None = None, reference: str | None = None) -> Priced:
         """Record that ``attempt``'s payment has no final answer (``UNKNOWN``) or waits for the buyer
         (``AWAITING_BUYER``, at ``action_url``); the hold stays. The session as it now stands."""
         with self.db.write() as conn:
@@ -674,13 +745,14 @@ class CheckoutSessions:
             if held is not None and held.attempt == attempt and held.state == CHARGING:
                 status = ESCALATION if state == AWAITING_BUYER else IN_PROGRESS
                 session = replace(session, status=status, hold=replace(session.hold, payment=replace(
-                    held, state=state, action_url=action_url, reason=reason)))
+                    held, state=state, action_url=action_url, reason=reason, reference=reference or held.reference)))
                 self._save(conn, session)
             return self._price(conn, session)
 
-    def _give_back(self, session_id: str, attempt: str) -> None:
+    def _give_back(self, session_id: str, attempt: str, *, cancel: bool = False) -> None:
         """Undo step 1 after ``attempt``'s payment was declined: the stock and the deal back, the
-        session as it was. Nothing when another completion has taken the payment over since."""
+        session as it was (or ``cancel``: canceled). Nothing when another completion has taken the
+        payment over since."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
             hold = session.hold
@@ -690,7 +762,8 @@ class CheckoutSessions:
                 data.return_stock(conn, line.product_id, line.quantity)
             if hold.deal_id is not None:
                 release(conn, hold.deal_id)
-            self._save(conn, self._settle(conn, replace(session, hold=None)).session)
+            opened = self._settle(conn, replace(session, hold=None)).session
+            self._save(conn, replace(opened, status=CANCELED) if cancel else opened)
 
     def _reserve(self, conn: Connection, priced: Priced, now: datetime) -> None:
         """Take the lines' stock and redeem the deal, for a completion about to charge."""
@@ -747,6 +820,39 @@ class CheckoutSessions:
         return Order(new_order_id(), tuple(lines), priced.totals.total_cents, session.currency, now, buyer,
                      deal_id=deal.deal.id if deal else None, session_id=session.id, door=door,
                      payment_handler=payment.handler_id, payment_reference=reference, details=details)
+
+    # -- settling by hand --------------------------------------------------------------------------
+
+    def unsettled(self) -> list[Session]:
+        """The sessions holding a payment without a final answer, oldest first: what the store may
+        have to settle by hand (``haggler checkout holds``)."""
+        with self.db.read() as conn:
+            ids = conn.execute(select(checkout_sessions.c.id).where(
+                checkout_sessions.c.protocol == self.protocol,
+                checkout_sessions.c.status.in_((IN_PROGRESS, ESCALATION))).order_by(checkout_sessions.c.updated_at))
+            return [self._load(conn, session_id) for session_id in ids.scalars()]
+
+    def settle(self, session_id: str, *, paid_reference: str | None) -> tuple[Priced, Order | None]:
+        """The store's word on a payment no retry can settle (past :data:`SETTLE_WITHIN`, a buyer
+        who never came back from 3-D Secure, a handler that keeps failing), after looking at the
+        processor's own records: paid (``paid_reference``, the processor's id for the payment)
+        places the order at the held price; not paid gives the stock and the deal back and cancels
+        the session. 409 for a session holding no unsettled payment, or one being charged now."""
+        with self.db.read() as conn:
+            session = self._load(conn, session_id)
+        hold = session.hold
+        if hold is None or session.status in FINAL:
+            raise Conflict(f"checkout session {session_id} holds no unsettled payment")
+        held = hold.payment
+        if held.state == CHARGING and self.clock() - held.since < TAKEOVER_AFTER:
+            raise InFlight(f"checkout session {session_id} is being charged right now; settle it once that is over")
+        if paid_reference is not None:
+            with self.db.read() as conn:
+                priced = self._price(conn, session)
+            return self._place(session_id, priced, PaymentRequest(held.handler_id or "manual", None), paid_reference,
+                               self.protocol)
+        self._give_back(session_id, held.attempt, cancel=True)
+        return self.get(session_id), None
 
     # -- after the order ---------------------------------------------------------------------------
 

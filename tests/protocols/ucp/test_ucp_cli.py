@@ -13,14 +13,20 @@ from pathlib import Path
 import httpx
 import pytest
 
+from haggler.commerce.merchant_data import Address
+from haggler.commerce.sessions import CheckoutSessions, FulfillmentRequest, LineRequest, PaymentRequest, SessionInput
+from haggler.errors import Unavailable
+from haggler.orders import order_for
+from haggler.payments.handler import PaymentUnavailable
+from haggler.server.config import utc_now
 from haggler.storage.database import open_database
 
 try:
     from tests.support.servers import ProcessServer, free_port
-    from tests.support.ucp import TEA_SHOP, headers
+    from tests.support.ucp import TEA_SHOP, headers, seed
 except ImportError:  # pragma: no cover
     from support.servers import ProcessServer, free_port  # type: ignore[no-redef]
-    from support.ucp import TEA_SHOP, headers  # type: ignore[no-redef]
+    from support.ucp import TEA_SHOP, headers, seed  # type: ignore[no-redef]
 
 #: Where the official suite is (``run``, ``suite/``, ``sdk/``): by default the workspace's shared
 #: folder beside the repository (``../shared/ucp-conformance``), which CI lays beside its clone too;
@@ -114,3 +120,40 @@ def test_the_official_ucp_conformance_suite_passes_offline(tmp_path):
     last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     assert re.match(r"ucp-conformance: (\d+)/\1 tests pass", last), run.stdout + run.stderr
     assert last.startswith("ucp-conformance: 58/58 tests pass"), run.stdout
+
+
+def test_haggler_checkout_lists_held_payments_and_settles_them_by_hand(tmp_path):
+    """`haggler checkout holds` shows a payment the processor never answered; `settle --paid`
+    places its order, `--unpaid` gives everything back; a session holding nothing is refused."""
+    class Silent:
+        id = "test"
+
+        def charge(self, charge):  # type: ignore[no-untyped-def]
+            raise PaymentUnavailable("timeout")
+
+    url = f"sqlite:///{tmp_path}/held.db"
+    seed(url)
+    db = open_database(url)
+    sessions = CheckoutSessions(db, utc_now, "ucp", {"test": Silent()})
+    where = FulfillmentRequest(None, "shipping", (Address("d1", country="US"),), "d1", "ground")
+    held = []
+    for _ in range(2):
+        session_id = sessions.create(SessionInput(currency="USD", lines=(LineRequest(None, "mug", 1),),
+                                                  fulfillment=where)).session.id
+        with pytest.raises(Unavailable):
+            sessions.complete(session_id, PaymentRequest("test", {"token": "t"}), door="ucp")
+        held.append(session_id)
+    listed = haggler("checkout", "holds", "--db", url, cwd=tmp_path)
+    assert listed.returncode == 0 and all(s in listed.stdout for s in held) and "unknown" in listed.stdout
+    assert haggler("checkout", "settle", held[0], "--db", url, cwd=tmp_path).returncode == 2  # paid or not?
+    paid = haggler("checkout", "settle", held[0], "--paid", "pi_123", "--db", url, cwd=tmp_path)
+    assert paid.returncode == 0 and "placed" in paid.stderr
+    assert haggler("checkout", "settle", held[1], "--unpaid", "--db", url, cwd=tmp_path).returncode == 0
+    again = haggler("checkout", "settle", held[1], "--unpaid", "--db", url, cwd=tmp_path)
+    assert again.returncode != 0 and "no checkout" in again.stderr
+    with db.read() as conn:
+        order = order_for(conn, session_id=held[0])
+    assert order is not None and order.payment_reference == "pi_123" and order.door == "ucp"
+    assert sessions.get(held[1]).session.status == "canceled"
+    assert "no checkout holds" in haggler("checkout", "holds", "--db", url, cwd=tmp_path).stderr
+    db.dispose()

@@ -71,7 +71,9 @@ def test_no_answer_holds_the_deal_until_the_same_completion_settles_it(ucp_store
 
 def test_three_d_secure_escalates_with_the_processors_page(ucp_store):
     """checkout.md, "Continue URL": the business MUST provide continue_url with requires_escalation,
-    and MUST include a message whose severity escalates. The hold stays while the buyer authenticates."""
+    and MUST include a message whose severity escalates. The hold stays while the buyer authenticates.
+    The completion after it is a new request: under the first one's idempotency key it would replay
+    the escalation."""
     processor = use(ucp_store, Scripted(THREE_DS))
     checkout = ready_checkout(ucp_store.http, "mug", 1)
     answer = complete(ucp_store, checkout["id"])
@@ -79,7 +81,8 @@ def test_three_d_secure_escalates_with_the_processors_page(ucp_store):
     body = answer.json()
     assert body["status"] == "requires_escalation" and body["continue_url"] == THREE_DS.action_url
     [message] = [m for m in body["messages"] if m["type"] == "error"]
-    assert (message["code"], message["severity"]) == ("requires_3ds", "requires_buyer_input")
+    # requires_buyer_review: the checkout is complete, the buyer authorizes it (checkout.md, "Error Handling")
+    assert (message["code"], message["severity"]) == ("requires_3ds", "requires_buyer_review")
     assert "order" not in body and rows(ucp_store, orders) == []
     again = ucp_store.http.get(f"/checkout-sessions/{checkout['id']}", headers=headers()).json()
     assert again["status"] == "requires_escalation" and again["continue_url"] == THREE_DS.action_url

@@ -77,7 +77,7 @@ class AcpService:
 
     def update(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
         def run() -> Kept:
-            previous = self.sessions.get(session_id).session
+            previous = self.sessions.peek(session_id)
             request = reading.session_input(body, previous=previous)
             priced = self.sessions.update(session_id, request)
             asked = request.fulfillment.selected_option_id if request.fulfillment is not None and \
@@ -91,7 +91,7 @@ class AcpService:
         carry the store's counter-offer (``commerce/counter_offers.py``)."""
         def run() -> Kept:
             reason = reading.cancel_request(body)
-            current = self.sessions.get(session_id).session
+            current = self.sessions.peek(session_id)
             if current.status in FINAL:
                 return Kept(_NOT_CANCELABLE, views.error(
                     _NOT_CANCELABLE, f"checkout session {session_id} is {current.status} and cannot be canceled",

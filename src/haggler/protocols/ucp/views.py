@@ -171,7 +171,7 @@ def _messages(priced: Priced) -> list[dict[str, Any]]:
                  "content": r.content} for r in priced.rejections]
     waiting = priced.awaiting_buyer
     if waiting is not None:  # checkout, "Status Values": escalated errors say what the buyer must do
-        messages.append({"type": "error", "code": "requires_3ds", "severity": "requires_buyer_input",
+        messages.append({"type": "error", "code": "requires_3ds", "severity": "requires_buyer_review",
                          "content": f"{waiting.reason or 'The buyer must authorize the payment'}: continue at "
                                     "continue_url, then complete the checkout again with the same payment"})
     elif session.status not in (COMPLETED, "canceled") and not priced.ready:
