@@ -130,3 +130,23 @@ def test_the_p256_key_lives_beside_the_ed25519_key_and_rotates_the_same_way(tmp_
     with pytest.raises(ValueError, match="does not hold an ES256 private key"):
         other.sign(b"x")
 
+
+def test_keys_rotate_rotates_both_keys_or_the_one_named(tmp_path: Path) -> None:
+    """``haggler keys rotate``: by default the Ed25519 and the P-256 key, ``--algorithm`` one of them."""
+    from typer.testing import CliRunner
+
+    from haggler.cli import app as cli
+
+    data = tmp_path / "data"
+    audit, ucp = SigningKeys(data).public_key_b64, SigningKeys(data, P256).public_key_b64
+    only = CliRunner().invoke(cli, ["keys", "rotate", "--data-dir", str(data), "--algorithm", "ES256"])
+    assert only.exit_code == 0, only.output
+    new_ucp = SigningKeys(data, P256).public_key_b64
+    assert new_ucp != ucp and f"ES256 retired {ucp}" in only.output and f"ES256 new     {new_ucp}" in only.output
+    assert SigningKeys(data).public_key_b64 == audit
+    both = CliRunner().invoke(cli, ["keys", "rotate", "--data-dir", str(data)])
+    assert both.exit_code == 0, both.output
+    assert SigningKeys(data).public_key_b64 != audit and SigningKeys(data, P256).public_key_b64 != new_ucp
+    assert audit in SigningKeys(data).known_public_keys() and "Restart the store" in both.output
+    bad = CliRunner().invoke(cli, ["keys", "rotate", "--data-dir", str(data), "--algorithm", "RS256"])
+    assert bad.exit_code == 2 and "EdDSA or ES256" in bad.output

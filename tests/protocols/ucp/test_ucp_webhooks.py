@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import time
 
+import jwt
+
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import MAX_PROFILE_BYTES, Webhooks, order_webhook
 from haggler.shopper.urls import URLPolicy
-from haggler.trust.keys import SigningKeys
+from haggler.trust.keys import P256, SigningKeys
 
 try:
     from tests.support.raw_server import Answer, RawServer
@@ -26,7 +28,7 @@ EVENT = {"event_type": "order_placed", "event_id": "evt_1"}
 
 
 def _hooks(tmp_path, settings: UcpSettings = TEST_STORE, **options) -> Webhooks:
-    return Webhooks(settings, SigningKeys(tmp_path), **options)
+    return Webhooks(settings, SigningKeys(tmp_path, P256), **options)
 
 
 def test_a_failed_delivery_is_retried_until_taken(tmp_path):
@@ -150,12 +152,15 @@ def test_a_profile_is_read_no_further_than_its_cap(tmp_path):
 def test_webhooks_are_signed_with_a_key_the_store_profile_publishes(ucp_store, platform):
     """order.md, "Webhook Signature Verification" and "Guidelines": the business MUST sign all
     webhook payloads with a key from the ``signing_keys`` of its ``/.well-known/ucp``, a detached
-    JWT (RFC 7797) in ``Request-Signature`` whose ``kid`` names the key. A platform verifies it
-    with that key; a body changed on the way fails."""
+    JWT (RFC 7797) in ``Request-Signature`` whose ``kid`` names the key. It is ES256, the
+    algorithm of UCP's examples, with the store's P-256 key. A platform verifies it with that key; a
+    body changed on the way fails."""
     completed_order(ucp_store, platform)
     platform.wait_for("order_placed")
     profile = ucp_store.http.get("/.well-known/ucp").json()
     delivery = platform.deliveries[0]
+    assert jwt.get_unverified_header(delivery.headers["request-signature"])["alg"] == "ES256"
+    assert [(k["kty"], k["crv"], k["alg"]) for k in profile["signing_keys"]] == [("EC", "P-256", "ES256")]
     assert signature_verifies(profile, delivery)
     tampered = delivery.body.replace(b'"order_placed"', b'"order_canceled"', 1)
     assert tampered != delivery.body and not signature_verifies(profile, delivery, tampered)

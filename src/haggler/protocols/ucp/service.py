@@ -51,7 +51,7 @@ class UcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: UcpSettings,
                  handlers: Mapping[str, PaymentHandler], *, signer: Signer, catalog: Catalog | None = None,
                  deal_ttl: timedelta = timedelta(hours=24), counter_offers: CounterOffers | None = None) -> None:
-        """``signer``: the store's key, which signs the order webhooks and the profile publishes;
+        """``signer``: the store's ES256 key, which signs the order webhooks and the profile publishes;
         ``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
         a deal closed in chat can be bought (the agents.json cart's and checkout page's lifetime);
         ``counter_offers``: the store's answer to a cancel over price (None: none)."""
@@ -71,7 +71,7 @@ class UcpService:
 
     def profile(self, base: str) -> dict[str, Any]:
         """``/.well-known/ucp`` for a store whose links start at ``base``."""
-        return views.profile(base, self.handler_ids, [public_jwk(self.signer.public_key_b64)])
+        return views.profile(base, self.handler_ids, [public_jwk(self.signer)])
 
     # -- checkout sessions -------------------------------------------------------------------------
 

@@ -4,9 +4,10 @@ creates the checkout) and delivering them there, signed.
 UCP's order capability: the platform's profile gives ``webhook_url`` in the config of its
 ``dev.ucp.shopping.order`` capability; the business MUST sign every webhook payload with a key
 from the ``signing_keys`` its profile publishes (a detached JWT, RFC 7797, in ``Request-Signature``,
-its ``kid`` naming the key), MUST name itself in the webhook's path or headers (here ``UCP-Agent``
-with the business profile's URL), MUST send the full order on every event and MUST retry failed
-deliveries (order.md, "Webhook Signature Verification" and "Guidelines"). A profile is fetched once per
+its ``kid`` naming the key: here ES256 with the store's P-256 key, ``trust/jws.py``), MUST name
+itself in the webhook's path or headers (here ``UCP-Agent`` with the business profile's URL), MUST
+send the full order on every event and MUST retry failed deliveries (order.md, "Webhook Signature
+Verification" and "Guidelines"). A profile is fetched once per
 :attr:`UcpSettings.profile_cache_seconds` (the overview's "unless already cached"); a profile that
 cannot be fetched or read names no webhook, and the checkout goes on without one. Deliveries run
 after the response is sent, off the request.
@@ -46,7 +47,7 @@ MAX_PROFILE_BYTES = 256 * 1024
 class Webhooks:
     def __init__(self, settings: UcpSettings, signer: Signer, *, sleep: Callable[[float], None] = time.sleep,
                  policy: URLPolicy | None = None) -> None:
-        """``signer``: the store's key, whose public half the profile publishes (``signing_keys``)."""
+        """``signer``: the store's ES256 key, whose public half the profile publishes (``signing_keys``)."""
         self.settings = settings
         self.signer = signer
         self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
@@ -93,7 +94,8 @@ class Webhooks:
         """POST ``event`` to ``url``, signed, naming the store by its profile URL
         (``business_profile``), retrying with a growing pause; whether it was taken (2xx)."""
         body = canonical_json(event)
-        headers = {"Content-Type": "application/json", "Request-Signature": sign_detached(self.signer, body),
+        headers = {"Content-Type": "application/json",
+                   "Request-Signature": sign_detached(self.signer, body, encoded=False),
                    "UCP-Agent": f'profile="{business_profile}"'}
         for attempt in range(self.settings.webhook_attempts):
             if attempt:
