@@ -273,7 +273,7 @@ def serve(
     from haggler.server.coalescing import CoalescingHttpToolsProtocol
     from haggler.server.workers import serve_workers
     from haggler.storage.database import DatabaseError, normalize_url, open_database
-    from haggler.trust.keys import SigningKeys
+    from haggler.trust.keys import P256, SigningKeys
 
     check_port(port)
     if workers > 1 and normalize_url(db).startswith("sqlite:"):
@@ -328,10 +328,12 @@ def serve(
             application = create_app(config)
         else:
             # Checked once, before the fork, so that a store that cannot start says why here instead
-            # of in workers restarted over and over: the database (migrated now), the signing key.
+            # of in workers restarted over and over: the database (migrated now), the signing keys.
             open_database(db).dispose()
-            if agents.audit_enabled or ucp.enabled:
+            if agents.audit_enabled:
                 SigningKeys(data_dir).public_key_b64  # loads (or creates) it; refuses a file others may read
+            if ucp.enabled:
+                SigningKeys(data_dir, P256).public_key_b64
     except (DatabaseError, PermissionError) as exc:
         raise _fail(str(exc)) from None
     base = escape(browsable_base(host, port, allowed_host or (), public_url))
@@ -562,25 +564,36 @@ def validate_manifest(
         raise typer.Exit(1)
 
 
-keys = typer.Typer(help="The store's signing key (audit trails, UCP order webhooks).", no_args_is_help=True)
+keys = typer.Typer(help="The store's signing keys: Ed25519 (EdDSA) for audit trails, P-256 (ES256) for UCP's "
+                        "order webhooks and AP2 merchant authorizations.", no_args_is_help=True)
 app.add_typer(keys, name="keys")
 
 
 @keys.command("rotate")
 def keys_rotate(
     data_dir: Annotated[Path, typer.Option(help="The store's data directory.")] = DEFAULT_DATA_DIR,
+    algorithm: Annotated[Optional[list[str]], typer.Option(
+        help="Rotate only this key (repeatable): EdDSA (audit trails) or ES256 (UCP). Default: both.")] = None,
 ) -> None:
-    """Replace the store's signing key; the old public key stays known, so past audit artifacts verify.
-    UCP's profile publishes the key the running store signs webhooks with, the new one once restarted."""
-    from haggler.trust.keys import SigningKeys
+    """Replace the store's signing keys; old public keys stay known, so past audit artifacts verify.
+    UCP's profile publishes the ES256 key the running store signs with, the new one once restarted
+    (a checkout's merchant_authorization signed before then no longer verifies: the platform reads
+    the checkout again)."""
+    from haggler.trust.keys import ED25519, P256, SigningKeys
 
-    try:
-        signing = SigningKeys(data_dir)
-        old = signing.public_key_b64
-        new = signing.rotate()
-    except (OSError, ValueError) as exc:
-        raise _fail(str(exc)) from None
-    typer.echo(f"retired {old}\nnew     {new}\nRestart the store to sign with the new key.")
+    kinds = {kind.algorithm: kind for kind in (ED25519, P256)}
+    unknown = sorted(set(algorithm or ()) - set(kinds))
+    if unknown:
+        raise _fail(f"--algorithm must be EdDSA or ES256, not {', '.join(unknown)}")
+    for name in algorithm or kinds:
+        try:
+            signing = SigningKeys(data_dir, kinds[name])
+            old = signing.public_key_b64
+            new = signing.rotate()
+        except (OSError, ValueError) as exc:
+            raise _fail(str(exc)) from None
+        typer.echo(f"{name} retired {old}\n{name} new     {new}")
+    typer.echo("Restart the store to sign with the new keys.")
 
 
 audit_app = typer.Typer(help="Signed audit trails of agents.json sessions.", no_args_is_help=True)

@@ -1,7 +1,9 @@
 """A UCP platform for the merchant's tests: a loopback server that serves the platform's profile
-(naming its order webhook) and records the order events delivered to it, as a platform receives
-them (the exact body, the headers) and checks their signature, and helpers to speak UCP to a store
-(headers, a ready-to-complete checkout)."""
+(naming its order webhook, and with ``ap2=True`` listing checkout and the AP2 mandates extension
+with its P-256 signing key) and records the order events delivered to it, as a platform receives
+them (the exact body, the headers) and checks their signature; it makes AP2 checkout mandates
+(SD-JWT+KB, ``tests/support/sd_jwt.py``) and checks the store's merchant authorization with PyJWT.
+And helpers to speak UCP to a store (headers, a ready-to-complete checkout)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,14 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import jwt
+import rfc8785
+from cryptography.hazmat.primitives.asymmetric import ec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -24,9 +29,16 @@ from haggler.commerce.merchant_data import load_seed, read_seed
 from haggler.server.threaded import ThreadedServer
 from haggler.storage.database import open_database
 
+try:
+    from tests.support.sd_jwt import b64url, bind, issue, jwk
+except ImportError:  # pragma: no cover
+    from support.sd_jwt import b64url, bind, issue, jwk  # type: ignore[no-redef]
+
 #: The tests' own data set, in the UCP conformance suite's CSV layout.
 TEA_SHOP = Path(__file__).resolve().parent.parent / "protocols" / "ucp" / "tea_shop"
 SECRET = "test-simulation-secret"
+VERSION = "2026-01-11"
+AP2 = "dev.ucp.shopping.ap2_mandate"
 
 
 def seed(db_url: str, directory: Path = TEA_SHOP) -> None:
@@ -50,21 +62,30 @@ class Delivery:
 class Platform:
     """The buyer's platform: ``profile_url`` for UCP-Agent, ``events`` as they arrive (and each
     request in ``deliveries``), ``profile_reads`` counted. The webhook answers ``statuses`` first,
-    one a request, then 200."""
+    one a request, then 200. With ``ap2``, its profile lists checkout and AP2 too (``capabilities``,
+    names a test may change) and publishes ``signing_keys``: the JWK of ``key``, its ``kid``."""
 
-    def __init__(self, statuses: tuple[int, ...] = ()) -> None:
+    def __init__(self, statuses: tuple[int, ...] = (), *, ap2: bool = False) -> None:
         self.events: list[dict[str, Any]] = []
         self.deliveries: list[Delivery] = []
         self.profile_reads = 0
         self._statuses = list(statuses)
         self._lock = threading.Lock()
+        #: The platform's signing key (trusted platform provider flow) and the user's holder key.
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.kid = "platform_2026"
+        self.holder = ec.generate_private_key(ec.SECP256R1())
+        self.capabilities = ["dev.ucp.shopping.checkout", AP2] if ap2 else []
+        self.signing_keys = [jwk(self.key, self.kid)] if ap2 else []
 
         async def profile(request: Request) -> JSONResponse:
             with self._lock:
                 self.profile_reads += 1
-            return JSONResponse({"ucp": {"version": "2026-01-11", "capabilities": [
-                {"name": "dev.ucp.shopping.order", "version": "2026-01-11",
-                 "config": {"webhook_url": f"{self.base}/hooks/order"}}]}})
+            listed = [{"name": "dev.ucp.shopping.order", "version": VERSION,
+                       "config": {"webhook_url": f"{self.base}/hooks/order"}},
+                      *({"name": name, "version": VERSION} for name in self.capabilities)]
+            return JSONResponse({"ucp": {"version": VERSION, "capabilities": listed},
+                                 **({"signing_keys": self.signing_keys} if self.signing_keys else {})})
 
         async def hook(request: Request) -> Response:
             body = await request.body()
@@ -91,6 +112,20 @@ class Platform:
     def profile_url(self) -> str:
         return f"{self.base}/profile.json"
 
+    def mandate(self, checkout: dict[str, Any], store: str, now: datetime, *,
+                lifetime: timedelta = timedelta(minutes=15), key: ec.EllipticCurvePrivateKey | None = None,
+                holder: ec.EllipticCurvePrivateKey | None = None, audience: str | None = None) -> str:
+        """ap2-mandates.md, "Mandate Structure": the checkout mandate of ``checkout`` (the
+        response as received, ``ap2.merchant_authorization`` included), an SD-JWT+KB made
+        ``now``: issued by ``key`` (the platform's own unless another is given) under this
+        platform's kid, the checkout a selectively disclosed ``checkout`` claim, ``exp`` after
+        ``lifetime``, the user's holder key in ``cnf``, bound by ``holder`` (the user's unless
+        another is given) for the store at base URL ``store`` (its profile URL as ``aud``)."""
+        at = int(now.timestamp())
+        claims = {"iat": at, "exp": at + int(lifetime.total_seconds()), "cnf": {"jwk": jwk(self.holder)}}
+        sd_jwt = issue(claims, key or self.key, self.kid, disclosed={"checkout": checkout})
+        return bind(sd_jwt, holder or self.holder, aud=audience or f"{store}/.well-known/ucp", iat=at)
+
     def wait_for(self, event_type: str, timeout: float = 5.0) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -112,6 +147,23 @@ def signature_verifies(business_profile: dict[str, Any], delivery: Delivery, bod
     try:
         jwt.PyJWS().decode_complete(signature, key=jwt.PyJWK(key), algorithms=[key["alg"]],
                                     detached_payload=delivery.body if body is None else body)
+    except jwt.InvalidSignatureError:
+        return False
+    return True
+
+
+def merchant_authorization_verifies(business_profile: dict[str, Any], checkout: dict[str, Any]) -> bool:
+    """ap2-mandates.md, "Step 1" (the platform MUST verify the business's signature), with PyJWT and
+    the ``rfc8785`` package directly: the detached JWS's payload put back as the base64url of the
+    JCS of the checkout without ``ap2``, verified with the key its ``kid`` names among the business
+    profile's ``signing_keys``, ES256 only."""
+    header, empty, signature = checkout["ap2"]["merchant_authorization"].split(".")
+    assert empty == ""
+    payload = rfc8785.dumps({k: v for k, v in checkout.items() if k != "ap2"})
+    kid = jwt.get_unverified_header(f"{header}..{signature}")["kid"]
+    key = next(k for k in business_profile["signing_keys"] if k["kid"] == kid)
+    try:
+        jwt.PyJWS().decode(f"{header}.{b64url(payload)}.{signature}", key=jwt.PyJWK(key), algorithms=["ES256"])
     except jwt.InvalidSignatureError:
         return False
     return True

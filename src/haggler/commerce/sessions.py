@@ -170,6 +170,9 @@ class Session:
     #: The total the agent was last shown: a completion charges it or is refused (None: a row
     #: stored before quotes were kept, whose completion charges the total as it stands).
     quoted_total_cents: int | None = None
+    #: The public keys (JWKs) of the platform that created the session, when it asked that the
+    #: completion carry its signed mandate (UCP's AP2 extension); None: no mandate is required.
+    mandate_keys: tuple[Mapping[str, Any], ...] | None = None
 
     @property
     def buyer_email(self) -> str | None:
@@ -215,6 +218,7 @@ class SessionInput:
     fulfillment: FulfillmentRequest | None = None
     payment: Mapping[str, Any] | None = None
     webhook_url: str | None = None
+    mandate_keys: tuple[Mapping[str, Any], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +338,8 @@ def _session(row: Any) -> Session:
     return Session(row.id, row.protocol, row.status, row.currency, row.created_at, row.expires_at,
                    tuple(Line(**line) for line in state["lines"]), state["buyer"], tuple(state["discount_codes"]),
                    fulfillment, state["payment"], state["webhook_url"], state["order_id"], _hold(state.get("hold")),
-                   state.get("quoted_total_cents"))
+                   state.get("quoted_total_cents"),
+                   None if state.get("mandate_keys") is None else tuple(state["mandate_keys"]))
 
 
 def _reserved_before_holds(row: Any) -> datetime | None:
@@ -496,6 +501,8 @@ class CheckoutSessions:
             session = replace(session, payment=dict(request.payment))
         if request.webhook_url is not None:
             session = replace(session, webhook_url=request.webhook_url)
+        if request.mandate_keys is not None:
+            session = replace(session, mandate_keys=request.mandate_keys)
         return session
 
     def _lines(self, conn: Connection, session: Session, requested: tuple[LineRequest, ...]) -> tuple[Line, ...]:
@@ -605,14 +612,17 @@ class CheckoutSessions:
     # -- completing --------------------------------------------------------------------------------
 
     def complete(self, session_id: str, payment: PaymentRequest, *, door: str,
-                 buyer: Mapping[str, Any] | None = None) -> tuple[Priced, Order | None]:
+                 buyer: Mapping[str, Any] | None = None,
+                 authorize: Callable[[Priced], None] | None = None) -> tuple[Priced, Order | None]:
         """Charge for the session and place its order (see the module's docstring): the priced
         session and its order, or no order while the buyer must act (``requires_escalation``).
         Refusals: 409 when completed, canceled, being completed, paying with another payment, its
         total changed since it was last shown, or its deal bought elsewhere meanwhile; 400 when
         something is missing; 402 when the payment is declined; 503 when the payment handler did
         not answer (the same completion sent again settles it). ``buyer``: the buyer as the
-        completion sent it, replacing the session's (ACP's complete carries one)."""
+        completion sent it, replacing the session's (ACP's complete carries one). ``authorize``:
+        the protocol's own check that the completion may pay for the session as priced now (UCP:
+        the AP2 mandate), run in step 1 so that its refusal leaves everything as it was."""
         handler = self.handlers.get(payment.handler_id)
         if handler is None:
             offered = ", ".join(sorted(self.handlers)) or "none"
@@ -620,7 +630,7 @@ class CheckoutSessions:
         if self._key_secret is None:  # read (or drawn) in its own transaction, before step 1's
             self._key_secret = store_secret(self.db, PAYMENT_KEY_SECRET)
         try:
-            priced, charge, attempt, retry = self._begin_completion(session_id, payment, buyer)
+            priced, charge, attempt, retry = self._begin_completion(session_id, payment, buyer, authorize)
         except IntegrityError:  # a racing checkout redeemed the deal first
             raise Conflict(f"checkout session {session_id}: its deal was just bought through another checkout") \
                 from None
@@ -651,8 +661,8 @@ class CheckoutSessions:
             why += " (and the processor gave no page where the buyer could do it)"
         raise PaymentDeclined(f"Payment failed: {why}")
 
-    def _begin_completion(self, session_id: str, payment: PaymentRequest,
-                          buyer: Mapping[str, Any] | None) -> tuple[Priced, Charge, str, bool]:
+    def _begin_completion(self, session_id: str, payment: PaymentRequest, buyer: Mapping[str, Any] | None,
+                          authorize: Callable[[Priced], None] | None) -> tuple[Priced, Charge, str, bool]:
         """Step 1: check the session, take its stock and deal and freeze its price (or, for a payment
         not yet settled, check this is the same payment, still within :data:`SETTLE_WITHIN`), and
         record the charge about to be made; the priced session, the charge, this completion's
@@ -699,6 +709,8 @@ class CheckoutSessions:
                             Payment(payment.handler_id, self._key(session, credential, total), total, CHARGING,
                                     attempt, now, now))
             retry = session.hold is not None
+            if authorize is not None:
+                authorize(priced)
             session = replace(priced.session, status=IN_PROGRESS, hold=hold)
             self._save(conn, session)
         paid = hold.payment

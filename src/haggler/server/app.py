@@ -69,7 +69,7 @@ from haggler.server.plain_routes import install_plain_routes
 from haggler.server.request_log import RequestLog
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
-from haggler.trust.keys import SigningKeys
+from haggler.trust.keys import P256, SigningKeys
 from haggler.web import api_docs
 from haggler.web import routes as storefront
 from haggler.web.admin.routes import admin_router
@@ -112,9 +112,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
 
     limits = Limits(db, config.clock, config.client_limits, client_of=client_of, is_local=is_local,
                     limit_loopback=config.limits.limit_loopback)
-    # The store's one signing key, loaded (or created, and checked for safe permissions) at start-up
+    # The store's signing keys, each loaded (or created, and checked for safe permissions) at start-up
     # by whoever signs with it, so that a bad key file stops the store here rather than at the first
-    # artifact or webhook: the agents.json audit trail and UCP's order webhooks.
+    # artifact or webhook: Ed25519 for the agents.json audit trail, P-256 (ES256) for UCP's order
+    # webhooks and AP2 merchant authorizations.
     keys = SigningKeys(config.data_dir)
     agents = _agents_service(config, db, keys)
     exchange = Exchange(db, config.clock, limits, config.exchange)
@@ -125,10 +126,11 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     counter_offers = CounterOffers(service, config.catalog, negotiate_v1_views.checkout_url,
                                    deal_ttl=config.agents.deal_ttl, max_turns=config.limits.max_messages_per_chat,
                                    enabled=config.checkout_counter_offers)
-    ucp = UcpService(db, config.clock, config.ucp, handlers, signer=keys, catalog=config.catalog,
+    ucp_keys = SigningKeys(config.data_dir, P256)
+    ucp = UcpService(db, config.clock, config.ucp, handlers, signer=ucp_keys, catalog=config.catalog,
                      deal_ttl=config.agents.deal_ttl, counter_offers=counter_offers) if config.ucp.enabled else None
     if ucp is not None:
-        keys.public_key_b64  # loads (or creates) it now, see above
+        ucp_keys.public_key_b64  # loads (or creates) it now, see above
     acp = AcpService(db, config.clock, config.acp, handlers, catalog=config.catalog, deal_ttl=config.agents.deal_ttl,
                      counter_offers=counter_offers) if config.acp.enabled else None
 

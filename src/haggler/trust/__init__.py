@@ -1,11 +1,14 @@
 """Trust: what lets a party check another's word without trusting its code.
 
 - ``canonical``: RFC 8785 canonical JSON, the exact bytes that are hashed and signed.
-- ``keys``: Ed25519 keys: the store's signing key on disk (load, create, rotate) and the base64
-  text form the audit trail publishes a public key in (encode, decode).
+- ``keys``: the store's signing keys on disk (load, create, rotate), Ed25519 for the audit trail
+  and P-256 for UCP, and the base64 text form the audit trail publishes a public key in.
 - ``signatures``: checking an Ed25519 signature over exact bytes; ``Signer``, what signs.
-- ``jws``: a detached JWS (unencoded payload, EdDSA) of exact bytes, and a public key as a JWK: what
-  UCP's order webhooks are signed with and the store's UCP profile publishes.
+- ``jws``: ES256 JWS: detached signatures of exact bytes with the store's P-256 key and that key
+  as a JWK (UCP's order webhooks and AP2 merchant authorization), and a compact JWS verified
+  against an EC JWK (ES256/384/512).
+- ``sd_jwt``: an SD-JWT+KB presentation (RFC 9901) verified into its disclosed claims: AP2's
+  checkout mandate.
 - ``messages``: the market's signed JSON messages (spec 003): ``0x`` hex keys and signatures,
   signing and verifying a message (or a deal's two parties) over its canonical JSON.
 - ``chain``: the hash chain over JSON events, and verification that names what changed.

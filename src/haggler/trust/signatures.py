@@ -19,7 +19,11 @@ from haggler.trust.keys import PublicKeyError, decode_public_key
 
 
 class Signer(Protocol):
-    """A key that signs: ``SigningKeys`` is one."""
+    """A key that signs: ``SigningKeys`` is one. ``algorithm`` is the JWS ``alg`` its signatures
+    are made for (``EdDSA``, ``ES256``), ``sign`` gives them in that form, base64."""
+
+    @property
+    def algorithm(self) -> str: ...
 
     @property
     def public_key_b64(self) -> str: ...

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import time
 
+import jwt
+
 from haggler.protocols.ucp.settings import UcpSettings
-from haggler.protocols.ucp.webhooks import MAX_PROFILE_BYTES, Webhooks, order_webhook
+from haggler.protocols.ucp.webhooks import MAX_PROFILE_BYTES, PlatformProfile, Webhooks, order_webhook, read_profile
 from haggler.shopper.urls import URLPolicy
-from haggler.trust.keys import SigningKeys
+from haggler.trust.keys import P256, SigningKeys
 
 try:
     from tests.support.raw_server import Answer, RawServer
-    from tests.support.ucp import SECRET, Platform, completed_order, headers, pay, ready_checkout, signature_verifies
+    from tests.support.ucp import (
+        AP2, SECRET, Platform, completed_order, headers, pay, ready_checkout, signature_verifies)
 except ImportError:  # pragma: no cover
     from support.raw_server import Answer, RawServer  # type: ignore[no-redef]
     from support.ucp import (  # type: ignore[no-redef]
-        SECRET, Platform, completed_order, headers, pay, ready_checkout, signature_verifies)
+        AP2, SECRET, Platform, completed_order, headers, pay, ready_checkout, signature_verifies)
 
 #: A test store's settings: it reaches platforms on loopback.
 TEST_STORE = UcpSettings(simulation_secret=SECRET)
@@ -26,7 +29,7 @@ EVENT = {"event_type": "order_placed", "event_id": "evt_1"}
 
 
 def _hooks(tmp_path, settings: UcpSettings = TEST_STORE, **options) -> Webhooks:
-    return Webhooks(settings, SigningKeys(tmp_path), **options)
+    return Webhooks(settings, SigningKeys(tmp_path, P256), **options)
 
 
 def test_a_failed_delivery_is_retried_until_taken(tmp_path):
@@ -49,22 +52,36 @@ def test_a_failed_delivery_is_retried_until_taken(tmp_path):
 def test_the_profile_is_read_once_while_cached(tmp_path, platform):
     hooks = _hooks(tmp_path)
     for _ in range(3):
-        assert hooks.webhook_url(platform.profile_url) == f"{platform.base}/hooks/order"
+        assert hooks.platform(platform.profile_url).webhook_url == f"{platform.base}/hooks/order"
     assert platform.profile_reads == 1
-    assert hooks.webhook_url('...') is None and order_webhook({"ucp": {"capabilities": "nope"}}) is None
+    assert hooks.platform('...').webhook_url is None and order_webhook({"ucp": {"capabilities": "nope"}}) is None
+
+
+def test_one_read_of_the_profile_gives_its_webhook_capabilities_and_public_signing_keys(tmp_path):
+    """What a checkout keeps of its creator's profile, from one fetch: the order webhook, the names
+    of its capabilities (for overview.md's "Intersection Algorithm") and its signing keys' public
+    members only (ap2-mandates.md, "Signing Key Requirements"), a private member never kept."""
+    with Platform(ap2=True) as platform:
+        platform.signing_keys = [{**platform.signing_keys[0], "d": "private"}, "not a key"]
+        found = _hooks(tmp_path).platform(platform.profile_url)
+        assert found.webhook_url == f"{platform.base}/hooks/order"
+        assert found.capabilities == ("dev.ucp.shopping.order", "dev.ucp.shopping.checkout", AP2)
+        assert found.signing_keys == ({k: v for k, v in platform.signing_keys[0].items() if k != "d"},)
+        assert platform.profile_reads == 1
+    assert read_profile({"ucp": {"capabilities": [{"name": 1}, "x"]}, "signing_keys": {}}) == PlatformProfile()
 
 
 def test_a_real_store_reaches_no_private_address_a_test_store_does(tmp_path, platform):
     real = _hooks(tmp_path, UcpSettings())
-    assert real.webhook_url(platform.profile_url) is None
+    assert real.platform(platform.profile_url).webhook_url is None
     assert not real.deliver(f"{platform.base}/hooks/order", EVENT, STORE_PROFILE)
     # A name is judged by what it resolves to, where the connection is made.
     port = platform.base.rsplit(":", 1)[1]
     named = _hooks(tmp_path, UcpSettings(), policy=URLPolicy(resolver=lambda host: ["127.0.0.1"]))
-    assert named.webhook_url(f"http://platform.invalid:{port}/profile.json") is None
+    assert named.platform(f"http://platform.invalid:{port}/profile.json").webhook_url is None
     assert not named.deliver(f"http://platform.invalid:{port}/hooks/order", EVENT, STORE_PROFILE)
     assert platform.profile_reads == 0 and platform.deliveries == []
-    assert _hooks(tmp_path).webhook_url(platform.profile_url) == f"{platform.base}/hooks/order"
+    assert _hooks(tmp_path).platform(platform.profile_url).webhook_url == f"{platform.base}/hooks/order"
 
 
 def test_the_profile_and_the_webhook_are_reached_at_the_address_the_policy_judged(tmp_path, platform):
@@ -78,7 +95,7 @@ def test_the_profile_and_the_webhook_are_reached_at_the_address_the_policy_judge
         return ["127.0.0.1"]
     hooks = _hooks(tmp_path, policy=URLPolicy(allow_private=True, resolver=resolver))
     named = f"http://platform.invalid:{platform.base.rsplit(':', 1)[1]}"
-    assert hooks.webhook_url(f"{named}/profile.json") == f"{platform.base}/hooks/order"
+    assert hooks.platform(f"{named}/profile.json").webhook_url == f"{platform.base}/hooks/order"
     assert hooks.deliver(f"{named}/hooks/order", EVENT, STORE_PROFILE)
     assert asked == ["platform.invalid", "platform.invalid"]
     assert platform.deliveries[0].headers["host"] == named.removeprefix("http://")
@@ -104,7 +121,7 @@ def test_a_profile_trickled_byte_by_byte_is_given_up_at_the_deadline(tmp_path):
     head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
     with RawServer(_trickle(head, b" ", seconds=8)) as server:
         started = time.monotonic()
-        assert _hooks(tmp_path, settings).webhook_url(f"{server.base}/profile.json") is None
+        assert _hooks(tmp_path, settings).platform(f"{server.base}/profile.json").webhook_url is None
         assert time.monotonic() - started < 3
 
 
@@ -139,7 +156,7 @@ def test_a_profile_is_read_no_further_than_its_cap(tmp_path):
     settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=30.0)
     with RawServer(endless) as server:
         started = time.monotonic()
-        assert _hooks(tmp_path, settings).webhook_url(f"{server.base}/profile.json") is None
+        assert _hooks(tmp_path, settings).platform(f"{server.base}/profile.json").webhook_url is None
         assert time.monotonic() - started < 10
         assert _settled(server) < 16 * 1024 * 1024  # what was read, and what the sockets' buffers held
     assert MAX_PROFILE_BYTES < 1024 * 1024
@@ -150,12 +167,15 @@ def test_a_profile_is_read_no_further_than_its_cap(tmp_path):
 def test_webhooks_are_signed_with_a_key_the_store_profile_publishes(ucp_store, platform):
     """order.md, "Webhook Signature Verification" and "Guidelines": the business MUST sign all
     webhook payloads with a key from the ``signing_keys`` of its ``/.well-known/ucp``, a detached
-    JWT (RFC 7797) in ``Request-Signature`` whose ``kid`` names the key. A platform verifies it
-    with that key; a body changed on the way fails."""
+    JWT (RFC 7797) in ``Request-Signature`` whose ``kid`` names the key. It is ES256, the
+    algorithm of UCP's examples, with the store's P-256 key. A platform verifies it with that key; a
+    body changed on the way fails."""
     completed_order(ucp_store, platform)
     platform.wait_for("order_placed")
     profile = ucp_store.http.get("/.well-known/ucp").json()
     delivery = platform.deliveries[0]
+    assert jwt.get_unverified_header(delivery.headers["request-signature"])["alg"] == "ES256"
+    assert [(k["kty"], k["crv"], k["alg"]) for k in profile["signing_keys"]] == [("EC", "P-256", "ES256")]
     assert signature_verifies(profile, delivery)
     tampered = delivery.body.replace(b'"order_placed"', b'"order_canceled"', 1)
     assert tampered != delivery.body and not signature_verifies(profile, delivery, tampered)

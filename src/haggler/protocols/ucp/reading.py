@@ -177,9 +177,11 @@ def _payment(value: Any) -> dict[str, Any]:
     return payment
 
 
-def session_input(body: Mapping[str, Any], *, creating: bool, webhook_url: str | None) -> SessionInput:
+def session_input(body: Mapping[str, Any], *, creating: bool, webhook_url: str | None,
+                  mandate_keys: tuple[Mapping[str, Any], ...] | None = None) -> SessionInput:
     """A create or update request. Update replaces what it sends (UCP checkout, "Update Checkout");
-    what it leaves out — the buyer, the fulfillment, the discount codes — stays as it was."""
+    what it leaves out — the buyer, the fulfillment, the discount codes — stays as it was.
+    ``webhook_url`` and ``mandate_keys`` come from the creator's profile, never from the body."""
     lines = None
     if "line_items" in body or creating:
         items = _list(body.get("line_items"), "line_items")
@@ -208,13 +210,15 @@ def session_input(body: Mapping[str, Any], *, creating: bool, webhook_url: str |
         payment=_payment(body["payment"]) if isinstance(body.get("payment"), dict) and
         ("instruments" in body["payment"] or "selected_instrument_id" in body["payment"]) else None,
         webhook_url=webhook_url,
+        mandate_keys=mandate_keys,
     )
 
 
 def payment_request(body: Mapping[str, Any]) -> PaymentRequest:
     """A completion: ``payment_data`` (the instrument, with its credential), ``risk_signals``, and
     the AP2 extension's ``ap2.checkout_mandate`` when the platform sends one (UCP AP2 mandates,
-    "Step 3: Submission")."""
+    "Step 3: Submission"), here only checked for its form: ``ap2.py`` verifies it where AP2 was
+    negotiated."""
     data = _object(body.get("payment_data"), "payment_data")
     handler = str(_text(data.get("handler_id"), "payment_data.handler_id"))
     credential = data.get("credential")

@@ -17,13 +17,13 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from haggler.catalog import Catalog
-from haggler.commerce.counter_offers import Caller, CounterOffers
+from haggler.commerce.counter_offers import Caller, CounterOffer, CounterOffers
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyReused
 from haggler.commerce.sessions import CheckoutSessions, Priced
 from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
 from haggler.payments.handler import PaymentHandler
-from haggler.protocols.ucp import reading, views
+from haggler.protocols.ucp import ap2, reading, views
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import Webhooks
 from haggler.storage.database import Database
@@ -51,7 +51,8 @@ class UcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: UcpSettings,
                  handlers: Mapping[str, PaymentHandler], *, signer: Signer, catalog: Catalog | None = None,
                  deal_ttl: timedelta = timedelta(hours=24), counter_offers: CounterOffers | None = None) -> None:
-        """``signer``: the store's key, which signs the order webhooks and the profile publishes;
+        """``signer``: the store's ES256 key, which signs the order webhooks and AP2's merchant
+        authorizations and the profile publishes;
         ``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
         a deal closed in chat can be bought (the agents.json cart's and checkout page's lifetime);
         ``counter_offers``: the store's answer to a cancel over price (None: none)."""
@@ -71,17 +72,22 @@ class UcpService:
 
     def profile(self, base: str) -> dict[str, Any]:
         """``/.well-known/ucp`` for a store whose links start at ``base``."""
-        return views.profile(base, self.handler_ids, [public_jwk(self.signer.public_key_b64)])
+        return views.profile(base, self.handler_ids, [public_jwk(self.signer)])
 
     # -- checkout sessions -------------------------------------------------------------------------
 
     def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Answer:
-        """Create Checkout: 201 with the session. The platform's order webhook is read from the
-        profile its ``UCP-Agent`` names, here and only here: the checkout keeps it."""
+        """Create Checkout: 201 with the session. The profile its ``UCP-Agent`` names is read here
+        and only here, and the checkout keeps what it says: the order webhook, and, when AP2 is in
+        both sides' capabilities, the platform's signing keys, which lock the session into AP2's
+        mandate flow (``ap2.py``)."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
-            request = reading.session_input(body, creating=True, webhook_url=self.webhooks.webhook_url(agent.profile))
+            platform = self.webhooks.platform(agent.profile)
+            locked = views.AP2 in views.negotiated(base, platform.capabilities)
+            request = reading.session_input(body, creating=True, webhook_url=platform.webhook_url,
+                                            mandate_keys=platform.signing_keys if locked else None)
             return Answer(201, self._checkout(self.sessions.create(request), base))
         return self._idempotent(agent, key, "POST /checkout-sessions", body, run)
 
@@ -114,33 +120,46 @@ class UcpService:
         def run() -> Answer:
             reason = reading.cancel_reason(body)
             canceled = self.sessions.cancel(session_id)
-            answer = self._checkout(canceled, base)
             offer = self.counter_offers.after_cancel(canceled, reason, caller, base) if self.counter_offers else None
-            if offer is not None:
-                views.add_counter_offer(answer, offer)
-            return Answer(200, answer)
+            return Answer(200, self._checkout(canceled, base, offer=offer))
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/cancel", body, run)
 
     def complete(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
                  base: str) -> Answer:
         """Charge and place the order (``haggler/commerce/sessions.py``), then tell the platform's
         webhook ``order_placed``; a payment that waits for the buyer answers the checkout in
-        ``requires_escalation``, with where they continue."""
+        ``requires_escalation``, with where they continue. A session locked into AP2 is charged only
+        once its mandate is verified (``ap2.py``)."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
             payment = reading.payment_request(body)
-            priced, order = self.sessions.complete(session_id, payment, door=DOOR)
+
+            def authorize(priced: Priced) -> None:
+                keys = priced.session.mandate_keys
+                if keys is not None:
+                    ap2.check_mandate(payment.mandate, views.checkout(priced, base, self.handler_ids),
+                                      platform_keys=keys, signer=self.signer, audience=views.profile_url(base),
+                                      now=self.clock())
+            priced, order = self.sessions.complete(session_id, payment, door=DOOR, authorize=authorize)
             after = self._announce(priced.session.webhook_url, "order_placed", order, base) if order is not None else None
             return Answer(200, self._checkout(priced, base, order), after)
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
-    def _checkout(self, priced: Priced, base: str, order: Order | None = None) -> dict[str, Any]:
-        """The checkout as UCP shows it, with its order once there is one."""
+    def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
+                  offer: CounterOffer | None = None) -> dict[str, Any]:
+        """The checkout as UCP shows it, with its order once there is one and the counter-offer a
+        cancel brought, signed last where AP2 locks the session (ap2-mandates.md: the business
+        MUST include ``ap2.merchant_authorization`` in all checkout responses)."""
         if order is None and priced.session.order_id is not None:
             with self.db.read() as conn:
                 order = order_for(conn, order_id=priced.session.order_id)
-        return views.checkout(priced, base, self.handler_ids, order)
+        body = views.checkout(priced, base, self.handler_ids, order)
+        if offer is not None:
+            views.add_counter_offer(body, offer)
+        if priced.session.mandate_keys is not None:
+            ap2.sign_checkout(body, self.signer)
+        return body
 
     # -- orders ------------------------------------------------------------------------------------
 

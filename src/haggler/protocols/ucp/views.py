@@ -26,6 +26,8 @@ CHECKOUT = f"{SHOPPING}.checkout"
 ORDER = f"{SHOPPING}.order"
 #: The checkout extensions this merchant implements, with their parent.
 EXTENSIONS = (f"{SHOPPING}.discount", f"{SHOPPING}.fulfillment", f"{SHOPPING}.buyer_consent")
+#: The AP2 mandates extension (ap2-mandates.md): active for a checkout only when negotiated.
+AP2 = f"{SHOPPING}.ap2_mandate"
 _DOCS = "https://ucp.dev"
 #: Where the business profile is served: the store's UCP identity, which its webhooks name.
 PROFILE_PATH = "/.well-known/ucp"
@@ -98,11 +100,37 @@ def profile_url(base: str) -> str:
     return f"{base}{PROFILE_PATH}"
 
 
+def capabilities(base: str) -> list[dict[str, Any]]:
+    """The business's capabilities as its profile lists them: checkout and order, checkout's
+    extensions (AP2's with the presentation format it reads, ap2-mandates.md, "Business Profile
+    Advertisement"), and ``org.haggler.negotiation``: where to haggle before paying."""
+    ap2 = {"name": AP2, "version": UCP_VERSION, "spec": f"{_DOCS}/specification/ap2-mandates",
+           "schema": f"{_DOCS}/schemas/shopping/ap2_mandate.json", "extends": CHECKOUT,
+           "config": {"vp_formats_supported": {"dc+sd-jwt": {}}}}
+    return [_capability(CHECKOUT), _capability(ORDER), *(_capability(name, extends=CHECKOUT) for name in EXTENSIONS),
+            ap2, negotiation.ucp_capability(base)]
+
+
+def negotiated(base: str, platform: Iterable[str]) -> frozenset[str]:
+    """The names of the capabilities active between this business and a platform whose profile
+    lists the names ``platform`` (overview.md, "Intersection Algorithm"): the business's that the
+    platform names too, less every extension whose parent is not among them, until none is left
+    without one."""
+    named = set(platform)
+    active = {c["name"]: c.get("extends") for c in capabilities(base) if c["name"] in named}
+    while True:
+        orphans = [name for name, parent in active.items() if parent is not None and parent not in active]
+        if not orphans:
+            return frozenset(active)
+        for name in orphans:
+            del active[name]
+
+
 def profile(base: str, handler_ids: Iterable[str], signing_keys: Sequence[Mapping[str, str]]) -> dict[str, Any]:
-    """``/.well-known/ucp``: the shopping service over REST at the store's root, its capabilities
-    (with ``org.haggler.negotiation``: where to haggle before paying), the payment handlers offered,
-    and the public keys (JWK) its order webhooks are signed with (overview.md, "Business Profile";
-    order.md, "Webhook Signature Verification")."""
+    """``/.well-known/ucp``: the shopping service over REST at the store's root, its capabilities,
+    the payment handlers offered, and the public keys (JWK) its order webhooks and AP2 merchant
+    authorizations are signed with (overview.md, "Business Profile"; order.md, "Webhook Signature
+    Verification"; ap2-mandates.md, "Business Authorization")."""
     return {
         "ucp": {
             "version": UCP_VERSION,
@@ -111,9 +139,7 @@ def profile(base: str, handler_ids: Iterable[str], signing_keys: Sequence[Mappin
                 "spec": f"{_DOCS}/specification/reference",
                 "rest": {"schema": f"{_DOCS}/services/shopping/rest.openapi.json", "endpoint": base},
             }},
-            "capabilities": [_capability(CHECKOUT), _capability(ORDER),
-                             *(_capability(name, extends=CHECKOUT) for name in EXTENSIONS),
-                             negotiation.ucp_capability(base)],
+            "capabilities": capabilities(base),
         },
         "payment": {"handlers": handler_entries(handler_ids)},
         "signing_keys": [dict(key) for key in signing_keys],
@@ -206,12 +232,14 @@ def _fulfillment(priced: Priced) -> dict[str, Any] | None:
 
 def checkout(priced: Priced, base: str, handler_ids: Iterable[str], order: Order | None = None) -> dict[str, Any]:
     """A checkout session as UCP's checkout response with the fulfillment, discount and
-    buyer-consent extensions."""
+    buyer-consent extensions, and AP2's when the session was created with it negotiated (its
+    ``merchant_authorization`` is ``protocols/ucp/ap2.py``'s to add)."""
     session = priced.session
     t = priced.totals
+    ap2 = (AP2,) if session.mandate_keys is not None else ()
     body: dict[str, Any] = {
         "ucp": {"version": UCP_VERSION, "capabilities": [_capability(CHECKOUT, detail=False),
-                                                          *(_capability(n, detail=False) for n in EXTENSIONS),
+                                                          *(_capability(n, detail=False) for n in (*EXTENSIONS, *ap2)),
                                                           {"name": negotiation.NAME, "version": negotiation.VERSION}]},
         "id": session.id,
         "status": session.status,

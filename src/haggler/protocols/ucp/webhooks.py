@@ -1,15 +1,17 @@
-"""Order webhooks: where a platform wants order events (its profile, named in ``UCP-Agent`` when it
-creates the checkout) and delivering them there, signed.
+"""The platform's profile (named in ``UCP-Agent`` when it creates the checkout), read for what the
+checkout keeps of it (:class:`PlatformProfile`: its order webhook, its capabilities for the
+negotiation, its signing keys for AP2's mandates), and order webhooks delivered where it says, signed.
 
 UCP's order capability: the platform's profile gives ``webhook_url`` in the config of its
 ``dev.ucp.shopping.order`` capability; the business MUST sign every webhook payload with a key
 from the ``signing_keys`` its profile publishes (a detached JWT, RFC 7797, in ``Request-Signature``,
-its ``kid`` naming the key), MUST name itself in the webhook's path or headers (here ``UCP-Agent``
-with the business profile's URL), MUST send the full order on every event and MUST retry failed
-deliveries (order.md, "Webhook Signature Verification" and "Guidelines"). A profile is fetched once per
+its ``kid`` naming the key: here ES256 with the store's P-256 key, ``trust/jws.py``), MUST name
+itself in the webhook's path or headers (here ``UCP-Agent`` with the business profile's URL), MUST
+send the full order on every event and MUST retry failed deliveries (order.md, "Webhook Signature
+Verification" and "Guidelines"). A profile is fetched once per
 :attr:`UcpSettings.profile_cache_seconds` (the overview's "unless already cached"); a profile that
-cannot be fetched or read names no webhook, and the checkout goes on without one. Deliveries run
-after the response is sent, off the request.
+cannot be fetched or read names no webhook, no capability and no key, and the checkout goes on
+without them. Deliveries run after the response is sent, off the request.
 
 Both URLs come from the platform, so both are fetched through ``shopper/pinned.py``: http(s)
 only, connections only to addresses the :class:`URLPolicy` judged (a private or loopback one only
@@ -25,7 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -41,17 +43,45 @@ from haggler.trust.signatures import Signer
 log = logging.getLogger("haggler")
 #: The largest platform profile read.
 MAX_PROFILE_BYTES = 256 * 1024
+#: The most signing keys of a platform kept (a checkout keeps them, so their number is bounded).
+MAX_SIGNING_KEYS = 16
+#: The members of a public JWK kept (RFC 7517, 7518: an EC key; private members never).
+_JWK_MEMBERS = ("kid", "kty", "crv", "x", "y", "alg", "use")
+
+
+class PlatformProfile(NamedTuple):
+    """What the store reads in a platform's profile: ``webhook_url``, its order webhook;
+    ``capabilities``, the names it lists (overview.md, "Intersection Algorithm");
+    ``signing_keys``, its public JWKs (ap2-mandates.md, "Signing Key Requirements")."""
+
+    webhook_url: str | None = None
+    capabilities: tuple[str, ...] = ()
+    signing_keys: tuple[Mapping[str, Any], ...] = ()
+
+
+def read_profile(profile: Any) -> PlatformProfile:
+    """A fetched profile's parts; whatever is not of the expected shape is left out."""
+    ucp = profile.get("ucp") if isinstance(profile, dict) else None
+    listed = ucp.get("capabilities") if isinstance(ucp, dict) else None
+    keys = profile.get("signing_keys") if isinstance(profile, dict) else None
+    capabilities = [c["name"] for c in _list(listed) if isinstance(c, dict) and isinstance(c.get("name"), str)]
+    signing_keys = [{m: k[m] for m in _JWK_MEMBERS if m in k} for k in _list(keys) if isinstance(k, dict)]
+    return PlatformProfile(order_webhook(profile), tuple(capabilities), tuple(signing_keys[:MAX_SIGNING_KEYS]))
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 class Webhooks:
     def __init__(self, settings: UcpSettings, signer: Signer, *, sleep: Callable[[float], None] = time.sleep,
                  policy: URLPolicy | None = None) -> None:
-        """``signer``: the store's key, whose public half the profile publishes (``signing_keys``)."""
+        """``signer``: the store's ES256 key, whose public half the profile publishes (``signing_keys``)."""
         self.settings = settings
         self.signer = signer
         self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
         self._sleep = sleep
-        self._profiles: dict[str, tuple[float, str | None]] = {}
+        self._profiles: dict[str, tuple[float, PlatformProfile]] = {}
         self._lock = threading.Lock()
 
     def _client(self) -> httpx.Client:
@@ -59,41 +89,42 @@ class Webhooks:
         seconds = self.settings.webhook_timeout_seconds
         return pinned_client(self.policy, budget=seconds, timeout=seconds)
 
-    def webhook_url(self, profile_url: str | None) -> str | None:
-        """The order webhook URL the platform's profile names, or None."""
+    def platform(self, profile_url: str | None) -> PlatformProfile:
+        """What the platform's profile says (nothing, when there is none or it cannot be read)."""
         if not profile_url or not profile_url.startswith(("http://", "https://")):
-            return None
+            return PlatformProfile()
         now = time.monotonic()
         with self._lock:
             cached = self._profiles.get(profile_url)
         if cached is not None and now - cached[0] < self.settings.profile_cache_seconds:
             return cached[1]
-        url = self._fetch(profile_url)
+        found = self._fetch(profile_url)
         with self._lock:
             if len(self._profiles) > 1000:
                 self._profiles.clear()
-            self._profiles[profile_url] = (now, url)
-        return url
+            self._profiles[profile_url] = (now, found)
+        return found
 
-    def _fetch(self, profile_url: str) -> str | None:
+    def _fetch(self, profile_url: str) -> PlatformProfile:
         try:
             self.policy.check(profile_url)
             # identity: the cap below counts the bytes of the profile, not of a compressed form.
             with self._client() as client, client.stream(
                     "GET", profile_url, headers={"Accept": "application/json", "Accept-Encoding": "identity"}) as answer:
                 if answer.status_code != 200:
-                    return None
+                    return PlatformProfile()
                 body = _read_at_most(answer, MAX_PROFILE_BYTES)
-            return order_webhook(json.loads(body))
+            return read_profile(json.loads(body))
         except (httpx.HTTPError, ValueError, RecursionError, BlockedURL) as exc:
             log.info("UCP platform profile %s not read: %s", profile_url, exc)
-            return None
+            return PlatformProfile()
 
     def deliver(self, url: str, event: Mapping[str, Any], business_profile: str) -> bool:
         """POST ``event`` to ``url``, signed, naming the store by its profile URL
         (``business_profile``), retrying with a growing pause; whether it was taken (2xx)."""
         body = canonical_json(event)
-        headers = {"Content-Type": "application/json", "Request-Signature": sign_detached(self.signer, body),
+        headers = {"Content-Type": "application/json",
+                   "Request-Signature": sign_detached(self.signer, body, encoded=False),
                    "UCP-Agent": f'profile="{business_profile}"'}
         for attempt in range(self.settings.webhook_attempts):
             if attempt:
