@@ -4,6 +4,8 @@ per idempotency key and gives it again, until the test says the buyer acted."""
 
 from __future__ import annotations
 
+import threading
+
 from haggler.payments.handler import Charge, ChargeResult
 
 HANDLER_ID = "mock_payment_handler"
@@ -31,3 +33,18 @@ class Scripted:
         """What the processor answers from now on for every key it has seen (the buyer authorized)."""
         for key in self.done:
             self.done[key] = result
+
+
+class Held(Scripted):
+    """Scripted, but each charge waits for the test's ``go`` once it has said it ``started``: a
+    completion still charging while another request comes in."""
+
+    def __init__(self, *answers: ChargeResult | BaseException) -> None:
+        super().__init__(*answers)
+        self.started = threading.Event()
+        self.go = threading.Event()
+
+    def charge(self, charge: Charge) -> ChargeResult:
+        self.started.set()
+        assert self.go.wait(10), "the test never let the charge answer"
+        return super().charge(charge)

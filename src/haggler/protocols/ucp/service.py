@@ -2,10 +2,13 @@
 the checkout core asked, the answer shaped, idempotency kept, and the order webhooks due after it.
 
 Idempotency (UCP checkout REST binding, "HTTP Headers"): with an ``idempotency-key`` (each
-platform's keys apart, by the profile its ``UCP-Agent`` names), the first answer is stored with a fingerprint of the request (method, path and body, whatever its spacing or
-key order); the same key with the same request answers the stored status and body again, with
-another request 409. A request that failed leaves no record, so sending it again runs it again.
-The keys are kept by the checkout core's ``IdempotencyKeys`` (``haggler/commerce/idempotency.py``).
+platform's keys apart, by the profile its ``UCP-Agent`` names), the first answer is stored with a
+fingerprint of the request (method, path and body, whatever its spacing or key order); the same key
+with the same request answers the stored status and body again, with another request 409. A refusal
+is an answer too (a declined payment is declined again, not charged again); a 5xx, or a 409 or 429
+asking to retry in a moment, is not stored, so sending it again runs it again. The keys are kept by
+the checkout core's ``IdempotencyKeys`` (``haggler/commerce/idempotency.py``); docs/ucp.md says why
+the claimed profile is scope enough.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from haggler.catalog import Catalog
 from haggler.commerce.counter_offers import Caller, CounterOffer, CounterOffers
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyReused
 from haggler.commerce.sessions import CheckoutSessions, Priced
-from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound, Unprocessable
+from haggler.errors import Conflict, Forbidden, HagglerError, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
 from haggler.payments.handler import PaymentHandler
 from haggler.protocols.ucp import ap2, reading, views
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import Webhooks
+from haggler.server.errors import status_for
 from haggler.storage.database import Database
 from haggler.trust.jws import public_jwk
 from haggler.trust.signatures import Signer
@@ -247,6 +251,13 @@ class UcpService:
         background sweep); how many."""
         return self.keys.sweep()
 
+    @staticmethod
+    def _refusal(exc: HagglerError) -> Kept:
+        """A refusal as the error edge words it on UCP's paths, but for ``request_id``: a kept one is
+        answered again to later requests, which ``X-Request-Id`` names."""
+        status = status_for(exc)
+        return Kept(status, views.error(status, exc.message, exc.fields()))
+
     def _idempotent(self, agent: reading.Agent, key: str | None, what: str, body: dict[str, Any],
                     run: Callable[[], Answer]) -> Answer:
         if key is None:
@@ -257,7 +268,7 @@ class UcpService:
             ran.append(run())
             return Kept(ran[0].status, ran[0].body)
         try:
-            kept = self.keys.run(self.keys.owner(agent.profile or ""), key, what, body, first)
+            kept = self.keys.run(self.keys.owner(agent.profile or ""), key, what, body, first, self._refusal)
         except KeyReused:
             raise Conflict("this idempotency-key was used for a different request") from None
         # The webhook due after the first answer goes with it only; a replay sends none.
