@@ -164,6 +164,8 @@ class Session:
     payment: Mapping[str, Any] = field(default_factory=dict)
     #: Where the buyer's platform wants order events (from its profile), if it said.
     webhook_url: str | None = None
+    #: Who created it, as its protocol names the caller (UCP: the platform's profile URL), if it did.
+    creator: str | None = None
     order_id: str | None = None
     #: The stock, deal and price a completion holds, with its payment (see the module's docstring).
     hold: Hold | None = None
@@ -219,6 +221,8 @@ class SessionInput:
     payment: Mapping[str, Any] | None = None
     webhook_url: str | None = None
     mandate_keys: tuple[Mapping[str, Any], ...] | None = None
+    #: Read by a create only: who creates the session (:attr:`Session.creator`), which no update changes.
+    creator: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,7 +341,8 @@ def _session(row: Any) -> Session:
         f["selected_destination_id"], f["selected_option_id"])
     return Session(row.id, row.protocol, row.status, row.currency, row.created_at, row.expires_at,
                    tuple(Line(**line) for line in state["lines"]), state["buyer"], tuple(state["discount_codes"]),
-                   fulfillment, state["payment"], state["webhook_url"], state["order_id"], _hold(state.get("hold")),
+                   fulfillment, state["payment"], state["webhook_url"], state.get("creator"), state["order_id"],
+                   _hold(state.get("hold")),
                    state.get("quoted_total_cents"),
                    None if state.get("mandate_keys") is None else tuple(state["mandate_keys"]))
 
@@ -444,7 +449,7 @@ class CheckoutSessions:
         """A new session, priced; refused whole (400) when a line cannot be sold."""
         now = self.clock()
         session = Session(_new_id("chk_"), self.protocol, INCOMPLETE, (request.currency or data.DEFAULT_CURRENCY).upper(),
-                          now, now + SESSION_TTL)
+                          now, now + SESSION_TTL, creator=request.creator)
         with self.db.write() as conn:
             session = self._apply(conn, session, request)
             priced = _quoted(self._settle(conn, session))
