@@ -228,7 +228,8 @@ class SessionInput:
 @dataclass(frozen=True, slots=True)
 class PaymentRequest:
     """A completion's payment: the handler chosen, the credential (None: the instrument on file
-    with ``instrument_id`` pays), and the AP2 checkout mandate when the platform sent one."""
+    with ``instrument_id`` pays, where data on file is used), and the AP2 checkout mandate when the
+    platform sent one."""
 
     handler_id: str
     credential: Mapping[str, Any] | None
@@ -362,11 +363,17 @@ class CheckoutSessions:
 
     def __init__(self, db: Database, clock: Callable[[], datetime], protocol: str,
                  handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
-                 deal_ttl: timedelta = timedelta(hours=24)) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), on_file: bool = False) -> None:
         self.db = db
         self.clock = clock
         self.protocol = protocol
         self.handlers = dict(handlers)
+        #: Whether the customers' data on file is used when a request names it: a buyer's email
+        #: offers their saved addresses (and an address sent for it is saved), an instrument's id
+        #: pays with the token on file. Nothing proves the caller is that customer, so only a test
+        #: store does (the UCP conformance suite's data expects it); elsewhere a stranger could read
+        #: anyone's addresses by their email, or pay with their card by its id.
+        self.on_file = on_file
         #: The store's negotiable catalog: its products are sold at list price when the merchant
         #: data has no product of that id (so that a deal closed in chat can be bought here).
         self.catalog = catalog
@@ -535,10 +542,11 @@ class CheckoutSessions:
         return tuple(lines)
 
     def _fulfillment(self, conn: Connection, session: Session, want: FulfillmentRequest) -> Fulfillment:
-        """The method as sent, with addresses the agent did not identify given ids (the known
-        customer's saved one for the same place, or a new one saved for the buyer's email), and the
-        known customer's saved addresses offered when the agent sent none."""
-        email = session.buyer_email
+        """The method as sent, with addresses the agent did not identify given ids (with data on
+        file, the known customer's saved one for the same place, or a new one saved for the buyer's
+        email), and, with data on file, the known customer's saved addresses offered when the agent
+        sent none."""
+        email = session.buyer_email if self.on_file else None
         destinations: tuple[Address, ...] | None
         if want.destinations is not None:
             identified = []
@@ -798,6 +806,9 @@ class CheckoutSessions:
     def _credential(self, conn: Connection, payment: PaymentRequest) -> Mapping[str, Any]:
         if payment.credential:
             return payment.credential
+        if not self.on_file:
+            raise InvalidInput("the payment instrument carries no credential: send one (this store charges no "
+                               "instrument on file by its id)")
         on_file = data.instrument(conn, payment.instrument_id) if payment.instrument_id else None
         if on_file is None or on_file.handler_id != payment.handler_id:
             raise InvalidInput("the payment instrument carries no credential, and none is on file for it")

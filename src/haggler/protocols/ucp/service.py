@@ -99,7 +99,8 @@ class UcpService:
         self.clock = clock
         self.settings = settings
         self.signer = signer
-        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
+        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl,
+                                         on_file=settings.data_on_file)
         self.webhooks = Webhooks(settings, signer)
         self.counter_offers = counter_offers
         self.keys = IdempotencyKeys(db, clock, _IDEMPOTENCY_OWNER, IDEMPOTENCY_TTL)
