@@ -1,6 +1,7 @@
 """A payment handler that answers from a script, for checkout tests that need an outcome the
 simulated handler never gives (no answer, 3-D Secure): like a real processor, it remembers its answer
-per idempotency key and gives it again, until the test says the buyer acted."""
+per idempotency key and gives it again, until the test says the buyer acted. ``Held`` also keeps
+each answer back until the test lets it go (a completion still charging)."""
 
 from __future__ import annotations
 
