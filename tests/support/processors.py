@@ -1,8 +1,11 @@
 """A payment handler that answers from a script, for checkout tests that need an outcome the
 simulated handler never gives (no answer, 3-D Secure): like a real processor, it remembers its answer
-per idempotency key and gives it again, until the test says the buyer acted."""
+per idempotency key and gives it again, until the test says the buyer acted. ``Held`` also keeps
+each answer back until the test lets it go (a completion still charging)."""
 
 from __future__ import annotations
+
+import threading
 
 from haggler.payments.handler import Charge, ChargeResult
 
@@ -31,3 +34,18 @@ class Scripted:
         """What the processor answers from now on for every key it has seen (the buyer authorized)."""
         for key in self.done:
             self.done[key] = result
+
+
+class Held(Scripted):
+    """Scripted, but each charge waits for the test's ``go`` once it has said it ``started``: a
+    completion still charging while another request comes in."""
+
+    def __init__(self, *answers: ChargeResult | BaseException) -> None:
+        super().__init__(*answers)
+        self.started = threading.Event()
+        self.go = threading.Event()
+
+    def charge(self, charge: Charge) -> ChargeResult:
+        self.started.set()
+        assert self.go.wait(10), "the test never let the charge answer"
+        return super().charge(charge)

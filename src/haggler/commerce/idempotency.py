@@ -3,9 +3,19 @@ fingerprint of the request, and given again when the same request comes back wit
 
 Protocol-neutral: each protocol says whose keys are kept apart (``owner``: at most 40 characters,
 its prefix first, so that its sweep touches only its own), what the request is (``what``: method and
-path), and which answers are kept (those its ``run`` returns; one that raises is forgotten, so that
-sending the request again runs it again). Which status and error code a reused or in-flight key
-gets is the protocol's: this module raises :class:`KeyReused` and :class:`KeyInFlight`.
+path), and how it words a refusal (``refusal``: a domain error as its status and body). Which status
+and error code a reused or in-flight key gets is the protocol's too: this module raises
+:class:`KeyReused` and :class:`KeyInFlight`.
+
+Which answers are kept is the same for both protocols. A request that was answered, success or
+refusal, is done: its answer is kept and given again for its key, so that a retry of a declined
+payment is told "declined" again rather than charged again (UCP's REST binding: "store the key with
+the operation result", "return the cached result for duplicate keys"; ACP §6.3: "the original
+response with the same HTTP status code"). Not kept, so that the same request sent again runs
+again: a 5xx (ACP §6.5 MUST NOT cache it; the outcome is not known, as with a processor that did not
+answer), an unexpected failure, and a refusal that asks to retry in a moment (:data:`RETRY_LATER`:
+a session being completed by another request, a rate limit), which would otherwise be answered
+for a day to a client told to come back in a second.
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from haggler.errors import InFlight, InvalidInput, Unprocessable
+from haggler.errors import HagglerError, InFlight, InvalidInput, RateLimited, Unprocessable
 from haggler.storage.database import Database
 from haggler.storage.schema import idempotency_keys
 
@@ -28,6 +38,8 @@ LONGEST_KEY = 255
 #: A first request still "in flight" after this long died with its worker (a checkout's completion
 #: is done well within it): a retry with its key takes the key over instead of waiting forever.
 STALE_AFTER = timedelta(minutes=5)
+#: Refusals that ask the caller to try again in a moment (they carry ``Retry-After``): never kept.
+RETRY_LATER: tuple[type[HagglerError], ...] = (InFlight, RateLimited)
 
 
 class Kept(NamedTuple):
@@ -76,9 +88,12 @@ class IdempotencyKeys:
         """The owner for a scope (an identity, an endpoint): the prefix and a digest of the scope."""
         return self.prefix + hashlib.sha256("\n".join(scope).encode()).hexdigest()[:32]
 
-    def run(self, owner: str, key: str, what: str, body: Any, run: Callable[[], Kept]) -> Kept:
-        """The answer kept for ``key``, or ``run``'s, kept. Raises KeyReused when the key was used
-        for another request, KeyInFlight while its first request is still running."""
+    def run(self, owner: str, key: str, what: str, body: Any, run: Callable[[], Kept],
+            refusal: Callable[[HagglerError], Kept]) -> Kept:
+        """The answer kept for ``key``, or ``run``'s, kept; a domain error ``run`` raises is kept as
+        ``refusal`` words it, unless it is not final (see the module's docstring: then it is raised
+        and the key forgotten). Raises KeyReused when the key was used for another request,
+        KeyInFlight while its first request is still running."""
         if not key.strip() or len(key) > LONGEST_KEY:
             raise InvalidInput(f"the idempotency key must be 1 to {LONGEST_KEY} characters")
         digest = fingerprint(what, body)
@@ -102,7 +117,12 @@ class IdempotencyKeys:
         except IntegrityError:
             raise KeyInFlight("the first request with this idempotency key is still being processed") from None
         try:
-            answer = run()
+            try:
+                answer = run()
+            except HagglerError as exc:
+                answer = refusal(exc)
+                if isinstance(exc, RETRY_LATER) or answer.status >= 500:
+                    raise
         except BaseException:
             with self.db.write() as conn:
                 conn.execute(delete(idempotency_keys).where(where))
@@ -121,4 +141,5 @@ class IdempotencyKeys:
                 idempotency_keys.c.created_at < self.clock() - self.ttl)).rowcount
 
 
-__all__ = ["IdempotencyKeys", "Kept", "KeyInFlight", "KeyReused", "LONGEST_KEY", "STALE_AFTER", "fingerprint"]
+__all__ = ["IdempotencyKeys", "Kept", "KeyInFlight", "KeyReused", "LONGEST_KEY", "RETRY_LATER", "STALE_AFTER",
+           "fingerprint"]

@@ -164,6 +164,8 @@ class Session:
     payment: Mapping[str, Any] = field(default_factory=dict)
     #: Where the buyer's platform wants order events (from its profile), if it said.
     webhook_url: str | None = None
+    #: Who created it, as its protocol names the caller (UCP: the platform's profile URL), if it did.
+    creator: str | None = None
     order_id: str | None = None
     #: The stock, deal and price a completion holds, with its payment (see the module's docstring).
     hold: Hold | None = None
@@ -219,12 +221,15 @@ class SessionInput:
     payment: Mapping[str, Any] | None = None
     webhook_url: str | None = None
     mandate_keys: tuple[Mapping[str, Any], ...] | None = None
+    #: Read by a create only: who creates the session (:attr:`Session.creator`), which no update changes.
+    creator: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class PaymentRequest:
     """A completion's payment: the handler chosen, the credential (None: the instrument on file
-    with ``instrument_id`` pays), and the AP2 checkout mandate when the platform sent one."""
+    with ``instrument_id`` pays, where data on file is used), and the AP2 checkout mandate when the
+    platform sent one."""
 
     handler_id: str
     credential: Mapping[str, Any] | None
@@ -337,7 +342,8 @@ def _session(row: Any) -> Session:
         f["selected_destination_id"], f["selected_option_id"])
     return Session(row.id, row.protocol, row.status, row.currency, row.created_at, row.expires_at,
                    tuple(Line(**line) for line in state["lines"]), state["buyer"], tuple(state["discount_codes"]),
-                   fulfillment, state["payment"], state["webhook_url"], state["order_id"], _hold(state.get("hold")),
+                   fulfillment, state["payment"], state["webhook_url"], state.get("creator"), state["order_id"],
+                   _hold(state.get("hold")),
                    state.get("quoted_total_cents"),
                    None if state.get("mandate_keys") is None else tuple(state["mandate_keys"]))
 
@@ -357,11 +363,17 @@ class CheckoutSessions:
 
     def __init__(self, db: Database, clock: Callable[[], datetime], protocol: str,
                  handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
-                 deal_ttl: timedelta = timedelta(hours=24)) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), on_file: bool = False) -> None:
         self.db = db
         self.clock = clock
         self.protocol = protocol
         self.handlers = dict(handlers)
+        #: Whether the customers' data on file is used when a request names it: a buyer's email
+        #: offers their saved addresses (and an address sent for it is saved), an instrument's id
+        #: pays with the token on file. Nothing proves the caller is that customer, so only a test
+        #: store does (the UCP conformance suite's data expects it); elsewhere a stranger could read
+        #: anyone's addresses by their email, or pay with their card by its id.
+        self.on_file = on_file
         #: The store's negotiable catalog: its products are sold at list price when the merchant
         #: data has no product of that id (so that a deal closed in chat can be bought here).
         self.catalog = catalog
@@ -444,7 +456,7 @@ class CheckoutSessions:
         """A new session, priced; refused whole (400) when a line cannot be sold."""
         now = self.clock()
         session = Session(_new_id("chk_"), self.protocol, INCOMPLETE, (request.currency or data.DEFAULT_CURRENCY).upper(),
-                          now, now + SESSION_TTL)
+                          now, now + SESSION_TTL, creator=request.creator)
         with self.db.write() as conn:
             session = self._apply(conn, session, request)
             priced = _quoted(self._settle(conn, session))
@@ -530,10 +542,11 @@ class CheckoutSessions:
         return tuple(lines)
 
     def _fulfillment(self, conn: Connection, session: Session, want: FulfillmentRequest) -> Fulfillment:
-        """The method as sent, with addresses the agent did not identify given ids (the known
-        customer's saved one for the same place, or a new one saved for the buyer's email), and the
-        known customer's saved addresses offered when the agent sent none."""
-        email = session.buyer_email
+        """The method as sent, with addresses the agent did not identify given ids (with data on
+        file, the known customer's saved one for the same place, or a new one saved for the buyer's
+        email), and, with data on file, the known customer's saved addresses offered when the agent
+        sent none."""
+        email = session.buyer_email if self.on_file else None
         destinations: tuple[Address, ...] | None
         if want.destinations is not None:
             identified = []
@@ -793,6 +806,9 @@ class CheckoutSessions:
     def _credential(self, conn: Connection, payment: PaymentRequest) -> Mapping[str, Any]:
         if payment.credential:
             return payment.credential
+        if not self.on_file:
+            raise InvalidInput("the payment instrument carries no credential: send one (this store charges no "
+                               "instrument on file by its id)")
         on_file = data.instrument(conn, payment.instrument_id) if payment.instrument_id else None
         if on_file is None or on_file.handler_id != payment.handler_id:
             raise InvalidInput("the payment instrument carries no credential, and none is on file for it")

@@ -4,17 +4,20 @@ given again for the same body, 422 for another body, keys apart per endpoint."""
 from __future__ import annotations
 
 import json
+import threading
 
 from sqlalchemy import insert, select
 
 from haggler.commerce.idempotency import fingerprint
-
+from haggler.payments.handler import ChargeResult, PaymentOutcome
 from haggler.storage.schema import checkout_sessions, idempotency_keys, orders
 
 try:
     from tests.support.acp import KEY, conforms, create_body, headers, pay, ready_session
+    from tests.support.processors import Held
 except ImportError:  # pragma: no cover
     from support.acp import KEY, conforms, create_body, headers, pay, ready_session  # type: ignore[no-redef]
+    from support.processors import Held  # type: ignore[no-redef]
 
 
 def count(store, table) -> int:
@@ -141,3 +144,24 @@ def test_a_key_whose_first_request_died_is_taken_over_after_a_while(acp_store):
     acp_store.clock.advance(minutes=5)
     retried = acp_store.http.post("/checkout_sessions", headers=headers("orphan"), json=create_body())
     assert retried.status_code == 201 and "Idempotent-Replayed" not in retried.headers
+
+
+def test_a_completion_told_to_retry_in_a_moment_is_not_kept(acp_store):
+    """§6.3 replays an answer, but a 409 that says another completion of the session is charging,
+    with Retry-After, asks for the same request again in a moment: kept, it would be answered for a
+    day. The same key then runs (here: the first completion was declined, so this one is charged)."""
+    held = Held(ChargeResult(PaymentOutcome.DECLINED, reason="insufficient funds"))
+    acp_store.app.state.acp.sessions.handlers[held.id] = held
+    ready = ready_session(acp_store.http)
+    path = f"/checkout_sessions/{ready['id']}/complete"
+    first = threading.Thread(target=lambda: acp_store.http.post(path, headers=headers(), json=pay()))
+    first.start()
+    assert held.started.wait(10)
+    sent = headers()
+    busy = acp_store.http.post(path, headers=sent, json=pay())
+    assert busy.status_code == 409 and int(busy.headers["Retry-After"]) >= 1
+    held.go.set()
+    first.join(10)
+    again = acp_store.http.post(path, headers=sent, json=pay())
+    assert again.status_code == 402 and "Idempotent-Replayed" not in again.headers
+    assert len(held.charges) == 2

@@ -16,11 +16,12 @@ except ImportError:  # pragma: no cover - rootdir-less invocation
 
 @pytest.fixture
 def make_ucp_store(make_store, tmp_path):
-    """``make_ucp_store(db_url=None, secret=SECRET)``: a seeded store serving UCP."""
-    def make(db_url: str | None = None, secret: str | None = SECRET):
+    """``make_ucp_store(db_url=None, secret=SECRET, **config)``: a seeded store serving UCP (a real
+    store with ``secret=None``), with any other ``StoreConfig`` field given (its payment handlers)."""
+    def make(db_url: str | None = None, secret: str | None = SECRET, **config):
         url = db_url or f"sqlite:///{tmp_path}/ucp-{secret is None}.db"
         seed(url)
-        return make_store(db_url=url, ucp=UcpSettings(simulation_secret=secret))
+        return make_store(db_url=url, ucp=UcpSettings(simulation_secret=secret), **config)
     return make
 
 

@@ -2,10 +2,12 @@
 read, the checkout core asked, the answer shaped, idempotency kept.
 
 Idempotency (rfc.agentic_checkout.md §6): every POST carries an ``Idempotency-Key``, scoped to the
-caller's key and the endpoint's path. The first answer is kept, a refusal (4xx) included; a 5xx is
-not (§6.5), so the same request sent again runs again. The same key with the same body (semantic
-JSON equality) answers the kept status and body again, marked ``Idempotent-Replayed``; with another
-body it is 422 ``idempotency_conflict``, and while the first still runs 409 ``idempotency_in_flight``.
+caller's key and the endpoint's path. The first answer is kept, a refusal (4xx) included (§6.3: the
+original response, with its status); a 5xx is not (§6.5), nor a 409 or 429 that asks to retry in a
+moment (``commerce/idempotency.py``), so the same request sent again runs again. The same key with
+the same body (semantic JSON equality) answers the kept status and body again, marked
+``Idempotent-Replayed``; with another body it is 422 ``idempotency_conflict``, and while the first
+still runs 409 ``idempotency_in_flight``.
 """
 
 from __future__ import annotations
@@ -134,19 +136,11 @@ class AcpService:
         return Kept(status, views.error(status, exc.message, exc.fields()))
 
     def _idempotent(self, key: str | None, path: str, body: dict[str, Any], run: Callable[[], Kept]) -> Kept:
-        """``run`` once per key (see the module's docstring); a refusal below 500 is an answer, kept."""
+        """``run`` once per key (see the module's docstring)."""
         checked = reading.idempotency_key(key)
-
-        def answer() -> Kept:
-            try:
-                return run()
-            except HagglerError as exc:
-                if status_for(exc) >= 500:
-                    raise
-                return self._refusal(exc)
         try:
             return self.keys.run(self.keys.owner(self.settings.api_key or "", path), checked, "POST " + path,
-                                 body, answer)
+                                 body, run, self._refusal)
         except KeyReused:
             raise reading.IdempotencyConflict(
                 "Idempotency-Key has already been used with a different request body") from None

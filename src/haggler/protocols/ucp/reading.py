@@ -178,10 +178,12 @@ def _payment(value: Any) -> dict[str, Any]:
 
 
 def session_input(body: Mapping[str, Any], *, creating: bool, webhook_url: str | None,
-                  mandate_keys: tuple[Mapping[str, Any], ...] | None = None) -> SessionInput:
+                  mandate_keys: tuple[Mapping[str, Any], ...] | None = None,
+                  creator: str | None = None) -> SessionInput:
     """A create or update request. Update replaces what it sends (UCP checkout, "Update Checkout");
     what it leaves out — the buyer, the fulfillment, the discount codes — stays as it was.
-    ``webhook_url`` and ``mandate_keys`` come from the creator's profile, never from the body."""
+    ``webhook_url`` and ``mandate_keys`` come from the creator's profile, never from the body;
+    ``creator``: a create's platform, the profile its ``UCP-Agent`` names."""
     lines = None
     if "line_items" in body or creating:
         items = _list(body.get("line_items"), "line_items")
@@ -211,6 +213,7 @@ def session_input(body: Mapping[str, Any], *, creating: bool, webhook_url: str |
         ("instruments" in body["payment"] or "selected_instrument_id" in body["payment"]) else None,
         webhook_url=webhook_url,
         mandate_keys=mandate_keys,
+        creator=creator,
     )
 
 
@@ -276,8 +279,8 @@ def _adjustment(entry: Mapping[str, Any], where: str) -> None:
     if entry.get("status") not in _ADJUSTMENT_STATUSES:
         raise Unprocessable(f"{where}.status must be one of {', '.join(_ADJUSTMENT_STATUSES)}")
     amount = entry.get("amount")
-    if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int)):
-        raise Unprocessable(f"{where}.amount must be a whole number of minor units")
+    if amount is not None and (isinstance(amount, bool) or not isinstance(amount, int) or amount < 0):
+        raise Unprocessable(f"{where}.amount must be a whole number of minor units, not negative")
     _line_refs(entry.get("line_items"), f"{where}.line_items", required=False)
 
 

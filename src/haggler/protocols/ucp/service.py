@@ -2,15 +2,19 @@
 the checkout core asked, the answer shaped, idempotency kept, and the order webhooks due after it.
 
 Idempotency (UCP checkout REST binding, "HTTP Headers"): with an ``idempotency-key`` (each
-platform's keys apart, by the profile its ``UCP-Agent`` names), the first answer is stored with a fingerprint of the request (method, path and body, whatever its spacing or
-key order); the same key with the same request answers the stored status and body again, with
-another request 409. A request that failed leaves no record, so sending it again runs it again.
-The keys are kept by the checkout core's ``IdempotencyKeys`` (``haggler/commerce/idempotency.py``).
+platform's keys apart, by the profile its ``UCP-Agent`` names), the first answer is stored with a
+fingerprint of the request (method, path and body, whatever its spacing or key order); the same key
+with the same request answers the stored status and body again, with another request 409. A refusal
+is an answer too (a declined payment is declined again, not charged again); a 5xx, or a 409 or 429
+asking to retry in a moment, is not stored, so sending it again runs it again. The keys are kept by
+the checkout core's ``IdempotencyKeys`` (``haggler/commerce/idempotency.py``); docs/ucp.md says why
+the claimed profile is scope enough.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -20,12 +24,13 @@ from haggler.catalog import Catalog
 from haggler.commerce.counter_offers import Caller, CounterOffer, CounterOffers
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyReused
 from haggler.commerce.sessions import CheckoutSessions, Priced
-from haggler.errors import Conflict, Forbidden, InvalidInput, NotFound, Unprocessable
+from haggler.errors import Conflict, Forbidden, HagglerError, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
 from haggler.payments.handler import PaymentHandler
 from haggler.protocols.ucp import ap2, reading, views
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import Webhooks
+from haggler.server.errors import status_for
 from haggler.storage.database import Database
 from haggler.trust.jws import public_jwk
 from haggler.trust.signatures import Signer
@@ -37,6 +42,40 @@ DOOR = "ucp"
 #: The idempotency records' owner in ``idempotency_keys`` (the exchange keys its own per agent):
 #: ``ucp:`` and a digest of the platform's profile URL, so that one platform's keys never meet another's.
 _IDEMPOTENCY_OWNER = "ucp:"
+
+
+def _new_entries(name: str, recorded: list[dict[str, Any]], sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries of ``sent`` that the log ``recorded`` does not hold yet, in the order sent. The
+    log is append-only: 422 when a recorded entry is left out, or comes again other than as recorded
+    (compared as canonical JSON, so byte for byte but for spacing and key order), or an id is sent
+    twice."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for entry in sent:
+        if entry["id"] in by_id:
+            raise Unprocessable(f"{name}: {entry['id']} is sent twice")
+        by_id[entry["id"]] = entry
+    missing = [e["id"] for e in recorded if e["id"] not in by_id]
+    if missing:
+        raise Unprocessable(f"{name} are append-only: {', '.join(missing)} cannot be removed")
+    changed = [e["id"] for e in recorded if _canonical(by_id[e["id"]]) != _canonical(e)]
+    if changed:
+        raise Unprocessable(f"{name} are append-only: {', '.join(changed)} cannot change once recorded")
+    known = {e["id"] for e in recorded}
+    return [e for e in sent if e["id"] not in known]
+
+
+def _within_total(order: Order, adjustments: list[dict[str, Any]]) -> None:
+    """422 for an adjustment whose amount is more than the order's total: UCP gives an amount no
+    sign and no bound, and no refund or credit of an order can be worth more than was paid for it
+    (the amount is never negative: ``reading.order_update``)."""
+    for adjustment in adjustments:
+        if adjustment.get("amount", 0) > order.total_cents:
+            raise Unprocessable(f"adjustments: the amount of {adjustment['id']}, {adjustment['amount']}, is more "
+                                f"than the order's total, {order.total_cents}")
+
+
+def _canonical(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class Answer(NamedTuple):
@@ -60,7 +99,8 @@ class UcpService:
         self.clock = clock
         self.settings = settings
         self.signer = signer
-        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
+        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl,
+                                         on_file=settings.data_on_file)
         self.webhooks = Webhooks(settings, signer)
         self.counter_offers = counter_offers
         self.keys = IdempotencyKeys(db, clock, _IDEMPOTENCY_OWNER, IDEMPOTENCY_TTL)
@@ -87,7 +127,8 @@ class UcpService:
             platform = self.webhooks.platform(agent.profile)
             locked = views.AP2 in views.negotiated(base, platform.capabilities)
             request = reading.session_input(body, creating=True, webhook_url=platform.webhook_url,
-                                            mandate_keys=platform.signing_keys if locked else None)
+                                            mandate_keys=platform.signing_keys if locked else None,
+                                            creator=agent.profile)
             return Answer(201, self._checkout(self.sessions.create(request), base))
         return self._idempotent(agent, key, "POST /checkout-sessions", body, run)
 
@@ -178,25 +219,42 @@ class UcpService:
 
     def update_order(self, agent_header: str | None, key: str | None, order_id: str, body: dict[str, Any],
                      base: str) -> Answer:
-        """Record the fulfillment events and adjustments sent. Both are append-only logs (UCP
-        order, "Data Model"): an update may add entries, never drop one already recorded (422)."""
+        """Record the fulfillment events and adjustments sent, for the platform that placed the order
+        only (403 for any other). UCP's REST binding defines no order update (order changes go
+        from the business to the platform, by webhook); the conformance suite sends one, so the
+        store takes what its logs can hold: both are append-only (UCP order, "Data Model"), so an
+        entry already recorded must come again exactly as recorded and is never dropped, new ones
+        are added after it (422 otherwise), and an adjustment's amount is at most the order's total."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Answer:
+            self._placed_by(self._order(order_id), agent)
             events, adjustments = reading.order_update(body)
 
-            def change(_: Order, details: dict[str, Any]) -> dict[str, Any]:
+            def change(order: Order, details: dict[str, Any]) -> dict[str, Any]:
                 for name, sent in (("events", events), ("adjustments", adjustments)):
                     if sent is None:
                         continue
-                    kept = {e["id"] for e in details.get(name) or ()}
-                    missing = kept - {e["id"] for e in sent}
-                    if missing:
-                        raise Unprocessable(f"{name} are append-only: {', '.join(sorted(missing))} cannot be removed")
-                    details[name] = sent
+                    recorded = list(details.get(name) or ())
+                    added = _new_entries(name, recorded, sent)
+                    if name == "adjustments":
+                        _within_total(order, added)
+                    details[name] = [*recorded, *added]
                 return details
             return Answer(200, views.order(self._change_order(order_id, change), base))
         return self._idempotent(agent, key, f"PUT /orders/{order_id}", body, run)
+
+    def _placed_by(self, order: Order, agent: reading.Agent) -> None:
+        """403 unless ``agent`` names the profile the order's checkout was created with. Not 404: the
+        order's permalink answers anyone with its id, so hiding it here would hide nothing, and a
+        platform whose profile URL changed is better told why. The profile is only claimed (UCP
+        2026-01-11 authenticates no platform): this keeps platforms off each other's orders, and
+        the logs being append-only is what keeps a recorded entry as it was."""
+        session = self.sessions.session_of(order)
+        creator = session.creator if session is not None else None
+        if creator is None or agent.profile != creator:
+            raise Forbidden(f"order {order.id} can be updated only by the platform that placed it (the profile its "
+                            "checkout was created with)")
 
     def _change_order(self, order_id: str, change: Callable[[Order, dict[str, Any]], dict[str, Any]]) -> Order:
         with self.db.write() as conn:
@@ -247,6 +305,13 @@ class UcpService:
         background sweep); how many."""
         return self.keys.sweep()
 
+    @staticmethod
+    def _refusal(exc: HagglerError) -> Kept:
+        """A refusal as the error edge words it on UCP's paths, but for ``request_id``: a kept one is
+        answered again to later requests, which ``X-Request-Id`` names."""
+        status = status_for(exc)
+        return Kept(status, views.error(status, exc.message, exc.fields()))
+
     def _idempotent(self, agent: reading.Agent, key: str | None, what: str, body: dict[str, Any],
                     run: Callable[[], Answer]) -> Answer:
         if key is None:
@@ -257,7 +322,7 @@ class UcpService:
             ran.append(run())
             return Kept(ran[0].status, ran[0].body)
         try:
-            kept = self.keys.run(self.keys.owner(agent.profile or ""), key, what, body, first)
+            kept = self.keys.run(self.keys.owner(agent.profile or ""), key, what, body, first, self._refusal)
         except KeyReused:
             raise Conflict("this idempotency-key was used for a different request") from None
         # The webhook due after the first answer goes with it only; a replay sends none.

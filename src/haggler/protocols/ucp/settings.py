@@ -13,8 +13,9 @@ class UcpSettings:
     #: Serve ``/.well-known/ucp`` and the checkout, order and (with a secret) testing routes.
     enabled: bool = True
     #: ``haggler serve --simulation-secret``: when set, the simulated payment handler is offered (it
-    #: takes no money) and ``POST /testing/simulate-shipping/{order_id}`` exists for callers sending
-    #: it in ``Simulation-Secret``. Never set it on a store that takes real orders.
+    #: takes no money), ``POST /testing/simulate-shipping/{order_id}`` exists for callers sending
+    #: it in ``Simulation-Secret``, and the customers' data on file is used by naming it
+    #: (:attr:`data_on_file`). Never set it on a store that takes real orders.
     simulation_secret: str | None = None
     #: Seconds to wait for a platform's profile or its webhook receiver.
     webhook_timeout_seconds: float = 2.0
@@ -28,6 +29,15 @@ class UcpSettings:
         """Whether platform profiles and webhooks on private or loopback addresses are reached: only
         by a test store (one with a simulation secret, which the conformance suite's local mocks
         need); a real store would otherwise let any platform make it call into its own network."""
+        return self.simulation_secret is not None
+
+    @property
+    def data_on_file(self) -> bool:
+        """Whether a buyer's email offers their saved addresses and an instrument's id pays with the
+        token on file (``CheckoutSessions.on_file``): only on a test store, whose data set is the
+        conformance suite's. A real store cannot tell that the caller is that customer (UCP's
+        identity linking is not implemented here), so it never reveals a saved address nor charges
+        an instrument on file."""
         return self.simulation_secret is not None
 
     def __post_init__(self) -> None:
