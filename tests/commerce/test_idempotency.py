@@ -4,6 +4,8 @@ success or a refusal is the request's answer and is given again; a 5xx, an unexp
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -65,3 +67,18 @@ def test_an_unknown_outcome_or_a_retry_later_is_not_kept(keys, outcome):
             send(keys, outcome, runs)
     assert send(keys, None, runs).status == 200
     assert len(runs) == 3
+
+
+def test_a_fingerprint_is_keyed_so_a_stored_one_reveals_no_card(tmp_path):
+    """A request body may carry a card; its fingerprint is stored for days. Keyed with the store's
+    secret, it is no bare hash that trying every card code could match."""
+    db = open_database(f"sqlite:///{tmp_path}/keys.db")
+    try:
+        keys = IdempotencyKeys(db, lambda: None, "t:", timedelta(hours=1))  # type: ignore[arg-type,return-value]
+        body = {"payment_data": {"credential": {"number": "4242424242424242", "cvc": "123"}}}
+        bare = hashlib.sha256(("POST /x\n" + json.dumps(body, sort_keys=True, separators=(",", ":"))).encode())
+        assert keys.fingerprint("POST /x", body) != bare.hexdigest()
+        again = IdempotencyKeys(db, lambda: None, "t:", timedelta(hours=1))  # type: ignore[arg-type,return-value]
+        assert again.fingerprint("POST /x", body) == keys.fingerprint("POST /x", body)  # one secret per store
+    finally:
+        db.dispose()

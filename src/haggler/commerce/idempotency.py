@@ -21,6 +21,7 @@ for a day to a client told to come back in a second.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -32,6 +33,7 @@ from sqlalchemy.exc import IntegrityError
 from haggler.errors import HagglerError, InFlight, InvalidInput, RateLimited, Unprocessable
 from haggler.storage.database import Database
 from haggler.storage.schema import idempotency_keys
+from haggler.storage.secrets import store_secret
 
 #: The longest key kept (the column's width, and both protocols' limit).
 LONGEST_KEY = 255
@@ -70,10 +72,8 @@ def _canonical(value: Any) -> Any:
     return value
 
 
-def fingerprint(what: str, body: Any) -> str:
-    """The request's fingerprint: ``what`` and its body, whatever the body's spacing or key order."""
-    canonical = json.dumps(_canonical(body), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256((what + "\n" + canonical).encode()).hexdigest()
+#: The store secret that keys request fingerprints (see :meth:`IdempotencyKeys.fingerprint`).
+FINGERPRINT_SECRET = "checkout_request_fingerprints"
 
 
 class IdempotencyKeys:
@@ -83,6 +83,17 @@ class IdempotencyKeys:
         self.clock = clock
         self.prefix = prefix
         self.ttl = ttl
+        self._secret: bytes | None = None
+
+    def fingerprint(self, what: str, body: Any) -> str:
+        """The request's fingerprint: ``what`` and its body, whatever the body's spacing or key order.
+        An HMAC under a store secret, not a bare hash: the body may carry a payment credential, and
+        the fingerprint is stored for days, where a hash of a card could be reversed by trying every
+        code."""
+        if self._secret is None:  # drawn in its own transaction, before the key's
+            self._secret = store_secret(self.db, FINGERPRINT_SECRET)
+        canonical = json.dumps(_canonical(body), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hmac.new(self._secret, (what + "\n" + canonical).encode(), hashlib.sha256).hexdigest()
 
     def owner(self, *scope: str) -> str:
         """The owner for a scope (an identity, an endpoint): the prefix and a digest of the scope."""
@@ -96,7 +107,7 @@ class IdempotencyKeys:
         KeyInFlight while its first request is still running."""
         if not key.strip() or len(key) > LONGEST_KEY:
             raise InvalidInput(f"the idempotency key must be 1 to {LONGEST_KEY} characters")
-        digest = fingerprint(what, body)
+        digest = self.fingerprint(what, body)
         where = (idempotency_keys.c.agent_id == owner) & (idempotency_keys.c.key == key)
         try:
             with self.db.write() as conn:
@@ -141,5 +152,5 @@ class IdempotencyKeys:
                 idempotency_keys.c.created_at < self.clock() - self.ttl)).rowcount
 
 
-__all__ = ["IdempotencyKeys", "Kept", "KeyInFlight", "KeyReused", "LONGEST_KEY", "RETRY_LATER", "STALE_AFTER",
-           "fingerprint"]
+__all__ = ["FINGERPRINT_SECRET", "IdempotencyKeys", "Kept", "KeyInFlight", "KeyReused", "LONGEST_KEY", "RETRY_LATER",
+           "STALE_AFTER"]

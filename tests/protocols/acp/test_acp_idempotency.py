@@ -8,7 +8,6 @@ import threading
 
 from sqlalchemy import insert, select
 
-from haggler.commerce.idempotency import fingerprint
 from haggler.payments.handler import ChargeResult, PaymentOutcome
 from haggler.storage.schema import checkout_sessions, idempotency_keys, orders
 
@@ -123,10 +122,11 @@ def test_a_key_longer_than_255_characters_is_refused(acp_store):
 def test_a_key_whose_first_request_still_runs_is_409_in_flight(acp_store):
     """§6.4: same key while the original is processing: 409 idempotency_in_flight, Retry-After."""
     acp = acp_store.app.state.acp
+    digest = acp.keys.fingerprint("POST /checkout_sessions", create_body())
     with acp.db.write() as conn:  # what the first request leaves while it runs
         conn.execute(insert(idempotency_keys).values(
             agent_id=acp.keys.owner(KEY, "/checkout_sessions"), key="running",
-            request_hash=fingerprint("POST /checkout_sessions", create_body()), created_at=acp_store.clock()))
+            request_hash=digest, created_at=acp_store.clock()))
     answer = acp_store.http.post("/checkout_sessions", headers=headers("running"), json=create_body())
     assert answer.status_code == 409 and int(answer.headers["Retry-After"]) >= 1
     conforms(answer.json(), "Error")
@@ -136,10 +136,11 @@ def test_a_key_whose_first_request_still_runs_is_409_in_flight(acp_store):
 def test_a_key_whose_first_request_died_is_taken_over_after_a_while(acp_store):
     """A worker that died mid-request leaves its key in flight; a retry after STALE_AFTER runs."""
     acp = acp_store.app.state.acp
+    digest = acp.keys.fingerprint("POST /checkout_sessions", create_body())
     with acp.db.write() as conn:
         conn.execute(insert(idempotency_keys).values(
             agent_id=acp.keys.owner(KEY, "/checkout_sessions"), key="orphan",
-            request_hash=fingerprint("POST /checkout_sessions", create_body()), created_at=acp_store.clock()))
+            request_hash=digest, created_at=acp_store.clock()))
     assert acp_store.http.post("/checkout_sessions", headers=headers("orphan"), json=create_body()).status_code == 409
     acp_store.clock.advance(minutes=5)
     retried = acp_store.http.post("/checkout_sessions", headers=headers("orphan"), json=create_body())
