@@ -212,7 +212,7 @@ def test_a_key_that_cannot_be_a_secret_key_is_refused_before_anything_is_sent(fa
 
 def test_the_account_is_asked_of_stripe_when_not_given(fake: FakeStripe) -> None:
     stripe = handler(fake, account_id=None)
-    assert stripe.account_id == ACCOUNT_ID and not stripe.livemode
+    assert (stripe.account_id, stripe.environment) == (ACCOUNT_ID, "sandbox")
     assert [(sent.method, sent.path) for sent in fake.requests] == [("GET", "/v1/account")]
     assert handler(fake).account_id == ACCOUNT_ID and len(fake.requests) == 1  # given: not asked
 
@@ -228,7 +228,7 @@ def test_building_the_handler_proves_the_key(fake: FakeStripe) -> None:
 def test_an_account_id_is_checked_and_a_live_key_is_live(fake: FakeStripe) -> None:
     with pytest.raises(PaymentSetupError, match="acct_"):
         handler(fake, account_id="1HagglerFakeStore")
-    assert handler(fake, api_key="rk_live_51Restricted").livemode
+    assert handler(fake, api_key="rk_live_51Restricted").environment == "production"
 
 
 def test_without_the_sdk_building_the_handler_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

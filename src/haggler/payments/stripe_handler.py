@@ -79,8 +79,9 @@ class StripeHandler:
             raise PaymentSetupError(f"the Stripe payment handler needs the `stripe` package: {INSTALL_HINT}") from exc
         self.id = handler_id
         self.return_url = return_url
-        #: Whether the key takes real money (``sk_live_``, ``rk_live_``) or is a test-mode key.
-        self.livemode = key.startswith(LIVE_KEY_PREFIXES)
+        #: ``production`` for a key that takes real money (``sk_live_``, ``rk_live_``), else ``sandbox``
+        #: (Stripe's test mode), in the words both checkout protocols declare a handler's environment with.
+        self.environment = "production" if key.startswith(LIVE_KEY_PREFIXES) else "sandbox"
         self._http = self._stripe.RequestsClient(timeout=timeout)
         self._client = self._stripe.StripeClient(
             key, base_addresses={"api": api_base} if api_base else None, max_network_retries=max_network_retries,
