@@ -221,7 +221,7 @@ def test_building_the_handler_proves_the_key(fake: FakeStripe) -> None:
     with pytest.raises(PaymentSetupError, match=rf"refused the API key \(HTTP 401\): check {KEY_ENV}.*read access"):
         handler(fake, api_key="sk_test_not_the_fakes_key_4242", account_id=None)
     fake.failing_with = 503
-    with pytest.raises(PaymentUnavailable, match="asking which account the key belongs to"):
+    with pytest.raises(PaymentUnavailable, match="the account the key belongs to is not known"):
         handler(fake, account_id=None)
 
 

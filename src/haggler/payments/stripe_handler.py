@@ -95,7 +95,7 @@ class StripeHandler:
             return str(self._client.v1.accounts.retrieve_current().id)
         except self._troubles as exc:
             raise self._trouble(exc, "read access to the account",
-                                "asking which account the key belongs to") from exc
+                                "the account the key belongs to is not known") from exc
         finally:
             self._http.close()
 
