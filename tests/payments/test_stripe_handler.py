@@ -106,6 +106,14 @@ def test_a_shared_token_for_a_declined_card_is_declined_in_stripes_words(fake: F
     assert (result.outcome, result.reason) == (PaymentOutcome.DECLINED, "Your card was declined.")
 
 
+def test_an_account_without_shared_payment_tokens_is_the_operators_problem_not_a_decline(fake: FakeStripe) -> None:
+    token = fake.grant("pm_card_visa")
+    fake.shared_tokens = False
+    with pytest.raises(PaymentSetupError, match="unknown parameter: shared_payment_granted_token"):
+        handler(fake).charge(card(token))
+    assert fake.charges == 0
+
+
 def test_a_credential_without_a_token_is_declined_without_asking_stripe(fake: FakeStripe) -> None:
     result = handler(fake).charge(Charge(1850, "EUR", {"type": "stripe_token"}, "order-1-attempt-1"))
     assert result == ChargeResult(PaymentOutcome.DECLINED, reason="the payment credential carries no token")

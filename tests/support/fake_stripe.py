@@ -31,7 +31,9 @@ authentication page do.
 
 Test switches: ``delay`` (seconds) answers every API request that much later, after acting on it,
 as a Stripe whose answer is slow to arrive (to trip a client timeout); ``failing_with`` (an HTTP
-status) answers every API request with that ``api_error``, acting on nothing.
+status) answers every API request with that ``api_error``, acting on nothing; ``shared_tokens``
+(on by default) off refuses ``shared_payment_granted_token`` as an unknown parameter, as Stripe does an
+account without its shared payment token preview.
 
 Kept for the test to check: ``requests``, each API request received (``Sent``); ``charges``, the
 number of payments taken (money moved), which an idempotent retry must not increase; ``intents``,
@@ -109,6 +111,7 @@ class FakeStripe:
         self.api_key = api_key
         self.delay = 0.0
         self.failing_with: int | None = None
+        self.shared_tokens = True
         self.requests: list[Sent] = []
         self.intents: dict[str, dict[str, Any]] = {}
         self.granted: dict[str, dict[str, Any]] = {}
@@ -145,7 +148,7 @@ class FakeStripe:
     def reset(self) -> None:
         """Forget every request, PaymentIntent and stored answer, and turn the switches off."""
         with self._lock:
-            self.delay, self.failing_with, self.charges = 0.0, None, 0
+            self.delay, self.failing_with, self.shared_tokens, self.charges = 0.0, None, True, 0
             self.requests.clear()
             self.intents.clear()
             self.granted.clear()
@@ -252,6 +255,9 @@ class FakeStripe:
         method = params.get("payment_method")
         shared = params.get("shared_payment_granted_token")
         if shared is not None:
+            if not self.shared_tokens:
+                return _error(400, "invalid_request_error", "Received unknown parameter: shared_payment_granted_token",
+                              code="parameter_unknown", param="shared_payment_granted_token")
             if shared not in self.granted:
                 return _no_such("shared_payment_granted_token", "shared_payment_granted_token", shared)
             method = self.granted[shared]["payment_method"]

@@ -112,8 +112,9 @@ class StripeHandler:
         except stripe.CardError as exc:
             return _declined(exc.error)
         except stripe.InvalidRequestError as exc:
-            # The buyer's token: no such PaymentMethod or grant, or one that cannot pay.
-            if exc.param in (_METHOD_PARAM, _SHARED_TOKEN_PARAM):
+            # The buyer's token: no such PaymentMethod or grant, or one that cannot pay (but a parameter
+            # Stripe does not know at all, for an account without shared payment tokens, is the operator's).
+            if exc.param in (_METHOD_PARAM, _SHARED_TOKEN_PARAM) and exc.code != "parameter_unknown":
                 return ChargeResult(PaymentOutcome.DECLINED, reason="the payment method was not accepted")
             raise PaymentSetupError(f"Stripe rejected the charge request: {exc.user_message}") from exc
         except stripe.IdempotencyError as exc:
