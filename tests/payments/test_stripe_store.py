@@ -199,6 +199,16 @@ def test_an_acp_checkout_paid_with_a_shared_payment_token_is_one_payment_intent_
     assert (order.payment_handler, order.payment_reference) == ("stripe", intent["id"])
 
 
+def test_acps_older_payment_data_pays_through_stripe_the_same_way(store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=store.base) as http:
+        session = acp.ready_session(http, "green_tea", 1)
+        done = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(),
+                         json={"payment_data": {"token": fake.grant("pm_card_visa"), "provider": "stripe"}})
+    assert done.status_code == 200 and done.json()["status"] == "completed", done.text
+    [order] = placed(store, session["id"])
+    assert (order.payment_handler, order.payment_reference) == ("stripe", next(iter(fake.intents)))
+
+
 def test_a_declined_card_leaves_no_order_in_either_checkout(store: Store, fake: FakeStripe) -> None:
     with httpx.Client(base_url=store.base) as http:
         checkout = ucp_ready(http)
