@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, Sequence, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Optional, Sequence, TypeVar
 from urllib.parse import urlsplit
 
 import typer
@@ -24,6 +25,9 @@ from haggler.server.config import DEFAULT_DATA_DIR, DEFAULT_DB_URL
 from haggler.server.limits import ClientLimits
 from haggler.storage.database import DEFAULT_DB_TIMEOUT
 from haggler.timestamps import utc_z
+
+if TYPE_CHECKING:
+    from haggler.payments.stripe_handler import StripeHandler
 
 app = typer.Typer(help="haggler: negotiable stores and shopper agents (negotiate.v1).", no_args_is_help=True,
                   add_completion=False)
@@ -256,9 +260,19 @@ def serve(
     checkout_counter_offers: Annotated[bool, typer.Option(
         help="Answer a UCP or ACP cancel over price (intent_trace.reason_code price_sensitivity) with the "
         "merchant agent's counter-offer, a deal code for a new checkout (docs/checkout.md).")] = True,
+    stripe_return_url: Annotated[Optional[str], typer.Option(
+        envvar="HAGGLER_STRIPE_RETURN_URL", show_envvar=True,
+        help="With a Stripe key (HAGGLER_STRIPE_API_KEY, read from the environment only): the page Stripe sends "
+        "a buyer back to after 3-D Secure, an absolute http(s) URL. With it a card that asks for 3-D Secure "
+        "holds the checkout and sends the buyer to Stripe; without it such a card is declined.")] = None,
+    stripe_account: Annotated[Optional[str], typer.Option(
+        envvar="HAGGLER_STRIPE_ACCOUNT", show_envvar=True,
+        help="With a Stripe key: the Stripe account id (acct_...) UCP and ACP publish, so that agents scope "
+        "their payment tokens to this store (default: asked of Stripe at start-up).")] = None,
 ) -> None:
     """Serve a negotiable store (negotiate.v1, agents.json and the /v1 transactions exchange) — by default the
-    built-in demo store."""
+    built-in demo store. With HAGGLER_STRIPE_API_KEY in the environment its UCP and ACP checkouts take
+    payments through Stripe (docs/payments.md)."""
     import uvicorn
 
     from haggler.protocols.acp.settings import AcpSettings
@@ -316,12 +330,14 @@ def serve(
     if merchant.mode != "deterministic" and not (llm_provider or llm_model):
         raise _fail(f"--merchant {merchant.mode} needs --llm-provider and --llm-model")
     model = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
+    stripe = stripe_handler(stripe_return_url, stripe_account)
     config = StoreConfig(catalog=store_catalog, db_url=db, db_timeout_seconds=db_timeout, access_log=access_log == "json",
                          public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
                          matching=matching, market=market, ucp=ucp, acp=acp, client_limits=client_limits,
-                         checkout_counter_offers=checkout_counter_offers, data_dir=data_dir,
+                         payment_handlers=(stripe,) if stripe else (), checkout_counter_offers=checkout_counter_offers,
+                         data_dir=data_dir,
                          seed=seed, sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
     try:
         if workers == 1:
@@ -350,6 +366,12 @@ def serve(
         if simulation_secret else ""))
     err.print(f"ACP checkout at {base}/.well-known/acp.json" if acp.enabled
               else "ACP checkout not served (set HAGGLER_ACP_API_KEY to serve it)")
+    if stripe is not None:
+        err.print(f"payments through Stripe (handler {stripe.id}, account {stripe.account_id}, {stripe.environment}; "
+                  + ("3-D Secure returns the buyer to --stripe-return-url)" if stripe.return_url
+                     else "no --stripe-return-url: cards that ask for 3-D Secure are declined)"))
+    elif not simulation_secret:
+        err.print("no payment handler: set HAGGLER_STRIPE_API_KEY to take payments through Stripe (docs/payments.md)")
     if host in WILDCARD_HOSTS:
         err.print(escape(wildcard_advice(host, allowed_host or (), public_url)))
     # proxy_headers=False: uvicorn would otherwise rewrite the client address from
@@ -362,6 +384,31 @@ def serve(
         uvicorn.run(application, host=host, port=port, **options)
     else:
         serve_workers(lambda: create_app(config), host=host, port=port, workers=workers, uvicorn_options=options)
+
+
+def stripe_handler(return_url: str | None, account: str | None) -> StripeHandler | None:
+    """The Stripe payment handler when ``HAGGLER_STRIPE_API_KEY`` is set, None otherwise. The key is
+    read from the environment only, never from a flag: a command line is readable by every user of
+    the machine. ``HAGGLER_STRIPE_API_BASE`` points it at a stand-in for Stripe (tests only). A missing
+    extra, a key that is no secret key or that Stripe refuses, or no answer from Stripe stops start-up
+    with a message saying what to do, rather than the first buyer's payment."""
+    from haggler.payments import PaymentSetupError, PaymentUnavailable
+    from haggler.payments.stripe_handler import API_BASE_ENV, KEY_ENV, StripeHandler
+
+    key = os.environ.get(KEY_ENV)
+    if not key:
+        if return_url or account:
+            raise _fail(f"--stripe-return-url and --stripe-account configure the Stripe payment handler, which "
+                        f"needs {KEY_ENV} in the environment")
+        return None
+    if return_url is not None and not (return_url.startswith(("http://", "https://")) and urlsplit(return_url).netloc):
+        raise _fail(f"--stripe-return-url must be an absolute http(s) URL, got {return_url!r}")
+    try:
+        return StripeHandler(key, return_url=return_url, account_id=account, api_base=os.environ.get(API_BASE_ENV))
+    except PaymentSetupError as exc:
+        raise _fail(str(exc)) from None
+    except PaymentUnavailable as exc:
+        raise _fail(f"{exc}: set --stripe-account (HAGGLER_STRIPE_ACCOUNT) to start without asking") from None
 
 
 def check_port(port: int) -> None:

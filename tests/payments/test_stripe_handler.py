@@ -20,7 +20,7 @@ from haggler.payments import (
     StripeHandler,
 )
 from haggler.payments.stripe_handler import KEY_ENV
-from tests.support.fake_stripe import API_KEY, FakeStripe
+from tests.support.fake_stripe import ACCOUNT_ID, API_KEY, FakeStripe
 
 #: The client timeout of the cases about a Stripe too slow for it (whose answer takes 3x this).
 #: Every other case gets PATIENT, so that a loaded machine cannot turn an answer into a timeout.
@@ -42,8 +42,8 @@ def fake(server: FakeStripe) -> FakeStripe:
 
 
 def handler(fake: FakeStripe, **options: object) -> StripeHandler:
-    options = {"api_key": API_KEY, "api_base": fake.base, "return_url": RETURN_URL, "timeout": PATIENT,
-               "max_network_retries": 0, **options}
+    options = {"api_key": API_KEY, "api_base": fake.base, "return_url": RETURN_URL, "account_id": ACCOUNT_ID,
+               "timeout": PATIENT, "max_network_retries": 0, **options}
     return StripeHandler(**options)  # type: ignore[arg-type]
 
 
@@ -82,6 +82,36 @@ def test_a_token_stripe_does_not_know_is_declined_and_creates_nothing(fake: Fake
     result = handler(fake).charge(card("pm_made_up_by_the_agent"))
     assert result == ChargeResult(PaymentOutcome.DECLINED, reason="the payment method was not accepted")
     assert fake.intents == {} and fake.charges == 0
+
+
+def test_a_shared_payment_token_is_confirmed_as_the_granted_token_not_as_a_payment_method(fake: FakeStripe) -> None:
+    token = fake.grant("pm_card_visa")
+    result = handler(fake).charge(card(token))
+    assert result.succeeded and fake.charges == 1
+    sent = fake.requests[-1]
+    assert sent.params["shared_payment_granted_token"] == token and "payment_method" not in sent.params
+    assert sent.idempotency_key == "order-1-attempt-1"
+
+
+@pytest.mark.parametrize("token", ["spt_never_granted", "vt_01J8Z3WXYZ9ABC"])
+def test_a_shared_token_stripe_never_granted_is_declined(fake: FakeStripe, token: str) -> None:
+    # vt_…: the ACP specification's own example of a delegated token, which is no Stripe id.
+    result = handler(fake).charge(card(token))
+    assert result == ChargeResult(PaymentOutcome.DECLINED, reason="the payment method was not accepted")
+    assert fake.intents == {} and fake.charges == 0
+
+
+def test_a_shared_token_for_a_declined_card_is_declined_in_stripes_words(fake: FakeStripe) -> None:
+    result = handler(fake).charge(card(fake.grant("pm_card_chargeDeclined")))
+    assert (result.outcome, result.reason) == (PaymentOutcome.DECLINED, "Your card was declined.")
+
+
+def test_an_account_without_shared_payment_tokens_is_the_operators_problem_not_a_decline(fake: FakeStripe) -> None:
+    token = fake.grant("pm_card_visa")
+    fake.shared_tokens = False
+    with pytest.raises(PaymentSetupError, match="unknown parameter: shared_payment_granted_token"):
+        handler(fake).charge(card(token))
+    assert fake.charges == 0
 
 
 def test_a_credential_without_a_token_is_declined_without_asking_stripe(fake: FakeStripe) -> None:
@@ -177,6 +207,36 @@ def test_the_key_comes_from_the_environment_when_not_given(fake: FakeStripe, mon
         handler(fake, api_key=None)
     monkeypatch.setenv(KEY_ENV, API_KEY)
     assert handler(fake, api_key=None).charge(card("pm_card_visa")).succeeded
+
+
+@pytest.mark.parametrize("key", ["pk_test_51Publishable", "sk_test_copied with a space", " sk_test_padded",
+                                 "whsec_not_an_api_key"])
+def test_a_key_that_cannot_be_a_secret_key_is_refused_before_anything_is_sent(fake: FakeStripe, key: str) -> None:
+    with pytest.raises(PaymentSetupError) as caught:
+        handler(fake, api_key=key)
+    assert KEY_ENV in str(caught.value) and "sk_" in str(caught.value) and key.strip() not in str(caught.value)
+    assert fake.requests == []
+
+
+def test_the_account_is_asked_of_stripe_when_not_given(fake: FakeStripe) -> None:
+    stripe = handler(fake, account_id=None)
+    assert (stripe.account_id, stripe.environment) == (ACCOUNT_ID, "sandbox")
+    assert [(sent.method, sent.path) for sent in fake.requests] == [("GET", "/v1/account")]
+    assert handler(fake).account_id == ACCOUNT_ID and len(fake.requests) == 1  # given: not asked
+
+
+def test_building_the_handler_proves_the_key(fake: FakeStripe) -> None:
+    with pytest.raises(PaymentSetupError, match=rf"refused the API key \(HTTP 401\): check {KEY_ENV}.*read access"):
+        handler(fake, api_key="sk_test_not_the_fakes_key_4242", account_id=None)
+    fake.failing_with = 503
+    with pytest.raises(PaymentUnavailable, match="the account the key belongs to is not known"):
+        handler(fake, account_id=None)
+
+
+def test_an_account_id_is_checked_and_a_live_key_is_live(fake: FakeStripe) -> None:
+    with pytest.raises(PaymentSetupError, match="acct_"):
+        handler(fake, account_id="1HagglerFakeStore")
+    assert handler(fake, api_key="rk_live_51Restricted").environment == "production"
 
 
 def test_without_the_sdk_building_the_handler_says_which_extra_to_install(monkeypatch: pytest.MonkeyPatch) -> None:

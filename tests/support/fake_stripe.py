@@ -12,6 +12,12 @@ What it does as Stripe does:
   ``insufficient_funds``, and ``pm_card_authenticationRequired`` / ``pm_card_threeDSecure2Required``
   leave it in ``requires_action``: its ``next_action`` is a ``redirect_to_url`` when the request
   gave a ``return_url``, else ``use_stripe_sdk``. Any other PaymentMethod is a 400 ``resource_missing``.
+  With ``shared_payment_granted_token`` instead it pays with the PaymentMethod the token was granted
+  for (as Stripe clones it), an unknown token being a 400 ``resource_missing`` naming that parameter.
+- ``POST /v1/test_helpers/shared_payment/granted_tokens`` grants the account a shared payment token
+  (``spt_…``) for a test ``payment_method``, as Stripe's test helper does (its ``usage_limits`` are
+  kept, not enforced).
+- ``GET /v1/account`` answers the key's account, ``ACCOUNT_ID``.
 - ``GET /v1/payment_intents/{id}`` reads one back.
 - ``Idempotency-Key``: a POST with a key seen before (for the same API key) gets the stored answer
   again, status and body, with ``Idempotent-Replayed: true``, and does nothing; with other parameters
@@ -25,11 +31,13 @@ authentication page do.
 
 Test switches: ``delay`` (seconds) answers every API request that much later, after acting on it,
 as a Stripe whose answer is slow to arrive (to trip a client timeout); ``failing_with`` (an HTTP
-status) answers every API request with that ``api_error``, acting on nothing.
+status) answers every API request with that ``api_error``, acting on nothing; ``shared_tokens``
+(on by default) off refuses ``shared_payment_granted_token`` as an unknown parameter, as Stripe does an
+account without its shared payment token preview.
 
 Kept for the test to check: ``requests``, each API request received (``Sent``); ``charges``, the
 number of payments taken (money moved), which an idempotent retry must not increase; ``intents``,
-the PaymentIntents by id.
+the PaymentIntents by id; ``granted``, the shared payment tokens by id.
 """
 
 from __future__ import annotations
@@ -43,6 +51,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+import httpx
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -51,6 +61,7 @@ from starlette.routing import Route
 from haggler.server.threaded import ThreadedServer
 
 API_KEY = "sk_test_fake_51HagglerStripeKey"
+ACCOUNT_ID = "acct_1HagglerFakeStore"
 
 
 @dataclass(frozen=True)
@@ -100,14 +111,18 @@ class FakeStripe:
         self.api_key = api_key
         self.delay = 0.0
         self.failing_with: int | None = None
+        self.shared_tokens = True
         self.requests: list[Sent] = []
         self.intents: dict[str, dict[str, Any]] = {}
+        self.granted: dict[str, dict[str, Any]] = {}
         self.charges = 0
         self._answers: dict[tuple[str, str], tuple[dict[str, Any], Answer]] = {}
         self._lock = threading.Lock()
         app = Starlette(routes=[
             Route("/v1/payment_intents", self._create, methods=["POST"]),
             Route("/v1/payment_intents/{intent}", self._retrieve, methods=["GET"]),
+            Route("/v1/test_helpers/shared_payment/granted_tokens", self._grant, methods=["POST"]),
+            Route("/v1/account", self._account, methods=["GET"]),
             Route("/3d_secure/{intent}", self._authenticate, methods=["POST"]),
         ])
         self._server = ThreadedServer(app)
@@ -120,12 +135,23 @@ class FakeStripe:
     def __exit__(self, *exc: object) -> None:
         self._server.__exit__(*exc)
 
+    def grant(self, payment_method: str, currency: str = "usd", max_amount: int = 100_000) -> str:
+        """A shared payment token for ``payment_method``, granted to this account through the test
+        helper over HTTP, as a buyer's agent has Stripe grant one to a seller."""
+        answer = httpx.post(f"{self.base}/v1/test_helpers/shared_payment/granted_tokens",
+                            headers={"Authorization": f"Bearer {self.api_key}"},
+                            data={"payment_method": payment_method, "usage_limits[currency]": currency,
+                                  "usage_limits[max_amount]": str(max_amount)})
+        assert answer.status_code == 200, answer.text
+        return str(answer.json()["id"])
+
     def reset(self) -> None:
         """Forget every request, PaymentIntent and stored answer, and turn the switches off."""
         with self._lock:
-            self.delay, self.failing_with, self.charges = 0.0, None, 0
+            self.delay, self.failing_with, self.shared_tokens, self.charges = 0.0, None, True, 0
             self.requests.clear()
             self.intents.clear()
+            self.granted.clear()
             self._answers.clear()
 
     async def _create(self, request: Request) -> Response:
@@ -169,6 +195,29 @@ class FakeStripe:
                 answer = Answer(200, dict(intent))
         return await self._respond(answer, None, replayed=False)
 
+    async def _grant(self, request: Request) -> Response:
+        params = decode_form((await request.body()).decode())
+        with self._lock:
+            self.requests.append(Sent("POST", request.url.path, request.headers.get("idempotency-key"), params))
+            answer = self._refused(request)
+            method = params.get("payment_method")
+            if answer is None and method not in TEST_CARDS:
+                answer = _no_such("PaymentMethod", "payment_method", method)
+            if answer is None:
+                token = {"id": _id("spt"), "object": "shared_payment.granted_token", "created": int(time.time()),
+                         "livemode": False, "payment_method": method,
+                         "usage_limits": params.get("usage_limits", {})}
+                self.granted[token["id"]] = token
+                answer = Answer(200, dict(token))
+        return await self._respond(answer, None, replayed=False)
+
+    async def _account(self, request: Request) -> Response:
+        with self._lock:
+            self.requests.append(Sent("GET", request.url.path, None, {}))
+            answer = self._refused(request) or Answer(200, {"id": ACCOUNT_ID, "object": "account",
+                                                            "charges_enabled": True, "country": "US"})
+        return await self._respond(answer, None, replayed=False)
+
     async def _authenticate(self, request: Request) -> Response:
         outcome = decode_form((await request.body()).decode()).get("outcome")
         with self._lock:
@@ -204,10 +253,17 @@ class FakeStripe:
             return _error(400, "invalid_request_error", "Missing required param: amount and currency.",
                           code="parameter_missing", param="amount")
         method = params.get("payment_method")
-        if method is not None and method not in TEST_CARDS:
-            return _error(400, "invalid_request_error", f"No such PaymentMethod: '{method}'",
-                          code="resource_missing", param="payment_method")
-        intent = new_intent(amount, currency, params)
+        shared = params.get("shared_payment_granted_token")
+        if shared is not None:
+            if not self.shared_tokens:
+                return _error(400, "invalid_request_error", "Received unknown parameter: shared_payment_granted_token",
+                              code="parameter_unknown", param="shared_payment_granted_token")
+            if shared not in self.granted:
+                return _no_such("shared_payment_granted_token", "shared_payment_granted_token", shared)
+            method = self.granted[shared]["payment_method"]
+        elif method is not None and method not in TEST_CARDS:
+            return _no_such("PaymentMethod", "payment_method", method)
+        intent = new_intent(amount, currency, {**params, "payment_method": method} if method else params)
         self.intents[intent["id"]] = intent
         if params.get("confirm") != "true" or method is None:
             return Answer(200, dict(intent))
@@ -284,6 +340,11 @@ def _error(status: int, kind: str, message: str, *, code: str | None = None, par
     if param:
         error["param"] = param
     return Answer(status, {"error": error})
+
+
+def _no_such(kind: str, param: str, value: object) -> Answer:
+    """Stripe's 400 for an id it does not know, naming the parameter that carried it."""
+    return _error(400, "invalid_request_error", f"No such {kind}: '{value}'", code="resource_missing", param=param)
 
 
 def _id(prefix: str) -> str:

@@ -7,6 +7,11 @@ the first request, so a payment is never taken twice. Stripe replays the *origin
 and a PaymentIntent moves on after it (the buyer completes 3-D Secure), so a replayed answer is
 followed by a read of the PaymentIntent as it is now.
 
+The credential's ``token`` is a Stripe id, and its prefix says what it is: a PaymentMethod (``pm_…``)
+is confirmed as ``payment_method``; a shared payment token (``spt_…``), which a buyer's agent was
+granted for this store's account (ACP's delegated payment, Stripe's Agentic Commerce), as
+``shared_payment_granted_token``, from which Stripe clones the buyer's PaymentMethod.
+
 The SDK is imported when a handler is built, never when ``haggler.payments`` is imported, so a store
 without the extra runs and only a store configured for Stripe needs it.
 """
@@ -23,35 +28,76 @@ from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome, Payme
 #: Where the secret key comes from when none is passed: an environment variable, never a command line
 #: (where any user of the machine can read it in the process list).
 KEY_ENV = "HAGGLER_STRIPE_API_KEY"
+#: For tests only: where the SDK sends its requests instead of Stripe (a local fake of Stripe's API).
+API_BASE_ENV = "HAGGLER_STRIPE_API_BASE"
 INSTALL_HINT = "pip install 'haggler[stripe]'"
+#: The keys that can create PaymentIntents: secret (``sk_``) and restricted (``rk_``); a publishable
+#: key (``pk_``) cannot, and the ``_live_`` ones take real money.
+KEY_PREFIXES = ("sk_", "rk_")
+LIVE_KEY_PREFIXES = ("sk_live_", "rk_live_")
+#: A token with this prefix is a shared payment token, confirmed as ``shared_payment_granted_token``.
+SHARED_TOKEN_PREFIX = "spt_"
+#: The PaymentIntent parameters a credential's token goes in: a refusal naming one is the buyer's.
+_METHOD_PARAM, _SHARED_TOKEN_PARAM = "payment_method", "shared_payment_granted_token"
 
 AUTHENTICATION_NEEDED = "the card issuer asks the buyer to authenticate the payment (3-D Secure)"
 
 
+def check_key(key: str) -> None:
+    """Refuse what cannot be a secret key before anything is sent (a publishable key pasted by
+    mistake, a line copied with its spaces), naming the variable and never the key itself."""
+    if not key.startswith(KEY_PREFIXES) or any(c.isspace() for c in key):
+        raise PaymentSetupError(f"{KEY_ENV} does not hold a Stripe secret key: it must start with sk_ (secret) or "
+                                "rk_ (restricted), without spaces; a publishable key (pk_) cannot take payments")
+
+
 class StripeHandler:
     """Charges cards through Stripe PaymentIntents; the credential's ``token`` is the PaymentMethod
-    (``pm_…``) the buyer's agent obtained from Stripe.
+    (``pm_…``) or the shared payment token (``spt_…``) the buyer's agent obtained from Stripe.
 
     ``return_url`` is where Stripe sends the buyer back after 3-D Secure: with it, a charge that needs
     authentication comes back with a page to send the buyer to (``action_url``); without it Stripe
     expects the authentication to run in Stripe.js, which an agent cannot do, so set it for agentic
-    checkout. ``api_base`` points the SDK elsewhere than ``https://api.stripe.com`` (a test double).
+    checkout. ``account_id`` is the Stripe account the key charges for (``acct_…``), which the
+    checkouts publish so that a buyer's agent scopes the token it obtains to this store; when not
+    given it is asked of Stripe here, which also proves the key before the first buyer pays.
+    ``api_base`` points the SDK elsewhere than ``https://api.stripe.com`` (a test double).
     """
 
     def __init__(self, api_key: str | None = None, *, handler_id: str = "stripe", return_url: str | None = None,
-                 api_base: str | None = None, timeout: float = 30.0, max_network_retries: int = 2) -> None:
+                 account_id: str | None = None, api_base: str | None = None, timeout: float = 30.0,
+                 max_network_retries: int = 2) -> None:
+        key = api_key or os.environ.get(KEY_ENV)
+        if not key:
+            raise PaymentSetupError(f"the Stripe payment handler needs a secret API key: set {KEY_ENV}")
+        check_key(key)
+        if account_id is not None and not account_id.startswith("acct_"):
+            raise PaymentSetupError(f"a Stripe account id starts with acct_, got {account_id!r}")
         try:
             self._stripe: ModuleType = importlib.import_module("stripe")
         except ImportError as exc:
             raise PaymentSetupError(f"the Stripe payment handler needs the `stripe` package: {INSTALL_HINT}") from exc
-        key = api_key or os.environ.get(KEY_ENV)
-        if not key:
-            raise PaymentSetupError(f"the Stripe payment handler needs a secret API key: set {KEY_ENV}")
         self.id = handler_id
         self.return_url = return_url
+        #: ``production`` for a key that takes real money (``sk_live_``, ``rk_live_``), else ``sandbox``
+        #: (Stripe's test mode), in the words both checkout protocols declare a handler's environment with.
+        self.environment = "production" if key.startswith(LIVE_KEY_PREFIXES) else "sandbox"
+        self._http = self._stripe.RequestsClient(timeout=timeout)
         self._client = self._stripe.StripeClient(
             key, base_addresses={"api": api_base} if api_base else None, max_network_retries=max_network_retries,
-            http_client=self._stripe.RequestsClient(timeout=timeout))
+            http_client=self._http)
+        self.account_id: str = account_id or self._ask_account()
+
+    def _ask_account(self) -> str:
+        """The key's account, from ``GET /v1/account``. Its connection is closed afterwards, so that
+        a store forking its workers next (``serve --workers``) shares no socket between them."""
+        try:
+            return str(self._client.v1.accounts.retrieve_current().id)
+        except self._troubles as exc:
+            raise self._trouble(exc, "read access to the account",
+                                "the account the key belongs to is not known") from exc
+        finally:
+            self._http.close()
 
     def charge(self, charge: Charge) -> ChargeResult:
         """Take ``charge`` with one confirmed PaymentIntent; see :class:`PaymentHandler`."""
@@ -66,26 +112,42 @@ class StripeHandler:
         except stripe.CardError as exc:
             return _declined(exc.error)
         except stripe.InvalidRequestError as exc:
-            if exc.param == "payment_method":  # the buyer's token: no such PaymentMethod, or one that cannot pay
+            # The buyer's token: no such PaymentMethod or grant, or one that cannot pay (but a parameter
+            # Stripe does not know at all, for an account without shared payment tokens, is the operator's).
+            if exc.param in (_METHOD_PARAM, _SHARED_TOKEN_PARAM) and exc.code != "parameter_unknown":
                 return ChargeResult(PaymentOutcome.DECLINED, reason="the payment method was not accepted")
             raise PaymentSetupError(f"Stripe rejected the charge request: {exc.user_message}") from exc
-        except (stripe.APIConnectionError, stripe.APIError, stripe.RateLimitError) as exc:
-            answer = f"HTTP {exc.http_status}" if exc.http_status else "no answer"
-            raise PaymentUnavailable(f"Stripe did not answer ({type(exc).__name__}, {answer}); "
-                                     "retry with the same idempotency key") from exc
-        except (stripe.AuthenticationError, stripe.PermissionError) as exc:
-            raise PaymentSetupError(f"Stripe refused the API key (HTTP {exc.http_status}): check {KEY_ENV} "
-                                    "holds a secret key of the account, with PaymentIntents write access") from exc
         except stripe.IdempotencyError as exc:
             raise PaymentSetupError("the idempotency key was already used for a different charge "
                                     f"(Stripe: {exc.user_message})") from exc
+        except self._troubles as exc:
+            raise self._trouble(exc, "PaymentIntents write access", "retry with the same idempotency key") from exc
         return self._result(intent)
 
+    @property
+    def _troubles(self) -> tuple[type[Exception], ...]:
+        """The SDK's errors that are neither the buyer's nor the request's: no answer, or the key refused."""
+        stripe = self._stripe
+        return (stripe.APIConnectionError, stripe.APIError, stripe.RateLimitError, stripe.AuthenticationError,
+                stripe.PermissionError)
+
+    def _trouble(self, exc: Any, access: str, then: str) -> Exception:
+        """One of :attr:`_troubles` as the handler reports it: a Stripe that did not answer (down,
+        slow, throttling: ``then`` says what to do) is :class:`PaymentUnavailable`; a key it refuses,
+        or one without ``access``, is the operator's :class:`PaymentSetupError`."""
+        if isinstance(exc, (self._stripe.AuthenticationError, self._stripe.PermissionError)):
+            return PaymentSetupError(f"Stripe refused the API key (HTTP {exc.http_status}): check {KEY_ENV} "
+                                     f"holds a secret key of the account, with {access}")
+        answer = f"HTTP {exc.http_status}" if exc.http_status else "no answer"
+        return PaymentUnavailable(f"Stripe did not answer ({type(exc).__name__}, {answer}); {then}")
+
     def _params(self, charge: Charge) -> dict[str, Any]:
+        token = str(charge.credential["token"])
+        source = _SHARED_TOKEN_PARAM if token.startswith(SHARED_TOKEN_PREFIX) else _METHOD_PARAM
         params: dict[str, Any] = {
-            "amount": charge.amount_cents, "currency": charge.currency.lower(),
-            "payment_method": charge.credential["token"], "payment_method_types": ["card"], "confirm": True,
-            "return_url": self.return_url, "metadata": dict(charge.metadata)}
+            "amount": charge.amount_cents, "currency": charge.currency.lower(), source: token,
+            "payment_method_types": ["card"], "confirm": True, "return_url": self.return_url,
+            "metadata": dict(charge.metadata)}
         if charge.description:
             params["description"] = charge.description
         return {name: value for name, value in params.items() if value is not None}

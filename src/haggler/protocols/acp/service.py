@@ -49,6 +49,8 @@ class AcpService:
         self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
         self.keys = IdempotencyKeys(db, clock, DOOR + ":", IDEMPOTENCY_TTL)
         self.handler_ids = tuple(sorted(handlers))
+        #: The handlers a session offers, declared.
+        self.handlers = views.handlers(handlers)
         self.counter_offers = counter_offers
 
     # -- the caller ----------------------------------------------------------------------------------
@@ -119,7 +121,7 @@ class AcpService:
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
                   asked_option: str | None = None) -> dict[str, Any]:
         """The session as ACP's; ``asked_option``: the option the request selected, if it did."""
-        body = views.checkout(priced, self.handler_ids, order, base)
+        body = views.checkout(priced, self.handlers, order, base)
         if asked_option is not None and priced.selected_option is None:
             # §8: a selected option MUST be one of fulfillment_options; one that is not is not taken.
             body["messages"].append({"type": "error", "code": "invalid", "content_type": "plain",

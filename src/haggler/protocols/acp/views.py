@@ -7,7 +7,7 @@ A payment credential never goes back out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from haggler.commerce.counter_offers import CounterOffer
@@ -15,7 +15,9 @@ from haggler.commerce.merchant_data import Address
 from haggler.commerce.pricing import Line
 from haggler.commerce.sessions import CANCELED, COMPLETED, ESCALATION, IN_PROGRESS, READY, Priced
 from haggler.orders import Order
+from haggler.payments.handler import PaymentHandler
 from haggler.payments.simulated import SIMULATED_HANDLER_ID
+from haggler.payments.stripe_handler import StripeHandler
 from haggler.protocols.acp.settings import ACP_VERSION, SUPPORTED_VERSIONS
 from haggler.protocols.negotiate_v1 import capability as negotiation
 from haggler.timestamps import utc_z
@@ -41,26 +43,46 @@ def status(core_status: str) -> str:
 
 # -- payment handlers ------------------------------------------------------------------------------
 
+#: ACP's card handler (rfc.payment_handlers.md, "Card Tokenization Handler"), with the URLs of the
+#: release's own example session (examples.agentic_checkout.json), whose config schema is the RFC's.
 _TOKENIZED_CARD = {"name": "dev.acp.tokenized.card", "version": "2026-01-22", "display_name": "Card",
-                   "spec": "https://acp.dev/specs/handlers/card", "requires_delegate_payment": True,
+                   "spec": "https://acp.dev/handlers/tokenized.card", "requires_delegate_payment": True,
                    "requires_pci_compliance": False,
-                   "config_schema": "https://acp.dev/schemas/handlers/card/config.json",
-                   "instrument_schemas": ["https://acp.dev/schemas/handlers/card/instrument.json"]}
+                   "config_schema": "https://acp.dev/schemas/handlers/tokenized.card/config.json",
+                   "instrument_schemas": ["https://acp.dev/schemas/handlers/tokenized.card/instrument.json"]}
+#: The brands Stripe processes; whether the account accepts one is Stripe's to say when it charges.
+STRIPE_BRANDS = ("visa", "mastercard", "amex", "discover", "diners", "jcb", "unionpay")
 
 
-def handler(handler_id: str) -> dict[str, Any]:
-    """A payment handler as ``capabilities.payment.handlers[]`` describes it (rfc.payment_handlers.md):
-    the simulated one (test stores only, it takes no money) as haggler's own, every other as a
-    tokenized card handler whose processor is named by its id (``stripe``)."""
-    if handler_id == SIMULATED_HANDLER_ID:
-        return {**_TOKENIZED_CARD, "id": handler_id, "name": "dev.haggler.simulated", "display_name": "Test card",
-                "requires_delegate_payment": False, "psp": "simulated",
+def handler(payment_handler: PaymentHandler) -> dict[str, Any] | None:
+    """A payment handler as ``capabilities.payment.handlers[]`` describes it (rfc.payment_handlers.md),
+    None for one this module cannot describe: the simulated one (test stores only, it takes no money)
+    as haggler's own, Stripe as the tokenized card handler whose delegated token (a shared payment
+    token granted to ``merchant_id``, the store's Stripe account) the agent sends, 3-D Secure
+    supported when the store has a return page for Stripe."""
+    if payment_handler.id == SIMULATED_HANDLER_ID:
+        return {**_TOKENIZED_CARD, "id": payment_handler.id, "name": "dev.haggler.simulated",
+                "display_name": "Test card", "requires_delegate_payment": False, "psp": "simulated",
                 "config": {"environment": "test", "tokens": {"success": "success_token", "decline": "fail_token"}}}
-    return {**_TOKENIZED_CARD, "id": handler_id, "psp": handler_id, "config": {"psp": handler_id}}
+    if isinstance(payment_handler, StripeHandler):
+        return {**_TOKENIZED_CARD, "id": payment_handler.id, "psp": "stripe",
+                "config": {"merchant_id": payment_handler.account_id, "psp": "stripe",
+                           "accepted_brands": list(STRIPE_BRANDS),
+                           "supports_3ds": payment_handler.return_url is not None,
+                           "environment": payment_handler.environment}}
+    return None
 
 
-def capabilities(handler_ids: Iterable[str]) -> dict[str, Any]:
-    return {"payment": {"handlers": [handler(h) for h in handler_ids]}, "extensions": [DISCOUNT_EXTENSION]}
+def handlers(payment_handlers: Mapping[str, PaymentHandler]) -> list[dict[str, Any]]:
+    """The declarations of the handlers the store charges through, by id; those this module cannot
+    describe are left out."""
+    described = (handler(payment_handlers[h]) for h in sorted(payment_handlers))
+    return [d for d in described if d is not None]
+
+
+def capabilities(declared: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A session's ``capabilities``: the handlers (:func:`handlers`) and the discount extension."""
+    return {"payment": {"handlers": list(declared)}, "extensions": [DISCOUNT_EXTENSION]}
 
 
 # -- checkout sessions -----------------------------------------------------------------------------
@@ -129,8 +151,9 @@ def _discounts(priced: Priced) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return {"codes": codes, "applied": applied, "rejected": rejected}, warnings
 
 
-def checkout(priced: Priced, handler_ids: Iterable[str], order: Order | None, base: str) -> dict[str, Any]:
-    """A checkout session; with ``order`` (a completion's answer) its order too."""
+def checkout(priced: Priced, declared: Sequence[Mapping[str, Any]], order: Order | None, base: str) -> dict[str, Any]:
+    """A checkout session offering the ``declared`` handlers (:func:`handlers`); with ``order`` (a
+    completion's answer) its order too."""
     session = priced.session
     currency = session.currency.lower()
     discounts, messages = _discounts(priced)
@@ -148,7 +171,7 @@ def checkout(priced: Priced, handler_ids: Iterable[str], order: Order | None, ba
     body: dict[str, Any] = {
         "id": session.id,
         "protocol": {"version": ACP_VERSION},
-        "capabilities": capabilities(handler_ids),
+        "capabilities": capabilities(declared),
         "status": status(session.status),
         "currency": currency,
         "line_items": [_line(priced, li) for li in session.lines],

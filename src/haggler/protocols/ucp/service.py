@@ -105,14 +105,14 @@ class UcpService:
         self.counter_offers = counter_offers
         self.keys = IdempotencyKeys(db, clock, _IDEMPOTENCY_OWNER, IDEMPOTENCY_TTL)
         listed = views.LISTED_FOR_TESTS if settings.simulation_secret else ()
-        #: The handlers a checkout names: those it can charge through, then those listed for tests.
-        self.handler_ids = (*sorted(handlers), *(h for h in listed if h not in handlers))
+        #: The handlers a checkout names, declared: those it can charge through, then those listed for tests.
+        self.handlers = views.handler_entries(handlers, listed)
 
     # -- discovery ---------------------------------------------------------------------------------
 
     def profile(self, base: str) -> dict[str, Any]:
         """``/.well-known/ucp`` for a store whose links start at ``base``."""
-        return views.profile(base, self.handler_ids, [public_jwk(self.signer)])
+        return views.profile(base, self.handlers, [public_jwk(self.signer)])
 
     # -- checkout sessions -------------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ class UcpService:
             def authorize(priced: Priced) -> None:
                 keys = priced.session.mandate_keys
                 if keys is not None:
-                    ap2.check_mandate(payment.mandate, views.checkout(priced, base, self.handler_ids),
+                    ap2.check_mandate(payment.mandate, views.checkout(priced, base, self.handlers),
                                       platform_keys=keys, signer=self.signer, audience=views.profile_url(base),
                                       now=self.clock())
             priced, order = self.sessions.complete(session_id, payment, door=DOOR, authorize=authorize)
@@ -195,7 +195,7 @@ class UcpService:
         if order is None and priced.session.order_id is not None:
             with self.db.read() as conn:
                 order = order_for(conn, order_id=priced.session.order_id)
-        body = views.checkout(priced, base, self.handler_ids, order)
+        body = views.checkout(priced, base, self.handlers, order)
         if offer is not None:
             views.add_counter_offer(body, offer)
         if priced.session.mandate_keys is not None:

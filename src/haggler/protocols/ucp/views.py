@@ -16,7 +16,9 @@ from haggler.commerce.counter_offers import CounterOffer
 from haggler.commerce.merchant_data import Address
 from haggler.commerce.sessions import COMPLETED, Priced
 from haggler.orders import Order
+from haggler.payments.handler import PaymentHandler
 from haggler.payments.simulated import FAIL_TOKEN, SIMULATED_HANDLER_ID, SUCCESS_TOKEN
+from haggler.payments.stripe_handler import StripeHandler
 from haggler.protocols.negotiate_v1 import capability as negotiation
 from haggler.protocols.ucp.settings import UCP_VERSION
 from haggler.timestamps import utc_z
@@ -87,10 +89,41 @@ _HANDLERS: dict[str, dict[str, Any]] = {
 #: Listed with a simulation secret for platforms under test; never chargeable.
 LISTED_FOR_TESTS = ("google_pay", "shop_pay")
 
+#: Stripe through haggler: UCP 2026-01-11 has no Stripe handler, so the store declares haggler's own
+#: (a PSP-hosted "tokenize to process" handler, as UCP's processor tokenizer example describes one),
+#: named and specified on haggler's origin as UCP's namespace rules ask (docs/payments.md).
+STRIPE_HANDLER = "org.haggler.stripe"
+STRIPE_HANDLER_VERSION = "2026-11-28"
+STRIPE_SPEC = "https://haggler.org/specs/stripe"
+#: Its config's schema: ``docs/schemas/org.haggler.stripe.json``.
+STRIPE_CONFIG_SCHEMA = "https://haggler.org/schemas/stripe.json"
 
-def handler_entries(handler_ids: Iterable[str]) -> list[dict[str, Any]]:
-    """The handlers' descriptions, for those this module knows how to describe."""
-    return [_HANDLERS[h] for h in handler_ids if h in _HANDLERS]
+
+def stripe_entry(handler: StripeHandler) -> dict[str, Any]:
+    """The Stripe handler as a UCP business declares it: a card instrument whose token credential is
+    a Stripe PaymentMethod or shared payment token for the account named in ``config.identity`` (a
+    UCP ``PaymentIdentity``, which a tokenizer binds the token to), in that account's environment,
+    with 3-D Secure sent to the buyer only when the store has a return page for Stripe."""
+    return {"id": handler.id, "name": STRIPE_HANDLER, "version": STRIPE_HANDLER_VERSION, "spec": STRIPE_SPEC,
+            "config_schema": STRIPE_CONFIG_SCHEMA,
+            "instrument_schemas": [f"{_DOCS}/schemas/shopping/types/card_payment_instrument.json"],
+            "config": {"environment": handler.environment,
+                       "identity": {"access_token": handler.account_id},
+                       "accepted_tokens": ["payment_method", "shared_payment_token"],
+                       "supports_3ds": handler.return_url is not None}}
+
+
+def handler_entries(handlers: Mapping[str, PaymentHandler], listed: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """The declarations of the handlers a checkout names: those the store charges through, then
+    those ``listed`` for tests; a handler this module cannot describe is left out."""
+    entries = []
+    for handler_id in (*sorted(handlers), *(h for h in listed if h not in handlers)):
+        handler = handlers.get(handler_id)
+        if isinstance(handler, StripeHandler):
+            entries.append(stripe_entry(handler))
+        elif handler_id in _HANDLERS:
+            entries.append(_HANDLERS[handler_id])
+    return entries
 
 
 # -- the profile -----------------------------------------------------------------------------------
@@ -126,11 +159,12 @@ def negotiated(base: str, platform: Iterable[str]) -> frozenset[str]:
             del active[name]
 
 
-def profile(base: str, handler_ids: Iterable[str], signing_keys: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+def profile(base: str, handlers: Sequence[Mapping[str, Any]],
+            signing_keys: Sequence[Mapping[str, str]]) -> dict[str, Any]:
     """``/.well-known/ucp``: the shopping service over REST at the store's root, its capabilities,
-    the payment handlers offered, and the public keys (JWK) its order webhooks and AP2 merchant
-    authorizations are signed with (overview.md, "Business Profile"; order.md, "Webhook Signature
-    Verification"; ap2-mandates.md, "Business Authorization")."""
+    the payment handlers offered (``handlers``: :func:`handler_entries`), and the public keys (JWK)
+    its order webhooks and AP2 merchant authorizations are signed with (overview.md, "Business
+    Profile"; order.md, "Webhook Signature Verification"; ap2-mandates.md, "Business Authorization")."""
     return {
         "ucp": {
             "version": UCP_VERSION,
@@ -141,7 +175,7 @@ def profile(base: str, handler_ids: Iterable[str], signing_keys: Sequence[Mappin
             }},
             "capabilities": capabilities(base),
         },
-        "payment": {"handlers": handler_entries(handler_ids)},
+        "payment": {"handlers": list(handlers)},
         "signing_keys": [dict(key) for key in signing_keys],
     }
 
@@ -179,8 +213,8 @@ def _buyer(buyer: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out or None
 
 
-def _payment(payment: Mapping[str, Any], handler_ids: Iterable[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {"handlers": handler_entries(handler_ids)}
+def _payment(payment: Mapping[str, Any], handlers: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {"handlers": list(handlers)}
     if isinstance(payment.get("selected_instrument_id"), str):
         out["selected_instrument_id"] = payment["selected_instrument_id"]
     instruments = [{k: i[k] for k in INSTRUMENT_FIELDS if k in i} for i in payment.get("instruments") or ()]
@@ -230,10 +264,12 @@ def _fulfillment(priced: Priced) -> dict[str, Any] | None:
     return {"methods": [method]}
 
 
-def checkout(priced: Priced, base: str, handler_ids: Iterable[str], order: Order | None = None) -> dict[str, Any]:
+def checkout(priced: Priced, base: str, handlers: Sequence[Mapping[str, Any]],
+             order: Order | None = None) -> dict[str, Any]:
     """A checkout session as UCP's checkout response with the fulfillment, discount and
     buyer-consent extensions, and AP2's when the session was created with it negotiated (its
-    ``merchant_authorization`` is ``protocols/ucp/ap2.py``'s to add)."""
+    ``merchant_authorization`` is ``protocols/ucp/ap2.py``'s to add); ``handlers``:
+    :func:`handler_entries`."""
     session = priced.session
     t = priced.totals
     ap2 = (AP2,) if session.mandate_keys is not None else ()
@@ -260,7 +296,7 @@ def checkout(priced: Priced, base: str, handler_ids: Iterable[str], order: Order
         "messages": _messages(priced),
         "links": [],
         "expires_at": utc_z(session.expires_at),
-        "payment": _payment(session.payment, handler_ids),
+        "payment": _payment(session.payment, handlers),
     }
     if priced.awaiting_buyer is not None:  # checkout, "Continue URL": MUST with requires_escalation
         body["continue_url"] = priced.awaiting_buyer.action_url

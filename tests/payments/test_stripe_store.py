@@ -1,0 +1,223 @@
+"""A store on Stripe, end to end over real HTTP: ``haggler serve`` as an operator runs it, with its
+Stripe key and API base in its environment, the API base being a local fake of Stripe's API
+(tests/support/fake_stripe.py) that the real SDK in the store talks to. A buyer's agent pays a UCP
+checkout with a PaymentMethod and an ACP checkout with a shared payment token granted to the store.
+
+The declarations are checked against the protocols' own schemas: ACP's OpenAPI document and its
+payment handler RFC's card config schema (vendored, tests/protocols/acp/contract), UCP's official
+models of its 2026-01-11 schemas (the conformance suite's SDK, where the workspace has it) and the
+handler's own config schema (docs/schemas/org.haggler.stripe.json)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+import pytest
+
+from haggler.orders import Order, list_orders
+from haggler.payments.stripe_handler import API_BASE_ENV, KEY_ENV
+from haggler.storage.database import open_database
+
+try:
+    from tests.support import acp, ucp
+    from tests.support.fake_stripe import ACCOUNT_ID, API_KEY, FakeStripe
+    from tests.support.servers import ProcessServer
+except ImportError:  # pragma: no cover
+    from support import acp, ucp  # type: ignore[no-redef]
+    from support.fake_stripe import ACCOUNT_ID, API_KEY, FakeStripe  # type: ignore[no-redef]
+    from support.servers import ProcessServer  # type: ignore[no-redef]
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+RETURN_URL = "https://shop.example/checkout/return"
+#: A platform profile the store will not fetch (a real store reaches no loopback address): no webhook.
+PLATFORM = "http://127.0.0.1:9/profile.json"
+STRIPE_CONFIG = json.loads((ROOT / "docs" / "schemas" / "org.haggler.stripe.json").read_text())
+#: The UCP conformance suite's SDK: UCP's own models of its 2026-01-11 schemas (tests/protocols/ucp/test_ucp_cli.py).
+UCP_SDK = Path(os.environ.get("HAGGLER_UCP_CONFORMANCE") or ROOT.parent / "shared" / "ucp-conformance") / "sdk" / "src"
+
+
+@dataclass
+class Store:
+    server: ProcessServer
+    db_url: str
+
+    @property
+    def base(self) -> str:
+        return self.server.base
+
+    def orders(self) -> list[Order]:
+        db = open_database(self.db_url, existing=True)
+        try:
+            with db.read() as conn:
+                return list_orders(conn)
+        finally:
+            db.dispose()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeStripe]:
+    with FakeStripe() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def store(server: FakeStripe, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A real store, seeded with the tea shop, serving UCP and ACP, with Stripe as its one handler
+    (no simulation secret): the account asked of Stripe at start-up, 3-D Secure returning to RETURN_URL."""
+    where = tmp_path_factory.mktemp("stripe-store")
+    url = f"sqlite:///{where}/shop.db"
+    ucp.seed(url)
+    env = {KEY_ENV: API_KEY, API_BASE_ENV: server.base, "HAGGLER_STRIPE_RETURN_URL": RETURN_URL,
+           "HAGGLER_ACP_API_KEY": acp.KEY}
+    with ProcessServer("--db", url, "--data-dir", str(where / "data"), cwd=where, env=env) as process:
+        assert f"payments through Stripe (handler stripe, account {ACCOUNT_ID}, sandbox" in process.log()
+        yield Store(process, url)
+
+
+@pytest.fixture
+def fake(server: FakeStripe) -> FakeStripe:
+    server.reset()
+    return server
+
+
+def ucp_payment(token: str) -> dict[str, Any]:
+    return {"payment_data": {"id": "card_1", "handler_id": "stripe", "type": "card", "brand": "visa",
+                             "last_digits": "4242", "credential": {"type": "token", "token": token}}}
+
+
+def ucp_ready(http: httpx.Client) -> dict[str, Any]:
+    return ucp.ready_checkout(http, "green_tea", 2, profile=PLATFORM)
+
+
+def total(body: dict[str, Any]) -> int:
+    return int(next(t["amount"] for t in body["totals"] if t["type"] == "total"))
+
+
+def the_one_payment_intent(fake: FakeStripe, amount: int) -> dict[str, Any]:
+    """The only PaymentIntent the store created: for ``amount`` in US dollars, under an idempotency key."""
+    [sent] = [r for r in fake.requests if (r.method, r.path) == ("POST", "/v1/payment_intents")]
+    assert (sent.params["amount"], sent.params["currency"], sent.params["return_url"]) == (str(amount), "usd",
+                                                                                             RETURN_URL)
+    assert sent.idempotency_key
+    [intent] = fake.intents.values()
+    return intent
+
+
+def placed(store: Store, checkout_id: str) -> list[Order]:
+    return [o for o in store.orders() if o.session_id == checkout_id]
+
+
+# -- the declarations --------------------------------------------------------------------------------
+
+
+def test_the_ucp_profile_and_checkout_declare_stripe_as_ucps_schemas_and_the_handlers_own_describe(
+        store: Store, fake: FakeStripe) -> None:
+    profile = httpx.get(f"{store.base}/.well-known/ucp").json()
+    [declared] = profile["payment"]["handlers"]  # a real store: no simulated handler, none listed for tests
+    assert declared["id"] == "stripe" and declared["name"] == "org.haggler.stripe"
+    assert declared["config"] == {"environment": "sandbox", "identity": {"access_token": ACCOUNT_ID},
+                                  "accepted_tokens": ["payment_method", "shared_payment_token"], "supports_3ds": True}
+    jsonschema.validate(declared["config"], STRIPE_CONFIG, cls=jsonschema.Draft202012Validator)
+    assert declared["spec"].startswith("https://haggler.org/")  # UCP: a name's spec on its authority's origin
+    with httpx.Client(base_url=store.base) as http:
+        assert ucp_ready(http)["payment"]["handlers"] == [declared]
+    if not UCP_SDK.is_dir():
+        pytest.skip(f"UCP's models are not at {UCP_SDK} (the conformance suite's SDK; set HAGGLER_UCP_CONFORMANCE)")
+    checked = subprocess.run([sys.executable, "-c", (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(UCP_SDK)!r})\n"
+        "from ucp_sdk.models.discovery.profile_schema import UcpDiscoveryProfile\n"
+        "from ucp_sdk.models.schemas.shopping.types.payment_identity import PaymentIdentity\n"
+        "profile = UcpDiscoveryProfile.model_validate(json.loads(sys.stdin.read()))\n"
+        "[handler] = profile.payment.handlers\n"
+        "PaymentIdentity.model_validate(handler.config['identity'])\n"
+        "print(handler.name)\n")], input=json.dumps(profile), capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0 and checked.stdout.strip() == "org.haggler.stripe", checked.stderr
+
+
+def card_config_schema() -> dict[str, Any]:
+    """The card handler's config schema as ACP's payment handler RFC gives it (§10.4.1)."""
+    rfc = (acp.CONTRACT / "rfc.payment_handlers.md").read_text()
+    blocks = (json.loads(block) for block in re.findall(r"```json\n(\{\n  \"\$schema\".*?)\n```", rfc, re.S))
+    return next(b for b in blocks if b["$id"] == "https://acp.dev/schemas/handlers/tokenized.card/config.json")
+
+
+def test_an_acp_session_declares_stripe_as_acps_card_handler(store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=store.base) as http:
+        session = acp.ready_session(http, "green_tea", 2)
+    acp.conforms(session, "CheckoutSession")
+    [declared] = session["capabilities"]["payment"]["handlers"]
+    assert {k: declared[k] for k in ("id", "name", "psp", "requires_delegate_payment")} == {
+        "id": "stripe", "name": "dev.acp.tokenized.card", "psp": "stripe", "requires_delegate_payment": True}
+    jsonschema.validate(declared["config"], card_config_schema(), cls=jsonschema.Draft202012Validator)
+    assert {k: declared["config"][k] for k in ("merchant_id", "psp", "environment", "supports_3ds")} == {
+        "merchant_id": ACCOUNT_ID, "psp": "stripe", "environment": "sandbox", "supports_3ds": True}
+
+
+# -- paying --------------------------------------------------------------------------------------
+
+
+def test_a_ucp_checkout_paid_with_a_payment_method_is_one_payment_intent_and_one_order(
+        store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=store.base) as http:
+        checkout = ucp_ready(http)
+        done = http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=ucp.headers(PLATFORM),
+                         json=ucp_payment("pm_card_visa"))
+    assert done.status_code == 200 and done.json()["status"] == "completed", done.text
+    intent = the_one_payment_intent(fake, total(checkout))
+    assert intent["status"] == "succeeded" and fake.charges == 1
+    [order] = placed(store, checkout["id"])
+    assert (order.id, order.door, order.total_cents) == (done.json()["order"]["id"], "ucp", total(checkout))
+    assert (order.payment_handler, order.payment_reference) == ("stripe", intent["id"])
+
+
+def test_an_acp_checkout_paid_with_a_shared_payment_token_is_one_payment_intent_and_one_order(
+        store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=store.base) as http:
+        session = acp.ready_session(http, "green_tea", 2)
+        token = fake.grant("pm_card_visa", "usd", total(session))  # the agent's delegated payment, at Stripe
+        done = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(),
+                         json=acp.pay(token, handler_id="stripe"))
+    assert done.status_code == 200 and done.json()["status"] == "completed", done.text
+    intent = the_one_payment_intent(fake, total(session))
+    assert fake.requests[-1].params["shared_payment_granted_token"] == token
+    assert intent["status"] == "succeeded" and fake.charges == 1
+    [order] = placed(store, session["id"])
+    assert (order.id, order.door, order.total_cents) == (done.json()["order"]["id"], "acp", total(session))
+    assert (order.payment_handler, order.payment_reference) == ("stripe", intent["id"])
+
+
+def test_acps_older_payment_data_pays_through_stripe_the_same_way(store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=store.base) as http:
+        session = acp.ready_session(http, "green_tea", 1)
+        done = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(),
+                         json={"payment_data": {"token": fake.grant("pm_card_visa"), "provider": "stripe"}})
+    assert done.status_code == 200 and done.json()["status"] == "completed", done.text
+    [order] = placed(store, session["id"])
+    assert (order.payment_handler, order.payment_reference) == ("stripe", next(iter(fake.intents)))
+
+
+def test_a_declined_card_leaves_no_order_in_either_checkout(store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=store.base) as http:
+        checkout = ucp_ready(http)
+        ucp_done = http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=ucp.headers(PLATFORM),
+                             json=ucp_payment("pm_card_chargeDeclined"))
+        session = acp.ready_session(http, "green_tea", 2)
+        acp_done = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(),
+                             json=acp.pay(fake.grant("pm_card_chargeDeclined"), handler_id="stripe"))
+    assert ucp_done.status_code == 402 and "Your card was declined." in ucp_done.text
+    assert acp_done.status_code == 402 and acp_done.json()["code"] == "payment_declined"
+    assert placed(store, checkout["id"]) == [] and placed(store, session["id"]) == []
+    assert fake.charges == 0 and len(fake.intents) == 2  # Stripe kept each declined PaymentIntent
