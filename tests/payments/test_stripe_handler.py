@@ -167,6 +167,19 @@ def test_a_key_reused_for_another_amount_is_refused_and_charges_nothing_more(fak
     assert fake.charges == 1
 
 
+def test_a_key_another_request_still_uses_is_unavailable_not_a_setup_error(fake: FakeStripe) -> None:
+    """Stripe answers 409 while another request with the key is still going through (a completion
+    taken over while the first still waits). That request may take the money, so the checkout must
+    keep its hold and ask again: PaymentUnavailable, never the setup error that gives it back."""
+    stripe = handler(fake)
+    first = card("pm_card_visa")
+    fake.in_flight.add(first.idempotency_key)
+    with pytest.raises(PaymentUnavailable, match="retry with the same idempotency key"):
+        stripe.charge(first)
+    fake.in_flight.clear()
+    assert stripe.charge(first).succeeded and fake.charges == 1
+
+
 def test_a_timeout_is_unavailable_and_the_retry_finds_the_payment_stripe_took(fake: FakeStripe) -> None:
     fake.delay = 3 * TIMEOUT
     stripe = handler(fake, timeout=TIMEOUT, max_network_retries=1)

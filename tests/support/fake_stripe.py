@@ -33,7 +33,9 @@ Test switches: ``delay`` (seconds) answers every API request that much later, af
 as a Stripe whose answer is slow to arrive (to trip a client timeout); ``failing_with`` (an HTTP
 status) answers every API request with that ``api_error``, acting on nothing; ``shared_tokens``
 (on by default) off refuses ``shared_payment_granted_token`` as an unknown parameter, as Stripe does an
-account without its shared payment token preview.
+account without its shared payment token preview; ``in_flight`` (idempotency keys) answers a create
+under one of them 409 ``idempotency_error``, acting on nothing, as Stripe answers a request whose key
+another request is still using.
 
 Kept for the test to check: ``requests``, each API request received (``Sent``); ``charges``, the
 number of payments taken (money moved), which an idempotent retry must not increase; ``intents``,
@@ -112,6 +114,7 @@ class FakeStripe:
         self.delay = 0.0
         self.failing_with: int | None = None
         self.shared_tokens = True
+        self.in_flight: set[str] = set()
         self.requests: list[Sent] = []
         self.intents: dict[str, dict[str, Any]] = {}
         self.granted: dict[str, dict[str, Any]] = {}
@@ -149,6 +152,7 @@ class FakeStripe:
         """Forget every request, PaymentIntent and stored answer, and turn the switches off."""
         with self._lock:
             self.delay, self.failing_with, self.shared_tokens, self.charges = 0.0, None, True, 0
+            self.in_flight.clear()
             self.requests.clear()
             self.intents.clear()
             self.granted.clear()
@@ -167,6 +171,11 @@ class FakeStripe:
         refused = self._refused(request)
         if refused is not None:
             return refused, False
+        if key in self.in_flight:
+            return _error(409, "idempotency_error",
+                          "There is currently another in-progress request using this Idempotent Key (that probably "
+                          "means you submitted twice, and the other request is still going through): "
+                          f"{key}. Please try again later."), False
         stored = self._answers.get((self.api_key, key)) if key else None
         if stored is None:
             answer = self._pay(params)
