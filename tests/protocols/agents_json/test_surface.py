@@ -18,6 +18,7 @@ from haggler.protocols.agents_json.capabilities import API, MAX_LIMIT, SESSION_P
 from haggler.protocols.agents_json.schema import load_schema
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.agents_json.validate import validate_manifest
+from haggler.protocols.ucp.settings import UcpSettings
 from haggler.storage.schema import agent_sessions
 from haggler.trust.keys import SigningKeys
 from tests.conftest import SECRET_MARKERS
@@ -88,9 +89,14 @@ def test_the_published_key_is_the_raw_ed25519_key_in_the_data_dir_and_survives_r
 
 
 def test_without_audit_no_key_is_made_or_published(make_store, tmp_path):
+    """No audit, no audit key. (UCP, on by default, signs its webhooks with a P-256 key of its own
+    in the same folder: with UCP off too, nothing at all is written.)"""
     doc = manifest(make_store(agents=AgentsSettings(audit_enabled=False), data_dir=tmp_path / "none"))
     assert doc["audit"] == {"enabled": False, "endpoint": f"{API}/audit"}
-    assert not (tmp_path / "none").exists()
+    assert not (tmp_path / "none" / "audit" / "signing_key.pem").exists()
+    manifest(make_store(agents=AgentsSettings(audit_enabled=False), ucp=UcpSettings(enabled=False),
+                        data_dir=tmp_path / "nothing"))
+    assert not (tmp_path / "nothing").exists()
 
 
 # -- every declared endpoint works as declared -----------------------------------------------------
