@@ -325,10 +325,9 @@ def _state_json(session: Session) -> str:
 def _hold(h: Mapping[str, Any] | None) -> Hold | None:
     if h is None:
         return None
-    t = h["totals"]
     paid = h["payment"]
     return Hold(tuple(AppliedDiscount(**d) for d in h["discounts"]), tuple(ShippingOption(**o) for o in h["options"]),
-                Totals(**t), h["deal_id"], h["deal_line_id"],
+                Totals(**h["totals"]), h["deal_id"], h["deal_line_id"],
                 Payment(**{**paid, "since": datetime.fromisoformat(paid["since"]),
                            "first_at": datetime.fromisoformat(paid["first_at"])}))
 
@@ -351,8 +350,10 @@ def _session(row: Any) -> Session:
 def _reserved_before_holds(row: Any) -> datetime | None:
     """When a row stored before holds existed (``reserved`` and ``progress_since``) left its
     completion in progress, holding stock and perhaps a deal; None for any other row."""
+    if row.status != IN_PROGRESS:  # every other row: no second parse of its state on each read
+        return None
     state = json.loads(row.state)
-    if "hold" in state or not state.get("reserved") or row.status != IN_PROGRESS:
+    if "hold" in state or not state.get("reserved"):
         return None
     return datetime.fromisoformat(state["progress_since"]) if state.get("progress_since") else row.updated_at
 
