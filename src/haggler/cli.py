@@ -257,6 +257,11 @@ def serve(
         help="Serve ACP checkout (/checkout_sessions, /.well-known/acp.json) to agents presenting this key as "
         "their Bearer token (at least 16 characters). Set it in the environment rather than here, where "
         "other users of the machine can read it. Without it the store does not serve ACP.")] = None,
+    acp_webhook_url: Annotated[Optional[str], typer.Option(
+        envvar="HAGGLER_ACP_WEBHOOK_URL", show_envvar=True,
+        help="With ACP: the agent platform's order webhook receiver; every order placed through ACP is sent "
+        "there as order_create, signed (Merchant-Signature) with the secret in HAGGLER_ACP_WEBHOOK_SECRET, "
+        "which is read from the environment only.")] = None,
     checkout_counter_offers: Annotated[bool, typer.Option(
         help="Answer a UCP or ACP cancel over price (intent_trace.reason_code price_sensitivity) with the "
         "merchant agent's counter-offer, a deal code for a new checkout (docs/checkout.md).")] = True,
@@ -310,7 +315,8 @@ def serve(
             v2_deadlock=v2_deadlock, v2_deadlock_threshold=v2_deadlock_threshold, v2_wall_clock_seconds=v2_wall_clock)
         market = market_settings(offer_turn_cap, clear_interval, deal_expiry)
         ucp = UcpSettings(simulation_secret=simulation_secret)
-        acp = AcpSettings(api_key=acp_api_key)
+        acp = AcpSettings(api_key=acp_api_key, webhook_url=acp_webhook_url,
+                          webhook_secret=os.environ.get("HAGGLER_ACP_WEBHOOK_SECRET") or None)
         client_limits = ClientLimits(max_wrong_tokens, max_registrations_per_hour, max_agent_messages_per_hour,
                                      max_contacts_per_hour)
         if allowed_host:
@@ -366,6 +372,8 @@ def serve(
         if simulation_secret else ""))
     err.print(f"ACP checkout at {base}/.well-known/acp.json" if acp.enabled
               else "ACP checkout not served (set HAGGLER_ACP_API_KEY to serve it)")
+    if acp.webhook_url:
+        err.print(f"ACP orders announced to {acp.webhook_url} (order_create, signed with HAGGLER_ACP_WEBHOOK_SECRET)")
     if stripe is not None:
         err.print(f"payments through Stripe (handler {stripe.id}, account {stripe.account_id}, {stripe.environment}; "
                   + ("3-D Secure returns the buyer to --stripe-return-url)" if stripe.return_url

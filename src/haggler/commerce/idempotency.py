@@ -46,11 +46,13 @@ RETRY_LATER: tuple[type[HagglerError], ...] = (InFlight, RateLimited)
 
 class Kept(NamedTuple):
     """An answer as kept against a key: its status and JSON body; ``replayed`` when it was
-    kept from an earlier request rather than just made."""
+    kept from an earlier request rather than just made. ``after``: work due once the answer is
+    sent (an order webhook), never kept, so that a replay does it no second time."""
 
     status: int
     body: dict[str, Any]
     replayed: bool = False
+    after: Callable[[], object] | None = None
 
 
 class KeyReused(Unprocessable):

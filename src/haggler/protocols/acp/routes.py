@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import APIRouter, Request
+from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from haggler.commerce.idempotency import Kept
@@ -37,7 +38,8 @@ _DISCOVERY_CACHE = "public, max-age=3600"
 
 def _send(request: Request, kept: Kept, *, post: bool) -> JSON:
     """The answer with ACP's response headers: the request's ``Idempotency-Key`` and ``Request-Id``
-    echoed, ``Idempotent-Replayed: true`` on a replay (rfc.agentic_checkout.md §3.1, §6.3)."""
+    echoed, ``Idempotent-Replayed: true`` on a replay (rfc.agentic_checkout.md §3.1, §6.3); the
+    work due after it (an order webhook) runs once it is sent."""
     headers = {}
     if post and request.headers.get("Idempotency-Key"):
         headers["Idempotency-Key"] = request.headers["Idempotency-Key"]
@@ -45,7 +47,8 @@ def _send(request: Request, kept: Kept, *, post: bool) -> JSON:
         headers["Request-Id"] = request.headers["Request-Id"]
     if kept.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return JSON(kept.body, status_code=kept.status, headers=headers)
+    return JSON(kept.body, status_code=kept.status, headers=headers,
+                background=BackgroundTask(kept.after) if kept.after is not None else None)
 
 
 def build_router(service: AcpService, base_of: Callable[[Request], str],

@@ -26,6 +26,7 @@ from haggler.orders import Order
 from haggler.payments.handler import PaymentHandler
 from haggler.protocols.acp import reading, views
 from haggler.protocols.acp.settings import AcpSettings
+from haggler.protocols.acp.webhooks import ORDER_CREATE, OrderWebhooks
 from haggler.server.errors import status_for
 from haggler.storage.database import Database
 
@@ -39,10 +40,12 @@ _NOT_CANCELABLE = 405
 class AcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: AcpSettings,
                  handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
-                 deal_ttl: timedelta = timedelta(hours=24), counter_offers: CounterOffers | None = None) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), counter_offers: CounterOffers | None = None,
+                 webhooks: OrderWebhooks | None = None) -> None:
         """``catalog``: the store's negotiable products, sellable here too; ``deal_ttl``: how long
         a deal closed in chat can be bought (the same lifetime every other door honours);
-        ``counter_offers``: the store's answer to a cancel over price (None: none)."""
+        ``counter_offers``: the store's answer to a cancel over price (None: none); ``webhooks``:
+        where placed orders are announced (default: as ``settings`` say)."""
         self.db = db
         self.clock = clock
         self.settings = settings
@@ -52,6 +55,7 @@ class AcpService:
         #: The handlers a session offers, declared.
         self.handlers = views.handlers(handlers)
         self.counter_offers = counter_offers
+        self.webhooks = webhooks or OrderWebhooks(settings)
 
     # -- the caller ----------------------------------------------------------------------------------
 
@@ -111,11 +115,15 @@ class AcpService:
     def complete(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
         """Charge and place the order through the checkout core: on success the session is
         ``completed`` with its ``order``; a declined payment is 402 and leaves no order; a payment
-        that waits for the buyer answers the session in ``requires_escalation`` with ``continue_url``."""
+        that waits for the buyer answers the session in ``requires_escalation`` with ``continue_url``.
+        A placed order is announced to the store's order webhook (``order_create``) once the answer
+        is sent, by the request that placed it only (a replay announces nothing)."""
         def run() -> Kept:
             payment = reading.payment_request(body, self.handler_ids)
             priced, order = self.sessions.complete(session_id, payment, door=DOOR, buyer=reading.complete_buyer(body))
-            return Kept(200, self._checkout(priced, base, order))
+            answer = self._checkout(priced, base, order)
+            announce = self.webhooks.announce(ORDER_CREATE, answer["order"]) if order is not None else None
+            return Kept(200, answer, after=announce)
         return self._idempotent(key, f"/checkout_sessions/{session_id}/complete", body, run)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,

@@ -157,17 +157,6 @@ def checkout(priced: Priced, declared: Sequence[Mapping[str, Any]], order: Order
     session = priced.session
     currency = session.currency.lower()
     discounts, messages = _discounts(priced)
-    line_off = sum(li.subtotal_cents - priced.line_total(li) for li in session.lines)
-    t = priced.totals
-    totals = [_total("items_base_amount", "Items", t.subtotal_cents)]
-    if line_off:
-        totals.append(_total("items_discount", "Negotiated price", line_off))
-    totals.append(_total("subtotal", "Subtotal", t.subtotal_cents - line_off))
-    if t.discount_cents - line_off:
-        totals.append(_total("discount", "Discounts", t.discount_cents - line_off))
-    if t.fulfillment_cents is not None:
-        totals.append(_total("fulfillment", "Shipping", t.fulfillment_cents))
-    totals.append(_total("total", "Total", t.total_cents))
     body: dict[str, Any] = {
         "id": session.id,
         "protocol": {"version": ACP_VERSION},
@@ -177,7 +166,7 @@ def checkout(priced: Priced, declared: Sequence[Mapping[str, Any]], order: Order
         "line_items": [_line(priced, li) for li in session.lines],
         "fulfillment_options": [{"type": "shipping", "id": o.id, "title": o.title,
                                  "totals": [_total("fulfillment", o.title, o.price_cents)]} for o in priced.options],
-        "totals": totals,
+        "totals": _totals(priced),
         "messages": messages,
         "links": [],
         "created_at": utc_z(session.created_at),
@@ -207,9 +196,50 @@ def checkout(priced: Priced, declared: Sequence[Mapping[str, Any]], order: Order
         body["selected_fulfillment_options"] = [{"type": "shipping", "option_id": chosen.id,
                                                  "item_ids": [li.id for li in session.lines]}]
     if order is not None:
-        body["order"] = {"type": "order", "id": order.id, "checkout_session_id": session.id,
-                         "permalink_url": order_url(base, session.id), "status": "confirmed",
-                         "totals": [_total("total", "Total", order.total_cents)]}
+        body["order"] = order_view(priced, order, base)
+    return body
+
+
+def _totals(priced: Priced) -> list[dict[str, Any]]:
+    """A session's totals, the negotiated price as the items' discount."""
+    line_off = sum(li.subtotal_cents - priced.line_total(li) for li in priced.session.lines)
+    t = priced.totals
+    totals = [_total("items_base_amount", "Items", t.subtotal_cents)]
+    if line_off:
+        totals.append(_total("items_discount", "Negotiated price", line_off))
+    totals.append(_total("subtotal", "Subtotal", t.subtotal_cents - line_off))
+    if t.discount_cents - line_off:
+        totals.append(_total("discount", "Discounts", t.discount_cents - line_off))
+    if t.fulfillment_cents is not None:
+        totals.append(_total("fulfillment", "Shipping", t.fulfillment_cents))
+    totals.append(_total("total", "Total", t.total_cents))
+    return totals
+
+
+def order_view(priced: Priced, order: Order, base: str) -> dict[str, Any]:
+    """The full Order (rfc.orders.md) as a completion answers it and every order webhook carries it
+    (the webhook spec: the full order, not a delta): its lines, none fulfilled yet, one pending
+    shipment to the session's destination, and the totals the buyer paid."""
+    session = priced.session
+    lines = []
+    for li in session.lines:
+        paid = priced.line_total(li)
+        line: dict[str, Any] = {"id": li.id, "title": li.title, "product_id": li.product_id,
+                                "quantity": {"ordered": li.quantity, "current": li.quantity, "fulfilled": 0},
+                                "status": "processing"}
+        if paid % li.quantity == 0:  # the schema's subtotal is quantity times unit_price, exactly
+            line.update(unit_price=paid // li.quantity, subtotal=paid)
+        else:
+            line["totals"] = [_total("subtotal", "Subtotal", paid)]
+        lines.append(line)
+    body: dict[str, Any] = {"type": "order", "id": order.id, "checkout_session_id": session.id,
+                            "permalink_url": order_url(base, session.id), "status": "confirmed",
+                            "line_items": lines, "totals": _totals(priced)}
+    f = session.fulfillment
+    if f is not None and f.destination is not None:
+        body["fulfillments"] = [{"id": f"ful_{order.id}", "type": "shipping", "status": "pending",
+                                 "line_items": [{"id": li.id, "quantity": li.quantity} for li in session.lines],
+                                 "destination": address(f.destination)}]
     return body
 
 

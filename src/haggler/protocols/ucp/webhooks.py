@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 import httpx
 
+from haggler.commerce.webhooks import Delivery
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.views import ORDER
 from haggler.shopper.errors import BlockedURL
@@ -80,7 +81,7 @@ class Webhooks:
         self.settings = settings
         self.signer = signer
         self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
-        self._sleep = sleep
+        self._delivery = Delivery(self.policy, settings.webhook_timeout_seconds, settings.webhook_attempts, sleep)
         self._profiles: dict[str, tuple[float, PlatformProfile]] = {}
         self._lock = threading.Lock()
 
@@ -121,29 +122,12 @@ class Webhooks:
 
     def deliver(self, url: str, event: Mapping[str, Any], business_profile: str) -> bool:
         """POST ``event`` to ``url``, signed, naming the store by its profile URL
-        (``business_profile``), retrying with a growing pause; whether it was taken (2xx)."""
+        (``business_profile``), retried as ``commerce/webhooks.py`` does; whether it was taken (2xx).
+        Every attempt carries the same signature (a UCP signature holds no time)."""
         body = canonical_json(event)
-        headers = {"Content-Type": "application/json",
-                   "Request-Signature": sign_detached(self.signer, body, encoded=False),
+        headers = {"Request-Signature": sign_detached(self.signer, body, encoded=False),
                    "UCP-Agent": f'profile="{business_profile}"'}
-        for attempt in range(self.settings.webhook_attempts):
-            if attempt:
-                self._sleep(0.5 * 2 ** (attempt - 1))
-            try:
-                self.policy.check(url)
-                with self._client() as client:
-                    answer = client.post(url, content=body, headers=headers)
-                if 200 <= answer.status_code < 300:
-                    return True
-                log.info("UCP webhook %s answered %d (attempt %d)", url, answer.status_code, attempt + 1)
-            except BlockedURL as exc:
-                log.warning("UCP webhook %s not sent: %s", url, exc)
-                return False
-            except httpx.HTTPError as exc:
-                log.info("UCP webhook %s failed (attempt %d): %s", url, attempt + 1, exc)
-        log.warning("UCP webhook %s: %s not delivered after %d attempts", url, event.get("event_type"),
-                    self.settings.webhook_attempts)
-        return False
+        return self._delivery.post(url, body, lambda _: headers, f"UCP {event.get('event_type')}")
 
 
 def _read_at_most(answer: httpx.Response, limit: int) -> bytes:
