@@ -16,7 +16,8 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 
 from haggler.commerce.counter_offers import Caller
-from haggler.protocols.ucp.service import Answer, UcpService
+from haggler.commerce.idempotency import Kept
+from haggler.protocols.ucp.service import UcpService
 from haggler.protocols.ucp.views import PROFILE_PATH
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.responses import JSON
@@ -35,7 +36,7 @@ _KEY = "idempotency-key"
 _SECRET = "Simulation-Secret"
 
 
-def _send(answer: Answer) -> JSON:
+def _send(answer: Kept) -> JSON:
     return JSON(answer.body, status_code=answer.status,
                 background=BackgroundTask(answer.after) if answer.after is not None else None)
 
@@ -47,7 +48,7 @@ def build_router(service: UcpService, base_of: Callable[[Request], str],
     chat starts)."""
     router = APIRouter()
 
-    async def _write(request: Request, operation: Callable[..., Answer], target: str, **more: object) -> JSON:
+    async def _write(request: Request, operation: Callable[..., Kept], target: str, **more: object) -> JSON:
         """A write on a session or an order: the body read at the edge, the work (which may wait on
         the payment handler) off the event loop, under the request's idempotency key."""
         body = await read_json_body(request, BODY_WORDING)

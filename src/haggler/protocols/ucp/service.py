@@ -18,7 +18,7 @@ import json
 import secrets
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from haggler.catalog import Catalog
 from haggler.commerce.counter_offers import Caller, CounterOffer, CounterOffers
@@ -78,14 +78,6 @@ def _canonical(entry: dict[str, Any]) -> str:
     return json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-class Answer(NamedTuple):
-    """What a route sends: a status, a JSON body, and work to do once it is sent (a webhook)."""
-
-    status: int
-    body: dict[str, Any]
-    after: Callable[[], object] | None = None
-
-
 class UcpService:
     def __init__(self, db: Database, clock: Callable[[], datetime], settings: UcpSettings,
                  handlers: Mapping[str, PaymentHandler], *, signer: Signer, catalog: Catalog | None = None,
@@ -116,64 +108,64 @@ class UcpService:
 
     # -- checkout sessions -------------------------------------------------------------------------
 
-    def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Answer:
+    def create(self, agent_header: str | None, key: str | None, body: dict[str, Any], base: str) -> Kept:
         """Create Checkout: 201 with the session. The profile its ``UCP-Agent`` names is read here
         and only here, and the checkout keeps what it says: the order webhook, and, when AP2 is in
         both sides' capabilities, the platform's signing keys, which lock the session into AP2's
         mandate flow (``ap2.py``)."""
         agent = reading.read_agent(agent_header, store=base)
 
-        def run() -> Answer:
+        def run() -> Kept:
             platform = self.webhooks.platform(agent.profile)
             locked = views.AP2 in views.negotiated(base, platform.capabilities)
             request = reading.session_input(body, creating=True, webhook_url=platform.webhook_url,
                                             mandate_keys=platform.signing_keys if locked else None,
                                             creator=agent.profile)
-            return Answer(201, self._checkout(self.sessions.create(request), base))
+            return Kept(201, self._checkout(self.sessions.create(request), base))
         return self._idempotent(agent, key, "POST /checkout-sessions", body, run)
 
-    def get(self, agent_header: str | None, session_id: str, base: str) -> Answer:
+    def get(self, agent_header: str | None, session_id: str, base: str) -> Kept:
         """Get Checkout: the session as it stands, completed and canceled ones included."""
         reading.read_agent(agent_header, store=base)
-        return Answer(200, self._checkout(self.sessions.get(session_id), base))
+        return Kept(200, self._checkout(self.sessions.get(session_id), base))
 
     def update(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
-               base: str) -> Answer:
+               base: str) -> Kept:
         """Update Checkout: the body's id, when sent, must be the session's. The order webhook stays
         the one the creator's profile named: anyone who knows a session's id could otherwise send an
         update naming their own profile and receive the order, buyer and address included."""
         agent = reading.read_agent(agent_header, store=base)
 
-        def run() -> Answer:
+        def run() -> Kept:
             if body.get("id") is not None and body["id"] != session_id:
                 raise InvalidInput(f"the body's id {body['id']!r} is not the session's {session_id!r}")
             request = reading.session_input(body, creating=False, webhook_url=None)
-            return Answer(200, self._checkout(self.sessions.update(session_id, request), base))
+            return Kept(200, self._checkout(self.sessions.update(session_id, request), base))
         return self._idempotent(agent, key, f"PUT /checkout-sessions/{session_id}", body, run)
 
     def cancel(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
-               base: str, *, caller: Caller | None = None) -> Answer:
+               base: str, *, caller: Caller | None = None) -> Kept:
         """Cancel Checkout: 409 for a session already completed or canceled. Canceled over price
         (``intent_trace.reason_code``), the answer may carry the store's counter-offer
         (``commerce/counter_offers.py``)."""
         agent = reading.read_agent(agent_header, store=base)
 
-        def run() -> Answer:
+        def run() -> Kept:
             reason = reading.cancel_reason(body)
             canceled = self.sessions.cancel(session_id)
             offer = self.counter_offers.after_cancel(canceled, reason, caller, base) if self.counter_offers else None
-            return Answer(200, self._checkout(canceled, base, offer=offer))
+            return Kept(200, self._checkout(canceled, base, offer=offer))
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/cancel", body, run)
 
     def complete(self, agent_header: str | None, key: str | None, session_id: str, body: dict[str, Any],
-                 base: str) -> Answer:
+                 base: str) -> Kept:
         """Charge and place the order (``haggler/commerce/sessions.py``), then tell the platform's
         webhook ``order_placed``; a payment that waits for the buyer answers the checkout in
         ``requires_escalation``, with where they continue. A session locked into AP2 is charged only
         once its mandate is verified (``ap2.py``)."""
         agent = reading.read_agent(agent_header, store=base)
 
-        def run() -> Answer:
+        def run() -> Kept:
             payment = reading.payment_request(body)
 
             def authorize(priced: Priced) -> None:
@@ -184,7 +176,7 @@ class UcpService:
                                       now=self.clock())
             priced, order = self.sessions.complete(session_id, payment, door=DOOR, authorize=authorize)
             after = self._announce(priced.session.webhook_url, "order_placed", order, base) if order is not None else None
-            return Answer(200, self._checkout(priced, base, order), after)
+            return Kept(200, self._checkout(priced, base, order), after=after)
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
@@ -211,14 +203,14 @@ class UcpService:
             raise NotFound(f"order {order_id} not found")
         return found
 
-    def get_order(self, agent_header: str | None, order_id: str, base: str) -> Answer:
+    def get_order(self, agent_header: str | None, order_id: str, base: str) -> Kept:
         """An order placed through UCP (another door's order is not found here). Its permalink, so
         asked without ``UCP-Agent`` too."""
         reading.read_agent(agent_header, required=False, store=base)
-        return Answer(200, views.order(self._order(order_id), base))
+        return Kept(200, views.order(self._order(order_id), base))
 
     def update_order(self, agent_header: str | None, key: str | None, order_id: str, body: dict[str, Any],
-                     base: str) -> Answer:
+                     base: str) -> Kept:
         """Record the fulfillment events and adjustments sent, for the platform that placed the order
         only (403 for any other). UCP's REST binding defines no order update (order changes go
         from the business to the platform, by webhook); the conformance suite sends one, so the
@@ -227,7 +219,7 @@ class UcpService:
         are added after it (422 otherwise), and an adjustment's amount is at most the order's total."""
         agent = reading.read_agent(agent_header, store=base)
 
-        def run() -> Answer:
+        def run() -> Kept:
             self._placed_by(self._order(order_id), agent)
             events, adjustments = reading.order_update(body)
 
@@ -241,7 +233,7 @@ class UcpService:
                         _within_total(order, added)
                     details[name] = [*recorded, *added]
                 return details
-            return Answer(200, views.order(self._change_order(order_id, change), base))
+            return Kept(200, views.order(self._change_order(order_id, change), base))
         return self._idempotent(agent, key, f"PUT /orders/{order_id}", body, run)
 
     def _placed_by(self, order: Order, agent: reading.Agent) -> None:
@@ -275,7 +267,7 @@ class UcpService:
         if expected is None or secret is None or not hmac.compare_digest(secret.encode(), expected.encode()):
             raise Forbidden("a simulation endpoint needs the store's Simulation-Secret")
 
-    def simulate_shipping(self, secret: str | None, order_id: str, base: str) -> Answer:
+    def simulate_shipping(self, secret: str | None, order_id: str, base: str) -> Kept:
         """Record that the whole order shipped and tell the platform's webhook ``order_shipped``."""
         self.simulation_allowed(secret)
         now = self.clock()
@@ -287,7 +279,7 @@ class UcpService:
         order = self._change_order(order_id, ship)
         session = self.sessions.session_of(order)
         after = self._announce(session.webhook_url, "order_shipped", order, base) if session else None
-        return Answer(200, views.order(order, base), after)
+        return Kept(200, views.order(order, base), after=after)
 
     def _announce(self, url: str | None, event_type: str, order: Order, base: str) -> Callable[[], object] | None:
         """The delivery of an order event to the checkout's webhook, to run once the answer is sent
@@ -313,17 +305,11 @@ class UcpService:
         return Kept(status, views.error(status, exc.message, exc.fields()))
 
     def _idempotent(self, agent: reading.Agent, key: str | None, what: str, body: dict[str, Any],
-                    run: Callable[[], Answer]) -> Answer:
+                    run: Callable[[], Kept]) -> Kept:
         if key is None:
             return run()
-        ran: list[Answer] = []
-
-        def first() -> Kept:
-            ran.append(run())
-            return Kept(ran[0].status, ran[0].body)
         try:
-            kept = self.keys.run(self.keys.owner(agent.profile or ""), key, what, body, first, self._refusal)
+            # The webhook due after the first answer goes with it only (Kept.after); a replay sends none.
+            return self.keys.run(self.keys.owner(agent.profile or ""), key, what, body, run, self._refusal)
         except KeyReused:
             raise Conflict("this idempotency-key was used for a different request") from None
-        # The webhook due after the first answer goes with it only; a replay sends none.
-        return ran[0] if ran else Answer(kept.status, kept.body)
