@@ -189,6 +189,7 @@ def test_another_card_while_awaiting_authentication_is_refused_and_the_first_pay
     ({"interventions": {"supported": ["3ds", "biometric", "something_new"]}}, ["3ds"]),
     ({"interventions": {"supported": ["address_verification"]}}, []),
     ({"interventions": {"supported": []}}, []),
+    ({"interventions": {"display_context": "native"}}, []),
     ({}, [])])
 def test_rfc_capability_negotiation_7_1_the_session_answers_the_intersection_of_interventions(
         acp_store, declared: dict, answered: list) -> None:

@@ -204,7 +204,8 @@ def _interventions(body: Mapping[str, Any]) -> tuple[str, ...] | None:
     if interventions is None:
         return None
     where = "$.capabilities.interventions.supported"
-    supported = _list(_object(interventions, "$.capabilities.interventions").get("supported"), where)
+    # ACP's schema does not require supported (rfc.capability_negotiation §4 does): absent, none is.
+    supported = _list(_object(interventions, "$.capabilities.interventions").get("supported", []), where)
     return tuple(dict.fromkeys(str(_text(v, f"{where}[{i}]")) for i, v in enumerate(supported)))
 
 
