@@ -1,5 +1,5 @@
 """Completing a checkout session, at the core every protocol shares: a processor that does not
-answer, one that asks the buyer to act, a process that dies between the charge and the order, a
+answer, one that asks the buyer to act (at its page, or through their agent's 3-D Secure), a process that dies between the charge and the order, a
 completion taken over while the first still waits, and a total that changed since it was shown."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -14,11 +15,12 @@ from sqlalchemy import select, update
 
 from haggler.catalog import load_catalog
 from haggler.commerce.merchant_data import Address
-from haggler.commerce.sessions import (COMPLETED, ESCALATION, IN_PROGRESS, MAX_QUANTITY, SETTLE_WITHIN, TAKEOVER_AFTER,
-                                       CheckoutSessions, FulfillmentRequest, LineRequest, PaymentRequest, SessionInput,
-                                       TotalChanged)
+from haggler.commerce.sessions import (AUTHENTICATION, COMPLETED, ESCALATION, IN_PROGRESS, MAX_QUANTITY, SETTLE_WITHIN,
+                                       TAKEOVER_AFTER, AuthenticationRefused, CheckoutSessions, FulfillmentRequest,
+                                       LineRequest, PaymentRequest, SessionInput, TotalChanged)
 from haggler.errors import Conflict, InFlight, InvalidInput, PaymentDeclined, Unavailable
-from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome, PaymentSetupError, PaymentUnavailable
+from haggler.payments.handler import Acquirer, AuthenticationRequest, AuthenticationResult, Charge, ChargeResult
+from haggler.payments.handler import PaymentOutcome, PaymentSetupError, PaymentUnavailable
 from haggler.storage.database import open_database
 from haggler.storage.schema import checkout_sessions, commerce_inventory, commerce_shipping_rates, orders
 
@@ -477,3 +479,104 @@ def test_catalog_shipping_is_offered_to_checkouts_in_the_stores_currency_only(tm
             currency="USD", lines=(LineRequest(None, dollar.id, 1),), fulfillment=where)).options] == [("std", 700)]
     finally:
         database.dispose()
+
+
+ASKED = AuthenticationRequest(Acquirer("412345", "US", "acq-1", "Tea Shop"), "visa")
+THREE_DS = ChargeResult(PaymentOutcome.ACTION_REQUIRED, "pi_1", reason="authenticate",
+                        action_url="https://pay.example/3ds", authentication=ASKED)
+RESULT = AuthenticationResult("authenticated", "AbCdEfGhIjKlMnOpQrStUvWxY0=", "05", "ds-1", "2.2.0")
+
+
+class Authenticating(Processor):
+    """A processor that asks for 3-D Secure and takes the payment once the charge brings a result
+    (declining a failed one), keeping each charge it was sent; ``lose_next``: the next answer to a
+    result is lost on its way back (the money moved all the same)."""
+
+    def __init__(self) -> None:
+        super().__init__(THREE_DS)
+        self.charges: list[Charge] = []
+        self.lose_next = False
+
+    def charge(self, charge: Charge) -> ChargeResult:
+        self.charges.append(charge)
+        if charge.authentication is not None:
+            ok = charge.authentication.authenticated
+            self.done[charge.idempotency_key] = ChargeResult(
+                PaymentOutcome.SUCCEEDED if ok else PaymentOutcome.DECLINED, "pi_1",
+                reason=None if ok else f"authentication {charge.authentication.outcome}")
+            if self.lose_next:
+                self.lose_next = False
+                raise PaymentUnavailable("timeout")
+        return super().charge(charge)
+
+
+def test_an_agent_that_runs_3ds_waits_authentication_required_and_the_result_continues_the_same_payment(db):
+    """A protocol whose agent runs 3-D Secure (ACP): the hold stays, the session waits
+    authentication_required with what the agent needs (kept through a read of the stored row), the
+    completion without the result is refused before anything is charged, another card and a cancel
+    are refused, and the result goes to the processor with the same key: one order."""
+    processor = Authenticating()
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": processor}, agent_authentication=True)
+    session_id = ready(sessions)
+    priced, order = sessions.complete(session_id, PAY, door="acp")
+    assert order is None and priced.session.status == AUTHENTICATION and stock(db) == 3
+    assert priced.awaiting_authentication == ASKED and sessions.get(session_id).awaiting_authentication == ASKED
+    assert priced.awaiting_buyer is None and priced.session.hold.payment.action_url is None
+    with pytest.raises(AuthenticationRefused) as missing:
+        sessions.complete(session_id, PAY, door="acp")
+    assert missing.value.missing and len(processor.charges) == 1
+    with pytest.raises(Conflict, match="another payment"):
+        sessions.complete(session_id, replace(OTHER_CARD, authentication=RESULT), door="acp")
+    with pytest.raises(Conflict, match="authenticate"):
+        sessions.cancel(session_id)
+    priced, order = sessions.complete(session_id, replace(PAY, authentication=RESULT), door="acp")
+    assert order is not None and order.payment_reference == "pi_1" and priced.session.status == COMPLETED
+    assert [c.authentication for c in processor.charges] == [None, RESULT]
+    assert len({c.idempotency_key for c in processor.charges}) == 1  # the same payment, continued
+    assert placed(db) == 1 and stock(db) == 3 and priced.awaiting_authentication is None
+
+
+def test_a_failed_authentication_gives_the_hold_back(db):
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": Authenticating()}, agent_authentication=True)
+    session_id = ready(sessions)
+    sessions.complete(session_id, PAY, door="acp")
+    with pytest.raises(PaymentDeclined, match="authentication denied"):
+        sessions.complete(session_id, replace(PAY, authentication=AuthenticationResult("denied")), door="acp")
+    assert stock(db) == 5 and placed(db) == 0 and sessions.get(session_id).session.status == "ready_for_complete"
+
+
+def test_a_result_lost_on_its_way_back_is_sent_again_with_the_result(db):
+    """The continuation's answer lost (no answer): the payment is unknown, the hold stays and keeps
+    what the agent needed; the same completion with the result settles it."""
+    processor = Authenticating()
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": processor}, agent_authentication=True)
+    session_id = ready(sessions)
+    sessions.complete(session_id, PAY, door="acp")
+    processor.lose_next = True
+    with pytest.raises(Unavailable):
+        sessions.complete(session_id, replace(PAY, authentication=RESULT), door="acp")
+    held = sessions.get(session_id).session
+    assert held.status == IN_PROGRESS and held.hold.payment.authentication == ASKED
+    priced, order = sessions.complete(session_id, replace(PAY, authentication=RESULT), door="acp")
+    assert order is not None and placed(db) == 1
+
+
+def test_without_an_agent_that_runs_3ds_the_buyer_goes_to_the_processors_page(db):
+    """UCP: the same answer escalates to the processor's page; an authentication result is refused."""
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": Authenticating()})
+    session_id = ready(sessions)
+    priced, _ = sessions.complete(session_id, PAY, door="ucp")
+    assert priced.session.status == ESCALATION and priced.awaiting_buyer.action_url == "https://pay.example/3ds"
+    assert priced.awaiting_authentication is None
+    with pytest.raises(AuthenticationRefused) as unexpected:
+        sessions.complete(session_id, replace(PAY, authentication=RESULT), door="ucp")
+    assert not unexpected.value.missing
+
+
+def test_a_result_for_a_session_that_asked_for_none_charges_nothing(db):
+    processor = Processor(SUCCEEDED)
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": processor}, agent_authentication=True)
+    session_id = ready(sessions)
+    with pytest.raises(AuthenticationRefused):
+        sessions.complete(session_id, replace(PAY, authentication=RESULT), door="acp")
+    assert processor.keys == [] and stock(db) == 5

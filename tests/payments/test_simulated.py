@@ -1,9 +1,12 @@
-"""The simulated payment handler: the UCP suite's tokens, card numbers, and idempotency."""
+"""The simulated payment handler: the UCP suite's tokens, card numbers, idempotency, and 3-D Secure
+run by the buyer's agent."""
 
 from __future__ import annotations
 
-from haggler.payments.handler import Charge, PaymentOutcome
-from haggler.payments.simulated import SimulatedPaymentHandler, luhn_valid
+from dataclasses import replace
+
+from haggler.payments.handler import AuthenticationRequest, AuthenticationResult, Charge, PaymentOutcome
+from haggler.payments.simulated import AUTHENTICATION_TOKEN, SIMULATED_ACQUIRER, SimulatedPaymentHandler, luhn_valid
 
 
 def charge(credential: dict, key: str = "k1") -> Charge:
@@ -30,3 +33,28 @@ def test_the_same_key_answers_what_it_did_the_first_time():
     handler = SimulatedPaymentHandler()
     first = handler.charge(charge({"type": "token", "token": "success_token"}))
     assert handler.charge(charge({"type": "token", "token": "fail_token"})) == first
+
+
+AUTHENTICATE = {"type": "spt", "token": AUTHENTICATION_TOKEN}
+AUTHENTICATED = AuthenticationResult("authenticated", "AbCdEfGhIjKlMnOpQrStUvWxY0=", "05", "ds-1", "2.2.0")
+
+
+def test_the_authentication_token_asks_for_3ds_with_the_simulated_acquirer_until_the_result_comes():
+    handler = SimulatedPaymentHandler()
+    first = handler.charge(charge(AUTHENTICATE))
+    assert first.outcome is PaymentOutcome.ACTION_REQUIRED and first.action_url is None
+    assert first.authentication == AuthenticationRequest(SIMULATED_ACQUIRER, "visa")
+    assert handler.charge(charge(AUTHENTICATE)) == first  # a replay of the key: still waiting
+    paid = handler.charge(replace(charge(AUTHENTICATE), authentication=AUTHENTICATED))
+    assert paid.succeeded and paid.reference == first.reference
+    # once settled, the key answers what it did, with or without a result
+    assert handler.charge(charge(AUTHENTICATE)) == paid
+    assert handler.charge(replace(charge(AUTHENTICATE), authentication=AuthenticationResult("denied"))) == paid
+
+
+def test_a_failed_authentication_is_a_decline_that_stays_one():
+    handler = SimulatedPaymentHandler()
+    handler.charge(charge(AUTHENTICATE))
+    declined = handler.charge(replace(charge(AUTHENTICATE), authentication=AuthenticationResult("denied")))
+    assert declined.outcome is PaymentOutcome.DECLINED and "denied" in (declined.reason or "")
+    assert handler.charge(replace(charge(AUTHENTICATE), authentication=AUTHENTICATED)) == declined

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -19,7 +20,8 @@ from haggler.payments import (
     PaymentUnavailable,
     StripeHandler,
 )
-from haggler.payments.stripe_handler import KEY_ENV
+from haggler.payments.handler import Acquirer, AuthenticationRequest, AuthenticationResult
+from haggler.payments.stripe_handler import ACQUIRERS_ENV, KEY_ENV
 from tests.support.fake_stripe import ACCOUNT_ID, API_KEY, FakeStripe
 
 #: The client timeout of the cases about a Stripe too slow for it (whose answer takes 3x this).
@@ -269,3 +271,102 @@ def test_haggler_payments_imports_without_the_sdk_and_does_not_load_it() -> None
     loaded, message = result.stdout.splitlines()
     assert loaded == "False"
     assert "pip install 'haggler[stripe]'" in message
+
+
+# -- 3-D Secure run by the buyer's agent -------------------------------------------------------------
+
+VISA_ACQUIRER = Acquirer(bin="412345", country="US", merchant_id="acq-merchant-1", merchant_name="Tea Shop")
+MASTERCARD_ACQUIRER = Acquirer(bin="512345", country="US", merchant_id="acq-merchant-2", merchant_name="Tea Shop",
+                               requestor_id="req-7")
+ACQUIRERS = {"visa": VISA_ACQUIRER, "mastercard": MASTERCARD_ACQUIRER}
+AUTHENTICATED = AuthenticationResult("authenticated", "AbCdEfGhIjKlMnOpQrStUvWxY0=", "05", "ds-trans-1", "2.2.0")
+
+
+def authenticated(charge: Charge, result: AuthenticationResult = AUTHENTICATED) -> Charge:
+    return replace(charge, authentication=result)
+
+
+@pytest.mark.parametrize(("token", "directory_server", "acquirer"), [
+    ("pm_card_authenticationRequired", "visa", VISA_ACQUIRER),
+    ("pm_card_mastercard_threeDSecure", "mastercard", MASTERCARD_ACQUIRER)])
+def test_3d_secure_names_the_acquirer_the_operator_gave_for_the_cards_network(
+        fake: FakeStripe, token: str, directory_server: str, acquirer: Acquirer) -> None:
+    result = handler(fake, acquirers=ACQUIRERS).charge(card(token))
+    assert result.outcome is PaymentOutcome.ACTION_REQUIRED
+    assert result.authentication == AuthenticationRequest(acquirer, directory_server)
+    assert result.action_url is not None  # Stripe's own page too: the protocol picks
+    assert ("GET", f"/v1/payment_methods/{token}") in [(s.method, s.path) for s in fake.requests]
+
+
+def test_3d_secure_without_acquirer_details_asks_no_agent_and_invents_none(fake: FakeStripe) -> None:
+    assert handler(fake).charge(card("pm_card_authenticationRequired")).authentication is None
+    # a network the operator gave no acquirer for (and one with no directory server here) neither
+    assert handler(fake, acquirers={"mastercard": MASTERCARD_ACQUIRER}).charge(
+        card("pm_card_authenticationRequired", key="k-2")).authentication is None
+    assert handler(fake, acquirers=ACQUIRERS).charge(
+        card("pm_card_discover_threeDSecure", key="k-3")).authentication is None
+
+
+def test_an_authenticated_result_confirms_the_same_payment_intent_with_stripes_3ds_import_fields(
+        fake: FakeStripe) -> None:
+    stripe = handler(fake, acquirers=ACQUIRERS)
+    first = stripe.charge(card("pm_card_authenticationRequired"))
+    done = stripe.charge(authenticated(card("pm_card_authenticationRequired")))
+    assert (done.outcome, done.reference) == (PaymentOutcome.SUCCEEDED, first.reference)
+    assert fake.charges == 1 and len(fake.intents) == 1
+    [confirm] = [s for s in fake.requests if s.path.endswith("/confirm")]
+    assert confirm.path == f"/v1/payment_intents/{first.reference}/confirm"
+    assert confirm.params["payment_method_options"] == {"card": {"three_d_secure": {
+        "cryptogram": AUTHENTICATED.cryptogram, "transaction_id": "ds-trans-1", "version": "2.2.0",
+        "electronic_commerce_indicator": "05", "ares_trans_status": "Y"}}}
+    assert confirm.params["error_on_requires_action"] == "true"
+    assert confirm.idempotency_key and confirm.idempotency_key.startswith("order-1-attempt-1-3ds-")
+
+
+def test_the_same_authenticated_result_twice_confirms_once(fake: FakeStripe) -> None:
+    stripe = handler(fake, acquirers=ACQUIRERS)
+    stripe.charge(card("pm_card_authenticationRequired"))
+    first = stripe.charge(authenticated(card("pm_card_authenticationRequired")))
+    again = stripe.charge(authenticated(card("pm_card_authenticationRequired")))  # a lost answer, sent again
+    assert first == again and first.succeeded and fake.charges == 1
+    assert len([s for s in fake.requests if s.path.endswith("/confirm")]) == 1  # the intent had succeeded
+
+
+@pytest.mark.parametrize("outcome", ["denied", "rejected", "abandoned", "canceled", "not_supported"])
+def test_a_failed_authentication_cancels_the_payment_intent_and_takes_nothing(fake: FakeStripe, outcome: str) -> None:
+    stripe = handler(fake, acquirers=ACQUIRERS)
+    first = stripe.charge(card("pm_card_authenticationRequired"))
+    declined = stripe.charge(authenticated(card("pm_card_authenticationRequired"), AuthenticationResult(outcome)))
+    assert (declined.outcome, declined.reference) == (PaymentOutcome.DECLINED, first.reference)
+    assert outcome in (declined.reason or "")
+    assert fake.intents[first.reference]["status"] == "canceled" and fake.charges == 0
+    assert not [s for s in fake.requests if s.path.endswith("/confirm")]
+    # the buyer cannot take it later at Stripe's page either
+    assert httpx.post(f"{fake.base}/3d_secure/{first.reference}", data={"outcome": "complete"}).status_code == 400
+    assert fake.charges == 0
+
+
+@pytest.mark.parametrize(("given", "problem"), [
+    ("not json", "not JSON"),
+    ('["visa"]', "JSON object"),
+    ('{"discover": {}}', "not a directory server"),
+    ('{"visa": {"acquirer_bin": "1", "acquirer_country": "US", "acquirer_merchant_id": "m"}}', "merchant_name"),
+    ('{"visa": {"acquirer_bin": "123456789012", "acquirer_country": "US", "acquirer_merchant_id": "m", '
+     '"merchant_name": "n"}}', "acquirer_bin"),
+    ('{"visa": {"acquirer_bin": "1", "acquirer_country": "U1", "acquirer_merchant_id": "m", "merchant_name": "n"}}',
+     "acquirer_country"),
+    ('{"visa": {"acquirer_bin": "1", "acquirer_country": "US", "acquirer_merchant_id": "m", "merchant_name": "n", '
+     '"flow": "x"}}', "must be an object of")])
+def test_acquirer_details_from_the_environment_are_checked_when_the_handler_is_built(
+        fake: FakeStripe, monkeypatch: pytest.MonkeyPatch, given: str, problem: str) -> None:
+    monkeypatch.setenv(ACQUIRERS_ENV, given)
+    with pytest.raises(PaymentSetupError, match=problem) as refused:
+        handler(fake)
+    assert ACQUIRERS_ENV in str(refused.value)
+
+
+def test_acquirer_details_come_from_the_environment_when_not_given(fake: FakeStripe,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ACQUIRERS_ENV, '{"visa": {"acquirer_bin": "412345", "acquirer_country": "us", '
+                                      '"acquirer_merchant_id": "acq-merchant-1", "merchant_name": "Tea Shop"}}')
+    assert handler(fake).acquirers == {"visa": VISA_ACQUIRER}

@@ -25,7 +25,7 @@ import jsonschema
 import pytest
 
 from haggler.orders import Order, list_orders
-from haggler.payments.stripe_handler import API_BASE_ENV, KEY_ENV
+from haggler.payments.stripe_handler import ACQUIRERS_ENV, API_BASE_ENV, KEY_ENV
 from haggler.storage.database import open_database
 
 try:
@@ -44,6 +44,9 @@ RETURN_URL = "https://shop.example/checkout/return"
 #: A platform profile the store will not fetch (a real store reaches no loopback address): no webhook.
 PLATFORM = "http://127.0.0.1:9/profile.json"
 STRIPE_CONFIG = json.loads((ROOT / "docs" / "schemas" / "org.haggler.stripe.json").read_text())
+#: The acquirer's details the operator gives for 3-D Secure run by buyers' agents (Visa only).
+VISA_ACQUIRER = {"acquirer_bin": "412345", "acquirer_country": "US", "acquirer_merchant_id": "acq-merchant-1",
+                 "merchant_name": "Tea Shop"}
 #: The UCP conformance suite's SDK: UCP's own models of its 2026-01-11 schemas (tests/protocols/ucp/test_ucp_cli.py).
 UCP_SDK = Path(os.environ.get("HAGGLER_UCP_CONFORMANCE") or ROOT.parent / "shared" / "ucp-conformance") / "sdk" / "src"
 
@@ -75,12 +78,13 @@ def server() -> Iterator[FakeStripe]:
 @pytest.fixture(scope="module")
 def store(server: FakeStripe, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
     """A real store, seeded with the tea shop, serving UCP and ACP, with Stripe as its one handler
-    (no simulation secret): the account asked of Stripe at start-up, 3-D Secure returning to RETURN_URL."""
+    (no simulation secret): the account asked of Stripe at start-up, 3-D Secure returning to RETURN_URL
+    or, for Visa cards, run by ACP agents with the acquirer's details in the environment."""
     where = tmp_path_factory.mktemp("stripe-store")
     url = f"sqlite:///{where}/shop.db"
     ucp.seed(url)
     env = {KEY_ENV: API_KEY, API_BASE_ENV: server.base, "HAGGLER_STRIPE_RETURN_URL": RETURN_URL,
-           "HAGGLER_ACP_API_KEY": acp.KEY}
+           "HAGGLER_ACP_API_KEY": acp.KEY, ACQUIRERS_ENV: json.dumps({"visa": VISA_ACQUIRER})}
     with ProcessServer("--db", url, "--data-dir", str(where / "data"), cwd=where, env=env) as process:
         assert f"payments through Stripe (handler stripe, account {ACCOUNT_ID}, sandbox" in process.log()
         yield Store(process, url)
@@ -221,3 +225,78 @@ def test_a_declined_card_leaves_no_order_in_either_checkout(store: Store, fake: 
     assert acp_done.status_code == 402 and acp_done.json()["code"] == "payment_declined"
     assert placed(store, checkout["id"]) == [] and placed(store, session["id"]) == []
     assert fake.charges == 0 and len(fake.intents) == 2  # Stripe kept each declined PaymentIntent
+
+
+# -- 3-D Secure ----------------------------------------------------------------------------------------
+
+AUTHENTICATED = {"outcome": "authenticated", "outcome_details": {
+    "three_ds_cryptogram": "AbCdEfGhIjKlMnOpQrStUvWxY0=", "electronic_commerce_indicator": "05",
+    "transaction_id": "dsTransId_abc123", "version": "2.2.0"}}
+
+
+def acp_awaiting_authentication(http: httpx.Client, fake: FakeStripe) -> tuple[dict[str, Any], dict[str, Any]]:
+    """An ACP session paid with a shared token for a card whose issuer asks for 3-D Secure: the
+    session and the completion's payment."""
+    session = acp.ready_session(http, "green_tea", 2)
+    payment = acp.pay(fake.grant("pm_card_authenticationRequired", "usd", total(session)), handler_id="stripe")
+    first = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(), json=payment)
+    assert first.status_code == 200, first.text
+    body = first.json()
+    acp.conforms(body, "CheckoutSession")
+    assert body["status"] == "authentication_required"
+    assert body["authentication_metadata"] == {"acquirer_details": VISA_ACQUIRER, "directory_server": "visa"}
+    assert "continue_url" not in body
+    return session, payment
+
+
+def test_rfc_agentic_checkout_4_4_acp_3ds_on_stripe_from_requires_action_to_the_order(
+        store: Store, fake: FakeStripe) -> None:
+    """rfc.agentic_checkout §4.4, §8, §9.7 against Stripe: the PaymentIntent in requires_action is
+    authentication_required with the operator's acquirer for the card's network; complete without
+    authentication_result is 400 requires_3ds; with an authenticated one the same PaymentIntent is
+    confirmed with Stripe's imported 3-D Secure fields, and the order placed: one charge."""
+    with httpx.Client(base_url=store.base) as http:
+        session, payment = acp_awaiting_authentication(http, fake)
+        intent = the_one_payment_intent(fake, total(session))
+        assert intent["status"] == "requires_action" and fake.charges == 0
+        missing = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(), json=payment)
+        assert missing.status_code == 400 and (missing.json()["code"], missing.json()["param"]) == (
+            "requires_3ds", "$.authentication_result")
+        done = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(),
+                         json={**payment, "authentication_result": AUTHENTICATED})
+    assert done.status_code == 200 and done.json()["status"] == "completed", done.text
+    [confirm] = [r for r in fake.requests if r.path == f"/v1/payment_intents/{intent['id']}/confirm"]
+    assert confirm.params["payment_method_options"]["card"]["three_d_secure"] == {
+        "cryptogram": "AbCdEfGhIjKlMnOpQrStUvWxY0=", "transaction_id": "dsTransId_abc123", "version": "2.2.0",
+        "electronic_commerce_indicator": "05", "ares_trans_status": "Y"}
+    assert fake.intents[intent["id"]]["status"] == "succeeded" and fake.charges == 1 and len(fake.intents) == 1
+    [order] = placed(store, session["id"])
+    assert (order.id, order.payment_handler, order.payment_reference) == (
+        done.json()["order"]["id"], "stripe", intent["id"])
+
+
+def test_a_failed_authentication_on_stripe_cancels_the_payment_intent_and_places_no_order(
+        store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=store.base) as http:
+        session, payment = acp_awaiting_authentication(http, fake)
+        declined = http.post(f"/checkout_sessions/{session['id']}/complete", headers=acp.headers(),
+                             json={**payment, "authentication_result": {"outcome": "denied"}})
+        after = http.get(f"/checkout_sessions/{session['id']}", headers=acp.headers()).json()
+    assert declined.status_code == 402 and declined.json()["code"] == "payment_declined"
+    [intent] = fake.intents.values()
+    assert intent["status"] == "canceled" and fake.charges == 0
+    assert placed(store, session["id"]) == [] and after["status"] == "ready_for_payment"
+
+
+def test_ucp_on_a_card_asking_for_3ds_still_sends_the_buyer_to_stripes_page(store: Store, fake: FakeStripe) -> None:
+    """UCP is unchanged: its agents do not run 3-D Secure, so the acquirer's details are not used and
+    the checkout requires escalation with Stripe's page as continue_url."""
+    with httpx.Client(base_url=store.base) as http:
+        checkout = ucp_ready(http)
+        answer = http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=ucp.headers(PLATFORM),
+                           json=ucp_payment("pm_card_authenticationRequired"))
+    assert answer.status_code == 200, answer.text
+    [intent] = fake.intents.values()
+    assert answer.json()["status"] == "requires_escalation"
+    assert answer.json()["continue_url"] == f"{fake.base}/3d_secure/{intent['id']}"
+    assert "authentication_metadata" not in answer.json() and placed(store, checkout["id"]) == []

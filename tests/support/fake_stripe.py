@@ -18,10 +18,20 @@ What it does as Stripe does:
   (``spt_…``) for a test ``payment_method``, as Stripe's test helper does (its ``usage_limits`` are
   kept, not enforced).
 - ``GET /v1/account`` answers the key's account, ``ACCOUNT_ID``.
-- ``GET /v1/payment_intents/{id}`` reads one back.
+- ``GET /v1/payment_intents/{id}`` reads one back; ``GET /v1/payment_methods/{id}`` a test
+  PaymentMethod, with its ``card.brand`` (``pm_card_mastercard_threeDSecure`` is a Mastercard asking
+  for 3-D Secure, ``pm_card_discover_threeDSecure`` a Discover card doing so; the others are Visa).
+- ``POST /v1/payment_intents/{id}/confirm`` with 3-D Secure run outside Stripe
+  (``payment_method_options[card][three_d_secure]``, Stripe's import of 3-D Secure results) on a
+  PaymentIntent in ``requires_action``: ``cryptogram``, ``transaction_id`` and ``version`` are
+  required (400 ``parameter_missing``); ``ares_trans_status`` ``Y``, ``A`` or ``I`` takes the
+  money, any other fails the authentication (``requires_payment_method``); any other confirmation
+  is a 400 ``payment_intent_unexpected_state``.
+- ``POST /v1/payment_intents/{id}/cancel`` cancels one not yet succeeded (else 400
+  ``payment_intent_unexpected_state``).
 - ``Idempotency-Key``: a POST with a key seen before (for the same API key) gets the stored answer
   again, status and body, with ``Idempotent-Replayed: true``, and does nothing; with other parameters
-  it is a 400 ``idempotency_error``. Errors before the endpoint runs (a refused key) are not stored.
+  or on another endpoint it is a 400 ``idempotency_error``. Errors before the endpoint runs (a refused key) are not stored.
 - ``Authorization: Bearer KEY``: only the fake's own ``sk_test_`` key is accepted, else a 401.
 
 The buyer's side of 3-D Secure: ``POST`` the ``redirect_to_url`` URL with the form field
@@ -72,6 +82,7 @@ class Card:
 
     decline: tuple[str, str] | None = None
     authenticate: bool = False
+    brand: str = "visa"
 
 
 GENERIC_DECLINE = Card(decline=("generic_decline", "Your card was declined."))
@@ -84,7 +95,11 @@ TEST_CARDS: dict[str, Card] = {
         decline=("insufficient_funds", "Your card has insufficient funds.")),
     "pm_card_authenticationRequired": THREE_D_SECURE,
     "pm_card_threeDSecure2Required": THREE_D_SECURE,
+    "pm_card_mastercard_threeDSecure": Card(authenticate=True, brand="mastercard"),
+    "pm_card_discover_threeDSecure": Card(authenticate=True, brand="discover"),
 }
+#: The ``ares_trans_status`` values after which an issuer takes an imported authentication.
+AUTHENTICATED = ("Y", "A", "I")
 
 #: Stripe's words when the buyer fails 3-D Secure (``payment_intent_authentication_failure``).
 AUTHENTICATION_FAILED = ("The provided PaymentMethod has failed authentication. You can provide payment_method_data "
@@ -119,11 +134,14 @@ class FakeStripe:
         self.intents: dict[str, dict[str, Any]] = {}
         self.granted: dict[str, dict[str, Any]] = {}
         self.charges = 0
-        self._answers: dict[tuple[str, str], tuple[dict[str, Any], Answer]] = {}
+        self._answers: dict[tuple[str, str], tuple[str, dict[str, Any], Answer]] = {}
         self._lock = threading.Lock()
         app = Starlette(routes=[
             Route("/v1/payment_intents", self._create, methods=["POST"]),
             Route("/v1/payment_intents/{intent}", self._retrieve, methods=["GET"]),
+            Route("/v1/payment_intents/{intent}/confirm", self._confirm, methods=["POST"]),
+            Route("/v1/payment_intents/{intent}/cancel", self._cancel, methods=["POST"]),
+            Route("/v1/payment_methods/{method}", self._payment_method, methods=["GET"]),
             Route("/v1/test_helpers/shared_payment/granted_tokens", self._grant, methods=["POST"]),
             Route("/v1/account", self._account, methods=["GET"]),
             Route("/3d_secure/{intent}", self._authenticate, methods=["POST"]),
@@ -159,15 +177,26 @@ class FakeStripe:
             self._answers.clear()
 
     async def _create(self, request: Request) -> Response:
+        return await self._post(request, self._pay)
+
+    async def _confirm(self, request: Request) -> Response:
+        return await self._post(request, lambda params: self._on_intent(request, params, self._authenticated))
+
+    async def _cancel(self, request: Request) -> Response:
+        return await self._post(request, lambda params: self._on_intent(request, params, self._canceled))
+
+    async def _post(self, request: Request, act: Any) -> Response:
+        """A POST under Stripe's idempotency rules, ``act`` (params → Answer) run once per key."""
         params = decode_form((await request.body()).decode())
         key = request.headers.get("idempotency-key")
         with self._lock:
             self.requests.append(Sent("POST", request.url.path, key, params))
-            answer, replayed = self._answer_create(request, key, params)
+            answer, replayed = self._answer_once(request, key, params, act)
         return await self._respond(answer, key, replayed)
 
-    def _answer_create(self, request: Request, key: str | None, params: dict[str, Any]) -> tuple[Answer, bool]:
-        """The answer to a create, and whether it is a replay of a stored one."""
+    def _answer_once(self, request: Request, key: str | None, params: dict[str, Any],
+                     act: Any) -> tuple[Answer, bool]:
+        """The answer to a POST, and whether it is a replay of a stored one."""
         refused = self._refused(request)
         if refused is not None:
             return refused, False
@@ -178,12 +207,12 @@ class FakeStripe:
                           f"{key}. Please try again later."), False
         stored = self._answers.get((self.api_key, key)) if key else None
         if stored is None:
-            answer = self._pay(params)
+            answer = act(params)
             if key:
-                self._answers[(self.api_key, key)] = (params, answer)
+                self._answers[(self.api_key, key)] = (request.url.path, params, answer)
             return answer, False
-        first_params, answer = stored
-        if first_params != params:
+        first_path, first_params, answer = stored
+        if (first_path, first_params) != (request.url.path, params):
             return _error(400, "idempotency_error",
                           "Keys for idempotent requests can only be used with the same parameters they were first "
                           f"used with. Try using a key other than '{key}' if you meant to execute a different "
@@ -202,6 +231,50 @@ class FakeStripe:
                                 code="resource_missing", param="intent")
             else:
                 answer = Answer(200, dict(intent))
+        return await self._respond(answer, None, replayed=False)
+
+    def _on_intent(self, request: Request, params: dict[str, Any], act: Any) -> Answer:
+        """``act`` (intent, params → Answer) on the PaymentIntent the path names, or a 404."""
+        intent = self.intents.get(request.path_params["intent"])
+        if intent is None:
+            return _error(404, "invalid_request_error", f"No such payment_intent: '{request.path_params['intent']}'",
+                          code="resource_missing", param="intent")
+        return act(intent, params)
+
+    def _authenticated(self, intent: dict[str, Any], params: dict[str, Any]) -> Answer:
+        """A confirmation with 3-D Secure run outside Stripe (the only confirmation the fake knows)."""
+        three_d_secure = params.get("payment_method_options", {}).get("card", {}).get("three_d_secure")
+        if intent["status"] != "requires_action" or three_d_secure is None:
+            return _unexpected(intent, "confirm")
+        missing = next((p for p in ("cryptogram", "transaction_id", "version") if not three_d_secure.get(p)), None)
+        if missing is not None:
+            return _error(400, "invalid_request_error", f"Missing required param: {missing}.", code="parameter_missing",
+                          param=f"payment_method_options[card][three_d_secure][{missing}]")
+        intent["next_action"] = None
+        if three_d_secure.get("ares_trans_status") in AUTHENTICATED:
+            self._succeed(intent)
+        else:
+            intent["status"] = "requires_payment_method"
+            intent["last_payment_error"] = {"type": "card_error", "message": AUTHENTICATION_FAILED,
+                                            "code": "payment_intent_authentication_failure"}
+        return Answer(200, dict(intent))
+
+    def _canceled(self, intent: dict[str, Any], params: dict[str, Any]) -> Answer:
+        if intent["status"] in ("succeeded", "canceled"):
+            return _unexpected(intent, "cancel")
+        intent.update(status="canceled", next_action=None, cancellation_reason=params.get("cancellation_reason"))
+        return Answer(200, dict(intent))
+
+    async def _payment_method(self, request: Request) -> Response:
+        method = request.path_params["method"]
+        with self._lock:
+            self.requests.append(Sent("GET", request.url.path, None, {}))
+            answer = self._refused(request)
+            if answer is None and method not in TEST_CARDS:
+                answer = _no_such("PaymentMethod", "payment_method", method)
+            if answer is None:
+                answer = Answer(200, {"id": method, "object": "payment_method", "type": "card", "livemode": False,
+                                      "card": {"brand": TEST_CARDS[method].brand, "last4": "3155"}})
         return await self._respond(answer, None, replayed=False)
 
     async def _grant(self, request: Request) -> Response:
@@ -313,17 +386,24 @@ class FakeStripe:
 
 def decode_form(body: str) -> dict[str, Any]:
     """Stripe's form encoding back into values: ``metadata[order]=x`` into ``{"metadata": {"order": "x"}}``,
-    ``payment_method_types[0]=card`` into ``{"payment_method_types": ["card"]}`` (one level, all the
-    PaymentIntents parameters the handler sends need)."""
+    ``payment_method_types[0]=card`` into ``{"payment_method_types": ["card"]}``, and so on at any
+    depth (``payment_method_options[card][three_d_secure][version]``)."""
     decoded: dict[str, Any] = {}
     for name, value in parse_qsl(body, keep_blank_values=True):
-        nested = re.fullmatch(r"(\w+)\[(\w*)\]", name)
-        if nested is None:
+        first, *rest = re.findall(r"^\w+|(?<=\[)\w*(?=\])", name)
+        if not rest:
             decoded[name] = value
-        elif nested[2].isdigit():
-            decoded.setdefault(nested[1], []).append(value)
+            continue
+        parent: Any = decoded
+        for key, below in zip([first, *rest], rest):
+            if below.isdigit():
+                parent = parent.setdefault(key, [])
+            else:
+                parent = parent.setdefault(key, {})
+        if isinstance(parent, list):
+            parent.append(value)
         else:
-            decoded.setdefault(nested[1], {})[nested[2]] = value
+            parent[rest[-1]] = value
     return decoded
 
 
@@ -349,6 +429,12 @@ def _error(status: int, kind: str, message: str, *, code: str | None = None, par
     if param:
         error["param"] = param
     return Answer(status, {"error": error})
+
+
+def _unexpected(intent: dict[str, Any], action: str) -> Answer:
+    """Stripe's 400 for an action the PaymentIntent's status does not allow."""
+    return _error(400, "invalid_request_error", f"You cannot {action} this PaymentIntent because it has a status of "
+                  f"{intent['status']}.", code="payment_intent_unexpected_state")
 
 
 def _no_such(kind: str, param: str, value: object) -> Answer:

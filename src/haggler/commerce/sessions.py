@@ -21,7 +21,10 @@ same charge (the processor answers what it did) and settles it:
 
 * no answer (:class:`PaymentUnavailable`): the hold stays and the session stays in progress (503);
 * the buyer must act first: the hold stays and the session ``requires_escalation``, with the
-  processor's page as where the buyer continues;
+  processor's page as where the buyer continues; or, for a protocol whose agent runs 3-D Secure
+  itself (ACP) and a handler that says how (an :class:`AuthenticationRequest`), the session is
+  ``authentication_required`` until the same completion comes back with the buyer's result, which
+  continues the same payment (same key) and is charged with it;
 * a process that dies mid-charge leaves the payment ``charging``; after :data:`TAKEOVER_AFTER`
   (longer than any handler waits for its processor) the same completion takes it over;
 * a processor refusing a retry before reaching the money (``PaymentSetupError``) says nothing about
@@ -61,7 +64,8 @@ from haggler.commerce.pricing import shipping_options, subtotal, totals
 from haggler.errors import Conflict, Gone, InFlight, InvalidInput, NotFound, PaymentDeclined, Unavailable
 from haggler.orders import Buyer, Order, OrderLine, insert_order, new_order_id, order_for, place_once, redeem
 from haggler.orders import redemption_of, release
-from haggler.payments.handler import Charge, PaymentHandler, PaymentOutcome, PaymentSetupError, PaymentUnavailable
+from haggler.payments.handler import Acquirer, AuthenticationRequest, AuthenticationResult, Charge, PaymentHandler
+from haggler.payments.handler import PaymentOutcome, PaymentSetupError, PaymentUnavailable
 from haggler.storage.chats import DealRow
 from haggler.storage.database import Database
 from haggler.storage.schema import checkout_sessions
@@ -88,11 +92,13 @@ PAYMENT_KEY_SECRET = "checkout_payment_keys"
 
 INCOMPLETE, READY, IN_PROGRESS, ESCALATION, COMPLETED, CANCELED = (
     "incomplete", "ready_for_complete", "complete_in_progress", "requires_escalation", "completed", "canceled")
+#: Waiting for the buyer's agent to run 3-D Secure and send the result back (ACP).
+AUTHENTICATION = "authentication_required"
 #: Statuses after which a session takes no update, completion or cancellation.
 FINAL = (COMPLETED, CANCELED)
 
-#: Where a payment stands: being charged, asked with no answer, waiting for the buyer to act at the
-#: processor's page, or paid.
+#: Where a payment stands: being charged, asked with no answer, waiting for the buyer to act (at the
+#: processor's page, or through their agent's 3-D Secure), or paid.
 CHARGING, UNKNOWN, AWAITING_BUYER, PAID = "charging", "unknown", "awaiting_buyer", "paid"
 
 
@@ -116,6 +122,9 @@ class Payment:
     reason: str | None = None
     #: The processor's reference for it, once one answer named it.
     reference: str | None = None
+    #: What the buyer's agent needs to run 3-D Secure, once the processor asked for it: kept until the
+    #: payment is paid, so that the same payment may carry the result back even after a lost answer.
+    authentication: AuthenticationRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +184,9 @@ class Session:
     #: The public keys (JWKs) of the platform that created the session, when it asked that the
     #: completion carry its signed mandate (UCP's AP2 extension); None: no mandate is required.
     mandate_keys: tuple[Mapping[str, Any], ...] | None = None
+    #: The interventions the buyer's agent said it can handle (ACP's ``capabilities.interventions``),
+    #: kept so that every answer can say which of them the store can ask for; None: it said nothing.
+    interventions: tuple[str, ...] | None = None
 
     @property
     def buyer_email(self) -> str | None:
@@ -223,6 +235,8 @@ class SessionInput:
     mandate_keys: tuple[Mapping[str, Any], ...] | None = None
     #: Read by a create only: who creates the session (:attr:`Session.creator`), which no update changes.
     creator: str | None = None
+    #: The interventions the agent can handle (:attr:`Session.interventions`), replacing those before.
+    interventions: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +249,8 @@ class PaymentRequest:
     credential: Mapping[str, Any] | None
     instrument_id: str | None = None
     mandate: str | None = None
+    #: The buyer's 3-D Secure result, continuing a payment that awaits it (ACP's ``authentication_result``).
+    authentication: AuthenticationResult | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,11 +285,29 @@ class Priced:
         return hold.payment
 
     @property
+    def awaiting_authentication(self) -> AuthenticationRequest | None:
+        """What the buyer's agent needs to run 3-D Secure, while the session waits for its result."""
+        hold = self.session.hold
+        if hold is None or self.session.status != AUTHENTICATION:
+            return None
+        return hold.payment.authentication
+
+    @property
     def ready(self) -> bool:
         """Whether everything a completion needs is there: lines, a destination and an option."""
         f = self.session.fulfillment
         return bool(self.session.lines) and f is not None and f.destination is not None \
             and self.selected_option is not None
+
+
+class AuthenticationRefused(InvalidInput):
+    """A completion whose 3-D Secure result does not fit the session: none sent while the session
+    awaits one (``missing``), or one sent while no payment of the session asked for it. Nothing is
+    charged; each protocol words it (ACP: ``requires_3ds`` at ``$.authentication_result``)."""
+
+    def __init__(self, message: str, *, missing: bool) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 class TotalChanged(Conflict):
@@ -298,14 +332,28 @@ def _quoted(priced: Priced) -> Priced:
     return replace(priced, session=replace(priced.session, quoted_total_cents=priced.totals.total_cents))
 
 
+def _check_authentication(session: Session, payment: PaymentRequest) -> None:
+    """A completion's 3-D Secure result against the session (:class:`AuthenticationRefused`): one is
+    required while the session awaits it, and taken only for a payment that asked for it (a result
+    for a charge the issuer never asked about would be charged with nothing to check it by)."""
+    held = session.hold.payment if session.hold is not None else None
+    if session.status == AUTHENTICATION and payment.authentication is None:
+        raise AuthenticationRefused(f"checkout session {session.id} requires the buyer's 3-D Secure authentication: "
+                                    "send the same completion with its result", missing=True)
+    if payment.authentication is not None and (held is None or held.authentication is None):
+        raise AuthenticationRefused(f"checkout session {session.id} has no payment awaiting 3-D Secure "
+                                    "authentication: complete it without an authentication result", missing=False)
+
+
 def _refuse_held(session: Session) -> None:
     """409 for a change to a session whose payment has not settled (see the module's docstring)."""
     payment = session.hold.payment if session.hold is not None and session.status not in FINAL else None
     if payment is None:
         return
     if payment.state == AWAITING_BUYER:
-        raise Conflict(f"checkout session {session.id} awaits the buyer at {payment.action_url}; once they are "
-                       "done, send the same completion again")
+        where = f"at {payment.action_url}" if payment.action_url else "to authenticate the payment (3-D Secure)"
+        raise Conflict(f"checkout session {session.id} awaits the buyer {where}; once they are done, send the same "
+                       "completion again")
     if payment.state == UNKNOWN:
         raise Conflict(f"checkout session {session.id} has a payment whose outcome is not known yet; send the "
                        "same completion again to settle it")
@@ -326,10 +374,13 @@ def _hold(h: Mapping[str, Any] | None) -> Hold | None:
     if h is None:
         return None
     paid = h["payment"]
+    asked = paid.get("authentication")
+    authentication = None if asked is None else AuthenticationRequest(Acquirer(**asked["acquirer"]),
+                                                                      asked["directory_server"])
     return Hold(tuple(AppliedDiscount(**d) for d in h["discounts"]), tuple(ShippingOption(**o) for o in h["options"]),
                 Totals(**h["totals"]), h["deal_id"], h["deal_line_id"],
                 Payment(**{**paid, "since": datetime.fromisoformat(paid["since"]),
-                           "first_at": datetime.fromisoformat(paid["first_at"])}))
+                           "first_at": datetime.fromisoformat(paid["first_at"]), "authentication": authentication}))
 
 
 def _session(row: Any) -> Session:
@@ -344,7 +395,8 @@ def _session(row: Any) -> Session:
                    fulfillment, state["payment"], state["webhook_url"], state.get("creator"), state["order_id"],
                    _hold(state.get("hold")),
                    state.get("quoted_total_cents"),
-                   None if state.get("mandate_keys") is None else tuple(state["mandate_keys"]))
+                   None if state.get("mandate_keys") is None else tuple(state["mandate_keys"]),
+                   None if state.get("interventions") is None else tuple(state["interventions"]))
 
 
 def _reserved_before_holds(row: Any) -> datetime | None:
@@ -364,7 +416,8 @@ class CheckoutSessions:
 
     def __init__(self, db: Database, clock: Callable[[], datetime], protocol: str,
                  handlers: Mapping[str, PaymentHandler], *, catalog: Catalog | None = None,
-                 deal_ttl: timedelta = timedelta(hours=24), on_file: bool = False) -> None:
+                 deal_ttl: timedelta = timedelta(hours=24), on_file: bool = False,
+                 agent_authentication: bool = False) -> None:
         self.db = db
         self.clock = clock
         self.protocol = protocol
@@ -379,6 +432,10 @@ class CheckoutSessions:
         #: data has no product of that id (so that a deal closed in chat can be bought here).
         self.catalog = catalog
         self.deal_ttl = deal_ttl
+        #: Whether the protocol's agent runs 3-D Secure itself (ACP): a payment whose handler says how
+        #: (an :class:`AuthenticationRequest`) then waits ``authentication_required`` for the result;
+        #: otherwise (UCP) the buyer goes to the processor's page, ``requires_escalation``.
+        self.agent_authentication = agent_authentication
         self._key_secret: bytes | None = None
 
     def _product(self, conn: Connection, product_id: str) -> Product | None:
@@ -516,6 +573,8 @@ class CheckoutSessions:
             session = replace(session, webhook_url=request.webhook_url)
         if request.mandate_keys is not None:
             session = replace(session, mandate_keys=request.mandate_keys)
+        if request.interventions is not None:
+            session = replace(session, interventions=request.interventions)
         return session
 
     def _lines(self, conn: Connection, session: Session, requested: tuple[LineRequest, ...]) -> tuple[Line, ...]:
@@ -629,10 +688,13 @@ class CheckoutSessions:
                  buyer: Mapping[str, Any] | None = None,
                  authorize: Callable[[Priced], None] | None = None) -> tuple[Priced, Order | None]:
         """Charge for the session and place its order (see the module's docstring): the priced
-        session and its order, or no order while the buyer must act (``requires_escalation``).
-        Refusals: 409 when completed, canceled, being completed, paying with another payment, its
-        total changed since it was last shown, or its deal bought elsewhere meanwhile; 400 when
-        something is missing; 402 when the payment is declined; 503 when the payment handler did
+        session and its order, or no order while the buyer must act (``requires_escalation``, or
+        ``authentication_required`` until ``payment.authentication`` brings the buyer's 3-D Secure
+        result). Refusals: 409 when completed, canceled, being completed, paying with another
+        payment, its total changed since it was last shown, or its deal bought elsewhere meanwhile;
+        400 when something is missing (:class:`AuthenticationRefused`: the 3-D Secure result, or one
+        sent to a session that did not ask for it); 402 when the payment is declined (a failed
+        authentication included); 503 when the payment handler did
         not answer (the same completion sent again settles it). ``buyer``: the buyer as the
         completion sent it, replacing the session's (ACP's complete carries one). ``authorize``:
         the protocol's own check that the completion may pay for the session as priced now (UCP:
@@ -666,9 +728,11 @@ class CheckoutSessions:
             raise
         if result.succeeded:
             return self._place(session_id, priced, payment, result.reference, door)
-        if result.outcome is PaymentOutcome.ACTION_REQUIRED and result.action_url:
-            return self._unsettled(session_id, attempt, AWAITING_BUYER, result.action_url, result.reason,
-                                   result.reference), None
+        if result.outcome is PaymentOutcome.ACTION_REQUIRED:
+            authentication = result.authentication if self.agent_authentication else None
+            if authentication is not None or result.action_url:
+                return self._unsettled(session_id, attempt, AWAITING_BUYER, None if authentication else
+                                       result.action_url, result.reason, result.reference, authentication), None
         self._give_back(session_id, attempt)
         why = result.reason or "the payment did not go through"
         if result.outcome is PaymentOutcome.ACTION_REQUIRED:
@@ -687,6 +751,7 @@ class CheckoutSessions:
             self._refuse_final(session, "completed")
             now = self.clock()
             credential = self._credential(conn, payment)
+            _check_authentication(session, payment)
             if session.hold is not None:
                 held = session.hold.payment
                 if (payment.handler_id, self._key(session, credential, held.amount_cents)) != (held.handler_id, held.key):
@@ -729,7 +794,8 @@ class CheckoutSessions:
             self._save(conn, session)
         paid = hold.payment
         charge = Charge(paid.amount_cents, session.currency, credential, idempotency_key=paid.key,
-                        description=f"checkout session {session.id}", metadata={"checkout_session": session.id})
+                        description=f"checkout session {session.id}", metadata={"checkout_session": session.id},
+                        authentication=payment.authentication)
         return replace(priced, session=session), charge, attempt, retry
 
     def _key(self, session: Session, credential: Mapping[str, Any], amount_cents: int) -> str:
@@ -755,23 +821,29 @@ class CheckoutSessions:
             hold = current.hold or priced.session.hold
             assert hold is not None  # step 1 made it, and only a decline removes it
             done = replace(current, status=COMPLETED, order_id=found.id,
-                           hold=replace(hold, payment=replace(hold.payment, state=PAID, action_url=None, reason=None)))
+                           hold=replace(hold, payment=replace(hold.payment, state=PAID, action_url=None, reason=None,
+                                                              authentication=None)))
             self._save(conn, done)
             return replace(priced, session=done), found
 
         return place_once(self.db, place)
 
     def _unsettled(self, session_id: str, attempt: str, state: str, action_url: str | None = None,
-                   reason: str | None = None, reference: str | None = None) -> Priced:
+                   reason: str | None = None, reference: str | None = None,
+                   authentication: AuthenticationRequest | None = None) -> Priced:
         """Record that ``attempt``'s payment has no final answer (``UNKNOWN``) or waits for the buyer
-        (``AWAITING_BUYER``, at ``action_url``); the hold stays. The session as it now stands."""
+        (``AWAITING_BUYER``: at ``action_url``, or for their agent's 3-D Secure, ``authentication``);
+        the hold stays. The session as it now stands."""
         with self.db.write() as conn:
             session = self._load(conn, session_id, for_update=True)
             held = session.hold.payment if session.hold is not None else None
             if held is not None and held.attempt == attempt and held.state == CHARGING:
-                status = ESCALATION if state == AWAITING_BUYER else IN_PROGRESS
+                status = IN_PROGRESS
+                if state == AWAITING_BUYER:
+                    status = AUTHENTICATION if authentication is not None else ESCALATION
                 session = replace(session, status=status, hold=replace(session.hold, payment=replace(
-                    held, state=state, action_url=action_url, reason=reason, reference=reference or held.reference)))
+                    held, state=state, action_url=action_url, reason=reason, reference=reference or held.reference,
+                    authentication=authentication or held.authentication)))
                 self._save(conn, session)
             return self._price(conn, session)
 
@@ -858,7 +930,8 @@ class CheckoutSessions:
         with self.db.read() as conn:
             ids = conn.execute(select(checkout_sessions.c.id).where(
                 checkout_sessions.c.protocol == self.protocol,
-                checkout_sessions.c.status.in_((IN_PROGRESS, ESCALATION))).order_by(checkout_sessions.c.updated_at))
+                checkout_sessions.c.status.in_((IN_PROGRESS, ESCALATION, AUTHENTICATION)))
+                .order_by(checkout_sessions.c.updated_at))
             return [self._load(conn, session_id) for session_id in ids.scalars()]
 
     def settle(self, session_id: str, *, paid_reference: str | None) -> tuple[Priced, Order | None]:
@@ -894,6 +967,7 @@ class CheckoutSessions:
         return _session(row) if row is not None and row.protocol == self.protocol else None
 
 
-__all__ = ["CANCELED", "COMPLETED", "CheckoutSessions", "FINAL", "Fulfillment", "FulfillmentRequest", "INCOMPLETE",
+__all__ = ["AUTHENTICATION", "AuthenticationRefused", "CANCELED", "COMPLETED", "CheckoutSessions", "FINAL",
+           "Fulfillment", "FulfillmentRequest", "INCOMPLETE",
            "ESCALATION", "Hold", "IN_PROGRESS", "LineRequest", "Payment", "PaymentRequest", "Priced", "READY",
            "SESSION_TTL", "Session", "SessionInput", "TAKEOVER_AFTER", "TotalChanged"]

@@ -6,6 +6,12 @@ Its credentials are the suite's (``mock_payment_handler``): a token credential `
 succeeds and ``fail_token`` is declined; a card credential succeeds when its number passes the Luhn
 check (the suite's 4242 4242 4242 4242 does). Like a real processor, a second charge with an
 idempotency key already used answers what the first one did, whatever it carries.
+
+``authentication_token`` is a card whose issuer asks for 3-D Secure: the charge needs the buyer to
+authenticate, and says how with the simulated acquirer (:data:`SIMULATED_ACQUIRER`, test values:
+no directory server knows them). The same charge sent again with the buyer's authentication result
+succeeds when the result is authenticated and is declined otherwise, as an issuer would decide; until
+then a replay of the key answers that authentication is still needed.
 """
 
 from __future__ import annotations
@@ -14,12 +20,16 @@ import hashlib
 import threading
 from collections import OrderedDict
 
-from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome
+from haggler.payments.handler import Acquirer, AuthenticationRequest, Charge, ChargeResult, PaymentOutcome
 
 #: The handler's id in the checkout protocols.
 SIMULATED_HANDLER_ID = "mock_payment_handler"
 SUCCESS_TOKEN = "success_token"
 FAIL_TOKEN = "fail_token"
+AUTHENTICATION_TOKEN = "authentication_token"
+#: The acquirer a simulated 3-D Secure names: a test store's, so made up and said to be.
+SIMULATED_ACQUIRER = Acquirer(bin="000000", country="US", merchant_id="haggler-simulated",
+                              merchant_name="haggler test store (simulated)")
 #: Charges remembered per idempotency key; the oldest are forgotten first.
 _REMEMBERED = 10_000
 
@@ -50,7 +60,7 @@ class SimulatedPaymentHandler:
     def charge(self, charge: Charge) -> ChargeResult:
         with self._lock:
             found = self._done.get(charge.idempotency_key)
-            if found is None:
+            if found is None or (found.outcome is PaymentOutcome.ACTION_REQUIRED and charge.authentication):
                 found = self._decide(charge)
                 self._done[charge.idempotency_key] = found
                 if len(self._done) > _REMEMBERED:
@@ -70,7 +80,19 @@ class SimulatedPaymentHandler:
             return ChargeResult(PaymentOutcome.SUCCEEDED, reference)
         if token == FAIL_TOKEN:
             return ChargeResult(PaymentOutcome.DECLINED, reason="the payment was declined (simulated fail_token)")
+        if token == AUTHENTICATION_TOKEN:
+            result = charge.authentication
+            if result is None:
+                return ChargeResult(PaymentOutcome.ACTION_REQUIRED, reference,
+                                    reason="the card issuer asks the buyer to authenticate (simulated 3-D Secure)",
+                                    authentication=AuthenticationRequest(SIMULATED_ACQUIRER, "visa"))
+            if result.authenticated:
+                return ChargeResult(PaymentOutcome.SUCCEEDED, reference)
+            return ChargeResult(PaymentOutcome.DECLINED, reference,
+                                reason=f"3-D Secure authentication did not succeed ({result.outcome}): nothing was "
+                                       "charged")
         return ChargeResult(PaymentOutcome.DECLINED, reason="unknown payment token")
 
 
-__all__ = ["FAIL_TOKEN", "SIMULATED_HANDLER_ID", "SUCCESS_TOKEN", "SimulatedPaymentHandler", "luhn_valid"]
+__all__ = ["AUTHENTICATION_TOKEN", "FAIL_TOKEN", "SIMULATED_ACQUIRER", "SIMULATED_HANDLER_ID", "SUCCESS_TOKEN",
+           "SimulatedPaymentHandler", "luhn_valid"]

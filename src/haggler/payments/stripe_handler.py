@@ -12,6 +12,16 @@ is confirmed as ``payment_method``; a shared payment token (``spt_…``), which 
 granted for this store's account (ACP's delegated payment, Stripe's Agentic Commerce), as
 ``shared_payment_granted_token``, from which Stripe clones the buyer's PaymentMethod.
 
+3-D Secure run by the buyer's agent (ACP's ``authentication_required``): a PaymentIntent left in
+``requires_action`` answers, besides Stripe's own page, an :class:`AuthenticationRequest` when the
+operator gave the acquirer's details for the card's network (``HAGGLER_STRIPE_3DS_ACQUIRERS``:
+Stripe's API does not publish them; the network is the PaymentMethod's ``card.brand``). The agent's
+result then confirms that same PaymentIntent with Stripe's parameters for 3-D Secure run outside
+Stripe (``payment_method_options[card][three_d_secure]``: ``cryptogram``, ``transaction_id``,
+``version``, ``electronic_commerce_indicator``, ``ares_trans_status``; Stripe's "Import 3D Secure
+results", a feature Stripe enables per account), and ``error_on_requires_action`` so that Stripe
+does not start a 3-D Secure of its own; a failed result cancels the PaymentIntent: nothing is taken.
+
 The SDK is imported when a handler is built, never when ``haggler.payments`` is imported, so a store
 without the extra runs and only a store configured for Stripe needs it.
 """
@@ -19,11 +29,14 @@ without the extra runs and only a store configured for Stripe needs it.
 from __future__ import annotations
 
 import importlib
+import json
 import os
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from haggler.payments.handler import Charge, ChargeResult, PaymentOutcome, PaymentSetupError, PaymentUnavailable
+from haggler.payments.handler import DIRECTORY_SERVERS, Acquirer, AuthenticationRequest, Charge, ChargeResult
+from haggler.payments.handler import PaymentOutcome, PaymentSetupError, PaymentUnavailable
 
 #: Where the secret key comes from when none is passed: an environment variable, never a command line
 #: (where any user of the machine can read it in the process list).
@@ -41,6 +54,50 @@ SHARED_TOKEN_PREFIX = "spt_"
 _METHOD_PARAM, _SHARED_TOKEN_PARAM = "payment_method", "shared_payment_granted_token"
 
 AUTHENTICATION_NEEDED = "the card issuer asks the buyer to authenticate the payment (3-D Secure)"
+#: Where the acquirer's details for 3-D Secure run by a buyer's agent come from: a JSON object by
+#: directory server (``visa``, ``mastercard``, ``american_express``), each ``{"acquirer_bin",
+#: "acquirer_country", "acquirer_merchant_id", "merchant_name"[, "requestor_id"]}``, as the acquirer
+#: (Stripe, on request) gave them to the store.
+ACQUIRERS_ENV = "HAGGLER_STRIPE_3DS_ACQUIRERS"
+#: Each acquirer field, and its longest value (EMV 3-D Secure's, as ACP's AuthenticationMetadata has them).
+_ACQUIRER_FIELDS = {"acquirer_bin": 11, "acquirer_country": 2, "acquirer_merchant_id": 35, "merchant_name": 40,
+                    "requestor_id": 35}
+#: A PaymentMethod's ``card.brand`` as the directory server of its network; other brands have none here.
+_DIRECTORY_SERVER = {"visa": "visa", "mastercard": "mastercard", "amex": "american_express"}
+#: The 3-D Secure outcomes as EMV 3-D Secure's ``transStatus``, which Stripe takes as ``ares_trans_status``.
+_TRANS_STATUS = {"authenticated": "Y", "attempt_acknowledged": "A", "informational": "I"}
+
+
+def read_acquirers(text: str) -> dict[str, Acquirer]:
+    """The acquirers of :data:`ACQUIRERS_ENV`, each field checked (present, a string, within its
+    length; the country two letters), so that a mistake stops start-up naming the field rather than
+    sending agents metadata no directory server takes."""
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise PaymentSetupError(f"{ACQUIRERS_ENV} is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise PaymentSetupError(f"{ACQUIRERS_ENV} must be a JSON object by directory server "
+                                f"({', '.join(DIRECTORY_SERVERS)})")
+    acquirers = {}
+    for server, fields in raw.items():
+        where = f"{ACQUIRERS_ENV}: {server}"
+        if server not in DIRECTORY_SERVERS:
+            raise PaymentSetupError(f"{where} is not a directory server ({', '.join(DIRECTORY_SERVERS)})")
+        if not isinstance(fields, dict) or set(fields) - set(_ACQUIRER_FIELDS):
+            raise PaymentSetupError(f"{where} must be an object of {', '.join(_ACQUIRER_FIELDS)}")
+        for name, longest in _ACQUIRER_FIELDS.items():
+            value = fields.get(name)
+            if value is None and name == "requestor_id":
+                continue
+            if not isinstance(value, str) or not value.strip() or len(value) > longest:
+                raise PaymentSetupError(f"{where}.{name} must be a string of 1 to {longest} characters")
+        if not (fields["acquirer_country"].isascii() and fields["acquirer_country"].isalpha()):
+            raise PaymentSetupError(f"{where}.acquirer_country must be an ISO 3166-1 alpha-2 code")
+        acquirers[server] = Acquirer(fields["acquirer_bin"], fields["acquirer_country"].upper(),
+                                     fields["acquirer_merchant_id"], fields["merchant_name"],
+                                     fields.get("requestor_id"))
+    return acquirers
 
 
 def check_key(key: str) -> None:
@@ -61,12 +118,14 @@ class StripeHandler:
     checkout. ``account_id`` is the Stripe account the key charges for (``acct_…``), which the
     checkouts publish so that a buyer's agent scopes the token it obtains to this store; when not
     given it is asked of Stripe here, which also proves the key before the first buyer pays.
-    ``api_base`` points the SDK elsewhere than ``https://api.stripe.com`` (a test double).
+    ``acquirers``: the acquirer's details by directory server, for 3-D Secure run by a buyer's agent
+    (when not given, :data:`ACQUIRERS_ENV`; none: agents are not asked to). ``api_base`` points the
+    SDK elsewhere than ``https://api.stripe.com`` (a test double).
     """
 
     def __init__(self, api_key: str | None = None, *, handler_id: str = "stripe", return_url: str | None = None,
                  account_id: str | None = None, api_base: str | None = None, timeout: float = 30.0,
-                 max_network_retries: int = 2) -> None:
+                 max_network_retries: int = 2, acquirers: Mapping[str, Acquirer] | None = None) -> None:
         key = api_key or os.environ.get(KEY_ENV)
         if not key:
             raise PaymentSetupError(f"the Stripe payment handler needs a secret API key: set {KEY_ENV}")
@@ -79,6 +138,9 @@ class StripeHandler:
             raise PaymentSetupError(f"the Stripe payment handler needs the `stripe` package: {INSTALL_HINT}") from exc
         self.id = handler_id
         self.return_url = return_url
+        if acquirers is None:
+            acquirers = read_acquirers(os.environ[ACQUIRERS_ENV]) if os.environ.get(ACQUIRERS_ENV) else {}
+        self.acquirers: dict[str, Acquirer] = dict(acquirers)
         #: ``production`` for a key that takes real money (``sk_live_``, ``rk_live_``), else ``sandbox``
         #: (Stripe's test mode), in the words both checkout protocols declare a handler's environment with.
         self.environment = "production" if key.startswith(LIVE_KEY_PREFIXES) else "sandbox"
@@ -109,6 +171,9 @@ class StripeHandler:
             intent = intents.create(self._params(charge), {"idempotency_key": charge.idempotency_key})
             if _replayed(intent):
                 intent = intents.retrieve(intent.id)
+            if intent.status == "requires_action" and charge.authentication is not None:
+                return self._authenticated(intent, charge)
+            return self._result(intent)
         except stripe.CardError as exc:
             return _declined(exc.error)
         except stripe.InvalidRequestError as exc:
@@ -122,7 +187,29 @@ class StripeHandler:
                                     f"(Stripe: {exc.user_message})") from exc
         except self._troubles as exc:
             raise self._trouble(exc, "PaymentIntents write access", "retry with the same idempotency key") from exc
-        return self._result(intent)
+
+    def _authenticated(self, intent: Any, charge: Charge) -> ChargeResult:
+        """The PaymentIntent waiting for 3-D Secure, continued with the buyer's result under a key of
+        its own (the charge's and the result's): confirmed with it when the issuer authenticated, else
+        canceled, so that no later confirmation can take the money."""
+        result = charge.authentication
+        assert result is not None
+        intents = self._client.v1.payment_intents
+        options = {"idempotency_key": f"{charge.idempotency_key}-3ds-{result.digest}"}
+        if not result.authenticated:
+            intents.cancel(intent.id, {"cancellation_reason": "abandoned"}, options)
+            return ChargeResult(PaymentOutcome.DECLINED, reference=intent.id,
+                                reason=f"3-D Secure authentication did not succeed ({result.outcome}): nothing was "
+                                       "charged")
+        three_d_secure = {"cryptogram": result.cryptogram, "transaction_id": result.transaction_id,
+                          "version": result.version,
+                          "electronic_commerce_indicator": result.electronic_commerce_indicator,
+                          "ares_trans_status": _TRANS_STATUS[result.outcome]}
+        confirmed = intents.confirm(intent.id, {"payment_method_options": {"card": {"three_d_secure": three_d_secure}},
+                                                "error_on_requires_action": True}, options)
+        if _replayed(confirmed):
+            confirmed = intents.retrieve(intent.id)
+        return self._result(confirmed)
 
     @property
     def _troubles(self) -> tuple[type[Exception], ...]:
@@ -159,11 +246,26 @@ class StripeHandler:
         if intent.status == "requires_action":
             redirect = getattr(intent.next_action, "redirect_to_url", None)  # absent for `use_stripe_sdk`
             return ChargeResult(PaymentOutcome.ACTION_REQUIRED, reference=intent.id, reason=AUTHENTICATION_NEEDED,
-                                action_url=redirect.url if redirect else None)
+                                action_url=redirect.url if redirect else None,
+                                authentication=self._authentication_request(intent))
         if intent.status in ("requires_payment_method", "canceled"):  # failed authentication, a later decline
             return _declined(intent.last_payment_error, intent.id)
         raise PaymentUnavailable(f"Stripe has not settled payment {intent.id} yet (status {intent.status}); "
                                  "retry with the same idempotency key to read it again")
+
+
+    def _authentication_request(self, intent: Any) -> AuthenticationRequest | None:
+        """What a buyer's agent needs to run 3-D Secure for ``intent``: the acquirer the operator gave
+        for the network of its card (read from its PaymentMethod), or None when none was given."""
+        method = intent.payment_method
+        if not self.acquirers or method is None:
+            return None
+        if isinstance(method, str):
+            method = self._client.v1.payment_methods.retrieve(method)
+        card = getattr(method, "card", None)
+        server = _DIRECTORY_SERVER.get(getattr(card, "brand", None) or "")
+        acquirer = self.acquirers.get(server) if server else None
+        return AuthenticationRequest(acquirer, server) if acquirer and server else None
 
 
 def _declined(error: Any, reference: str | None = None) -> ChargeResult:

@@ -8,7 +8,10 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import delete, select
 
-from haggler.payments.handler import ChargeResult, PaymentOutcome, PaymentUnavailable
+from dataclasses import replace
+
+from haggler.payments.handler import Acquirer, AuthenticationRequest, ChargeResult, PaymentOutcome, PaymentUnavailable
+from haggler.payments.simulated import AUTHENTICATION_TOKEN
 from haggler.storage.schema import commerce_discounts, deal_redemptions, orders
 
 try:
@@ -92,6 +95,25 @@ def test_three_d_secure_escalates_with_the_processors_page(ucp_store):
     assert done.status_code == 200 and done.json()["status"] == "completed" and "continue_url" not in done.json()
     [order] = rows(ucp_store, orders)
     assert order.payment_reference == "pi_1"
+
+
+def test_a_handler_that_could_hand_3ds_to_an_agent_still_escalates_to_its_page_in_ucp(ucp_store):
+    """UCP's agents do not run 3-D Secure (ACP's authentication_required is ACP's): a processor answer
+    that says how an agent could is still requires_escalation with the page, nothing more."""
+    asked = AuthenticationRequest(Acquirer("412345", "US", "acq-1", "Tea Shop"), "visa")
+    use(ucp_store, Scripted(replace(THREE_DS, authentication=asked)))
+    checkout = ready_checkout(ucp_store.http, "mug", 1)
+    body = complete(ucp_store, checkout["id"]).json()
+    assert body["status"] == "requires_escalation" and body["continue_url"] == THREE_DS.action_url
+    assert "authentication_metadata" not in body and rows(ucp_store, orders) == []
+
+
+def test_the_simulated_3ds_card_has_no_page_so_ucp_declines_it_and_holds_nothing(ucp_store):
+    checkout = ready_checkout(ucp_store.http, "mug", 1)
+    declined = complete(ucp_store, checkout["id"], AUTHENTICATION_TOKEN)
+    assert declined.status_code == 402 and "no page" in declined.text
+    again = ucp_store.http.get(f"/checkout-sessions/{checkout['id']}", headers=headers()).json()
+    assert again["status"] == "ready_for_complete" and rows(ucp_store, orders) == []
 
 
 def test_a_code_withdrawn_after_the_review_is_not_charged_at_full_price(ucp_store):

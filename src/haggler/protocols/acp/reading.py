@@ -16,10 +16,20 @@ from haggler.commerce.idempotency import KeyInFlight, KeyReused
 from haggler.commerce.merchant_data import Address
 from haggler.commerce.sessions import FulfillmentRequest, LineRequest, PaymentRequest, Session, SessionInput
 from haggler.errors import InvalidInput
+from haggler.payments.handler import AUTHENTICATED_OUTCOMES, AuthenticationResult
 from haggler.protocols.acp.settings import SUPPORTED_VERSIONS
 from haggler.protocols.acp.views import BUYER_FIELDS
 
 _CURRENCY = re.compile(r"[A-Za-z]{3}")
+#: A member name JSONPath writes with a dot (RFC 9535 §2.5.1.1); any other in brackets.
+_MEMBER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+#: ``AuthenticationResult.outcome`` (openapi.agentic_checkout.yaml): a closed enum.
+AUTHENTICATION_OUTCOMES = ("abandoned", "attempt_acknowledged", "authenticated", "canceled", "denied", "informational",
+                           "internal_error", "not_supported", "processing_error", "rejected")
+#: ``outcome_details.electronic_commerce_indicator``: a closed enum.
+_ECI = ("01", "02", "05", "06", "07")
+#: ``outcome_details``' fields, all required when it is there.
+_OUTCOME_DETAILS = ("three_ds_cryptogram", "electronic_commerce_indicator", "transaction_id", "version")
 
 
 class Refused(InvalidInput):
@@ -174,15 +184,29 @@ def session_input(body: Mapping[str, Any], *, previous: Session | None) -> Sessi
     currency = _text(body.get("currency"), "$.currency", optional=not creating)
     if currency is not None and not _CURRENCY.fullmatch(currency):
         raise Refused(f"currency must be an ISO 4217 code such as usd, got {currency!r}", param="$.currency")
-    if body.get("capabilities") is not None:
-        _object(body["capabilities"], "$.capabilities")
     return SessionInput(
         currency=currency,
         lines=_lines(body) if creating or "line_items" in body else None,
         buyer=_buyer(body["buyer"], "$.buyer") if body.get("buyer") is not None else None,
         discount_codes=_codes(body),
         fulfillment=_fulfillment(body, previous),
+        interventions=_interventions(body),
     )
+
+
+def _interventions(body: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """``capabilities.interventions.supported``: what the agent can handle. Values this release does
+    not name are kept and never offered (rfc.capability_negotiation.md §6.4: handle unknown values
+    gracefully); None when the request leaves the capabilities' interventions out."""
+    if body.get("capabilities") is None:
+        return None
+    interventions = _object(body["capabilities"], "$.capabilities").get("interventions")
+    if interventions is None:
+        return None
+    where = "$.capabilities.interventions.supported"
+    # ACP's schema does not require supported (rfc.capability_negotiation §4 does): absent, none is.
+    supported = _list(_object(interventions, "$.capabilities.interventions").get("supported", []), where)
+    return tuple(dict.fromkeys(str(_text(v, f"{where}[{i}]")) for i, v in enumerate(supported)))
 
 
 def payment_request(body: Mapping[str, Any], handler_ids: tuple[str, ...]) -> PaymentRequest:
@@ -196,16 +220,56 @@ def payment_request(body: Mapping[str, Any], handler_ids: tuple[str, ...]) -> Pa
         credential = _object(instrument.get("credential"), "$.payment_data.instrument.credential")
         kind = _text(credential.get("type"), "$.payment_data.instrument.credential.type")
         token = _text(credential.get("token"), "$.payment_data.instrument.credential.token")
-        return PaymentRequest(handler, {"type": str(kind), "token": str(token)})
+        return PaymentRequest(handler, {"type": str(kind), "token": str(token)},
+                              authentication=authentication_result(body))
     if data.get("token") is not None or data.get("provider") is not None:
         token = _text(data.get("token"), "$.payment_data.token")
         provider = str(_text(data.get("provider"), "$.payment_data.provider"))
-        return PaymentRequest(provider, {"type": "spt", "token": str(token)})
+        return PaymentRequest(provider, {"type": "spt", "token": str(token)},
+                              authentication=authentication_result(body))
     if data.get("purchase_order_number") is not None:
         raise Refused("purchase orders are not accepted: pay with one of the payment handlers offered "
                       f"({', '.join(handler_ids) or 'none'})", "unsupported", "$.payment_data")
     raise Refused("payment_data must name a handler_id and an instrument with its credential",
                   param="$.payment_data")
+
+
+def authentication_result(body: Mapping[str, Any]) -> AuthenticationResult | None:
+    """A completion's ``authentication_result`` as ACP's ``AuthenticationResult`` schema has it:
+    ``outcome`` one of :data:`AUTHENTICATION_OUTCOMES`; ``outcome_details`` required for the
+    outcomes that go on to the issuer (authenticated, attempt_acknowledged, informational), with all
+    four of its fields, the ECI from its enum; no other field. None when the request has none."""
+    if body.get("authentication_result") is None:
+        return None
+    where = "$.authentication_result"
+    result = _object(body["authentication_result"], where)
+    _no_other(result, ("outcome", "outcome_details"), where)
+    outcome = str(_text(result.get("outcome"), f"{where}.outcome"))
+    if outcome not in AUTHENTICATION_OUTCOMES:
+        raise Refused(f"{where}.outcome must be one of {', '.join(AUTHENTICATION_OUTCOMES)}", param=f"{where}.outcome")
+    if result.get("outcome_details") is None:
+        if outcome in AUTHENTICATED_OUTCOMES:
+            raise Refused(f"{where}.outcome_details is required when the outcome is {outcome}", "missing",
+                          f"{where}.outcome_details")
+        return AuthenticationResult(outcome)
+    details_at = f"{where}.outcome_details"
+    details = _object(result["outcome_details"], details_at)
+    _no_other(details, _OUTCOME_DETAILS, details_at)
+    cryptogram, eci, transaction, version = (str(_text(details.get(name), f"{details_at}.{name}"))
+                                             for name in _OUTCOME_DETAILS)
+    if eci not in _ECI:
+        raise Refused(f"{details_at}.electronic_commerce_indicator must be one of {', '.join(_ECI)}",
+                      param=f"{details_at}.electronic_commerce_indicator")
+    return AuthenticationResult(outcome, cryptogram, eci, transaction, version)
+
+
+def _no_other(value: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
+    """Refuse a field a closed schema (``additionalProperties: false``) does not have, naming it."""
+    extra = next((name for name in value if name not in known), None)
+    if extra is not None:
+        quoted = extra.replace("\\", "\\\\").replace("'", "\\'")
+        member = f".{extra}" if _MEMBER.fullmatch(extra) else f"['{quoted}']"
+        raise Refused(f"{where} has no field {extra!r} (it takes {', '.join(known)})", param=where + member)
 
 
 def complete_buyer(body: Mapping[str, Any]) -> dict[str, Any] | None:

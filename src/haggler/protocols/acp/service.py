@@ -20,7 +20,7 @@ from typing import Any
 from haggler.catalog import Catalog
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyInFlight, KeyReused
 from haggler.commerce.counter_offers import Caller, CounterOffers
-from haggler.commerce.sessions import FINAL, CheckoutSessions, Priced
+from haggler.commerce.sessions import FINAL, AuthenticationRefused, CheckoutSessions, Priced
 from haggler.errors import HagglerError, Unauthorized
 from haggler.orders import Order
 from haggler.payments.handler import PaymentHandler
@@ -49,11 +49,14 @@ class AcpService:
         self.db = db
         self.clock = clock
         self.settings = settings
-        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl)
+        self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl,
+                                         agent_authentication=True)
         self.keys = IdempotencyKeys(db, clock, DOOR + ":", IDEMPOTENCY_TTL)
         self.handler_ids = tuple(sorted(handlers))
         #: The handlers a session offers, declared.
         self.handlers = views.handlers(handlers)
+        #: The interventions the store can ask an agent for (3-D Secure), declared.
+        self.interventions = views.interventions(handlers)
         self.counter_offers = counter_offers
         self.webhooks = webhooks or OrderWebhooks(settings)
 
@@ -70,9 +73,8 @@ class AcpService:
 
     # -- discovery -----------------------------------------------------------------------------------
 
-    @staticmethod
-    def discovery(base: str) -> dict[str, Any]:
-        return views.discovery(base)
+    def discovery(self, base: str) -> dict[str, Any]:
+        return views.discovery(base, self.interventions)
 
     # -- checkout sessions ---------------------------------------------------------------------------
 
@@ -115,12 +117,20 @@ class AcpService:
     def complete(self, key: str | None, session_id: str, body: dict[str, Any], base: str) -> Kept:
         """Charge and place the order through the checkout core: on success the session is
         ``completed`` with its ``order``; a declined payment is 402 and leaves no order; a payment
-        that waits for the buyer answers the session in ``requires_escalation`` with ``continue_url``.
-        A placed order is announced to the store's order webhook (``order_create``) once the answer
-        is sent, by the request that placed it only (a replay announces nothing)."""
+        that waits for the buyer answers the session in ``authentication_required`` with
+        ``authentication_metadata`` (the agent runs 3-D Secure and sends ``authentication_result``
+        with the same payment), or, for a handler that only has a page for it, in
+        ``requires_escalation`` with ``continue_url``. A placed order is announced to the store's
+        order webhook (``order_create``) once the answer is sent, by the request that placed it only
+        (a replay announces nothing)."""
         def run() -> Kept:
             payment = reading.payment_request(body, self.handler_ids)
-            priced, order = self.sessions.complete(session_id, payment, door=DOOR, buyer=reading.complete_buyer(body))
+            try:
+                priced, order = self.sessions.complete(session_id, payment, door=DOOR,
+                                                       buyer=reading.complete_buyer(body))
+            except AuthenticationRefused as exc:  # rfc.agentic_checkout §4.4, §9.7: requires_3ds at this param
+                raise reading.Refused(exc.message, "requires_3ds" if exc.missing else "invalid",
+                                      "$.authentication_result") from None
             answer = self._checkout(priced, base, order)
             announce = self.webhooks.announce(ORDER_CREATE, answer["order"]) if order is not None else None
             return Kept(200, answer, after=announce)
@@ -129,7 +139,7 @@ class AcpService:
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
                   asked_option: str | None = None) -> dict[str, Any]:
         """The session as ACP's; ``asked_option``: the option the request selected, if it did."""
-        body = views.checkout(priced, self.handlers, order, base)
+        body = views.checkout(priced, self.handlers, order, base, self.interventions)
         if asked_option is not None and priced.selected_option is None:
             # §8: a selected option MUST be one of fulfillment_options; one that is not is not taken.
             body["messages"].append({"type": "error", "code": "invalid", "content_type": "plain",

@@ -13,10 +13,10 @@ from typing import Any
 from haggler.commerce.counter_offers import CounterOffer
 from haggler.commerce.merchant_data import Address
 from haggler.commerce.pricing import Line
-from haggler.commerce.sessions import CANCELED, COMPLETED, ESCALATION, IN_PROGRESS, READY, Priced
+from haggler.commerce.sessions import AUTHENTICATION, CANCELED, COMPLETED, ESCALATION, IN_PROGRESS, READY, Priced
 from haggler.orders import Order
-from haggler.payments.handler import PaymentHandler
-from haggler.payments.simulated import SIMULATED_HANDLER_ID
+from haggler.payments.handler import AuthenticationRequest, PaymentHandler
+from haggler.payments.simulated import AUTHENTICATION_TOKEN, SIMULATED_HANDLER_ID
 from haggler.payments.stripe_handler import StripeHandler
 from haggler.protocols.acp.settings import ACP_VERSION, SUPPORTED_VERSIONS
 from haggler.protocols.negotiate_v1 import capability as negotiation
@@ -34,7 +34,7 @@ DISCOUNT_EXTENSION = {"name": DISCOUNT, "extends": ["$.CheckoutSessionCreateRequ
 
 #: The core's statuses in ACP's words (a session the core still calls incomplete is not ready for payment).
 _STATUS = {READY: "ready_for_payment", IN_PROGRESS: "complete_in_progress", ESCALATION: "requires_escalation",
-           COMPLETED: "completed", CANCELED: "canceled"}
+           AUTHENTICATION: "authentication_required", COMPLETED: "completed", CANCELED: "canceled"}
 
 
 def status(core_status: str) -> str:
@@ -59,18 +59,40 @@ def handler(payment_handler: PaymentHandler) -> dict[str, Any] | None:
     None for one this module cannot describe: the simulated one (test stores only, it takes no money)
     as haggler's own, Stripe as the tokenized card handler whose delegated token (a shared payment
     token granted to ``merchant_id``, the store's Stripe account) the agent sends, 3-D Secure
-    supported when the store has a return page for Stripe."""
+    supported when the store has a return page for Stripe or the acquirer's details for the agent to
+    run it (:func:`runs_3ds_with_agents`)."""
     if payment_handler.id == SIMULATED_HANDLER_ID:
         return {**_TOKENIZED_CARD, "id": payment_handler.id, "name": "dev.haggler.simulated",
                 "display_name": "Test card", "requires_delegate_payment": False, "psp": "simulated",
-                "config": {"environment": "test", "tokens": {"success": "success_token", "decline": "fail_token"}}}
+                "config": {"environment": "test", "supports_3ds": True,
+                           "tokens": {"success": "success_token", "decline": "fail_token",
+                                      "authentication_required": AUTHENTICATION_TOKEN}}}
     if isinstance(payment_handler, StripeHandler):
         return {**_TOKENIZED_CARD, "id": payment_handler.id, "psp": "stripe",
                 "config": {"merchant_id": payment_handler.account_id, "psp": "stripe",
                            "accepted_brands": list(STRIPE_BRANDS),
-                           "supports_3ds": payment_handler.return_url is not None,
+                           "supports_3ds": payment_handler.return_url is not None
+                           or runs_3ds_with_agents(payment_handler),
                            "environment": payment_handler.environment}}
     return None
+
+
+#: The intervention a buyer's agent handles when it runs 3-D Secure (rfc.capability_negotiation.md).
+THREE_DS = "3ds"
+
+
+def runs_3ds_with_agents(payment_handler: PaymentHandler) -> bool:
+    """Whether a charge through the handler can ask the buyer's agent to run 3-D Secure
+    (``authentication_required``, with ``authentication_metadata``): the simulated one always,
+    Stripe when its operator gave it the acquirer's details, which Stripe's API does not say."""
+    if payment_handler.id == SIMULATED_HANDLER_ID:
+        return True
+    return isinstance(payment_handler, StripeHandler) and bool(payment_handler.acquirers)
+
+
+def interventions(payment_handlers: Mapping[str, PaymentHandler]) -> tuple[str, ...]:
+    """The interventions the store can ask an agent for: 3-D Secure when one of its handlers can."""
+    return (THREE_DS,) if any(runs_3ds_with_agents(h) for h in payment_handlers.values()) else ()
 
 
 def handlers(payment_handlers: Mapping[str, PaymentHandler]) -> list[dict[str, Any]]:
@@ -80,9 +102,24 @@ def handlers(payment_handlers: Mapping[str, PaymentHandler]) -> list[dict[str, A
     return [d for d in described if d is not None]
 
 
-def capabilities(declared: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """A session's ``capabilities``: the handlers (:func:`handlers`) and the discount extension."""
-    return {"payment": {"handlers": list(declared)}, "extensions": [DISCOUNT_EXTENSION]}
+def capabilities(declared: Sequence[Mapping[str, Any]], supported: Sequence[str]) -> dict[str, Any]:
+    """A session's ``capabilities``: the handlers (:func:`handlers`), the interventions both the
+    agent and the store can handle (``supported``: rfc.capability_negotiation.md §7.1, the seller
+    MUST return the intersection; none is required up front, the issuer decides) and the discount
+    extension."""
+    return {"payment": {"handlers": list(declared)}, "interventions": {"supported": list(supported)},
+            "extensions": [DISCOUNT_EXTENSION]}
+
+
+def authentication_metadata(asked: AuthenticationRequest) -> dict[str, Any]:
+    """ACP's ``AuthenticationMetadata``: the acquirer and the directory server, as the handler knew
+    them (no ``flow_preference``: the store has none, and the issuer decides)."""
+    a = asked.acquirer
+    details = {"acquirer_bin": a.bin, "acquirer_country": a.country, "acquirer_merchant_id": a.merchant_id,
+               "merchant_name": a.merchant_name}
+    if a.requestor_id:
+        details["requestor_id"] = a.requestor_id
+    return {"acquirer_details": details, "directory_server": asked.directory_server}
 
 
 # -- checkout sessions -----------------------------------------------------------------------------
@@ -151,16 +188,18 @@ def _discounts(priced: Priced) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return {"codes": codes, "applied": applied, "rejected": rejected}, warnings
 
 
-def checkout(priced: Priced, declared: Sequence[Mapping[str, Any]], order: Order | None, base: str) -> dict[str, Any]:
-    """A checkout session offering the ``declared`` handlers (:func:`handlers`); with ``order`` (a
-    completion's answer) its order too."""
+def checkout(priced: Priced, declared: Sequence[Mapping[str, Any]], order: Order | None, base: str,
+             offered: Sequence[str] = ()) -> dict[str, Any]:
+    """A checkout session offering the ``declared`` handlers (:func:`handlers`) and, of the
+    ``offered`` interventions (:func:`interventions`), those the agent said it handles; with
+    ``order`` (a completion's answer) its order too."""
     session = priced.session
     currency = session.currency.lower()
     discounts, messages = _discounts(priced)
     body: dict[str, Any] = {
         "id": session.id,
         "protocol": {"version": ACP_VERSION},
-        "capabilities": capabilities(declared),
+        "capabilities": capabilities(declared, [i for i in offered if i in (session.interventions or ())]),
         "status": status(session.status),
         "currency": currency,
         "line_items": [_line(priced, li) for li in session.lines],
@@ -180,6 +219,14 @@ def checkout(priced: Priced, declared: Sequence[Mapping[str, Any]], order: Order
                          "content_type": "plain",
                          "content": f"{waiting.reason or 'The buyer must authorize the payment'}: continue at "
                                     "continue_url, then complete the session again with the same payment"})
+    asked = priced.awaiting_authentication
+    if asked is not None:  # rfc.agentic_checkout §8: authentication_required MUST come with authentication_metadata
+        body["authentication_metadata"] = authentication_metadata(asked)
+        messages.append({"type": "error", "code": "requires_3ds", "resolution": "requires_buyer_input",
+                         "content_type": "plain", "param": "$.authentication_metadata",
+                         "content": "The card issuer asks the buyer to authenticate the payment (3-D Secure): run it "
+                                    "with authentication_metadata, then complete the session again with the same "
+                                    "payment_data and its authentication_result"})
     buyer = {k: v for k, v in (session.buyer or {}).items() if k in BUYER_FIELDS}
     if buyer.get("email"):
         body["buyer"] = buyer
@@ -288,10 +335,11 @@ def error(status_code: int, message: str, fields: Mapping[str, Any] | None) -> d
 # -- discovery -------------------------------------------------------------------------------------
 
 
-def discovery(base: str) -> dict[str, Any]:
+def discovery(base: str, offered: Sequence[str] = ()) -> dict[str, Any]:
     """``/.well-known/acp.json`` (rfc.discovery.md): the checkout service over REST at the store's
-    root, the discount extension, and ``org.haggler.negotiation``: where to haggle before paying."""
-    return {
+    root, the discount extension, ``org.haggler.negotiation`` (where to haggle before paying), and
+    the ``offered`` interventions as ``intervention_types`` when there are any (§4.2: SHOULD)."""
+    document: dict[str, Any] = {
         "protocol": {"name": "acp", "version": ACP_VERSION, "supported_versions": list(SUPPORTED_VERSIONS),
                      "documentation_url": f"{_SPEC}/rfcs/rfc.agentic_checkout.md"},
         "api_base_url": base,
@@ -300,3 +348,6 @@ def discovery(base: str) -> dict[str, Any]:
                          "extensions": [{"name": DISCOUNT, "spec": DISCOUNT_EXTENSION["spec"]},
                                         negotiation.acp_extension(base)]},
     }
+    if offered:
+        document["capabilities"]["intervention_types"] = list(offered)
+    return document
