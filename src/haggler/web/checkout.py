@@ -132,6 +132,14 @@ def deal_in_cart_page(catalog: Catalog) -> str:
                        "A shopping agent has put this deal in its cart: complete the purchase at that cart's checkout.")
 
 
+def deal_bought_elsewhere_page(catalog: Catalog, door: str) -> str:
+    """A deal a shopping agent's checkout (UCP, ACP) bought: each deal is bought once, and this page
+    shows nothing of that order or its buyer to whoever holds the link."""
+    return notice_page(catalog, "This deal has been bought",
+                       f"A shopping agent has already bought this deal through the store's {door.upper()} "
+                       "checkout. Each deal can be bought once.")
+
+
 def expired_deal_page(catalog: Catalog, state: DealCheckoutState) -> str:
     """A deal past its lifetime, with the way to haggle again."""
     return notice_page(catalog, "This deal has expired",

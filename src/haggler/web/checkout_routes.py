@@ -20,7 +20,8 @@ from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.orders import BUYER_FIELDS, Buyer, BuyerInvalid, Order, read_buyer
 from haggler.server.form_body import read_form_body
 from haggler.server.openapi import HTML, NO_BODY, Operation, WireModel
-from haggler.web.checkout import deal_in_cart_page, deal_page, expired_deal_page, notice_page, unknown_link_page
+from haggler.web.checkout import (deal_bought_elsewhere_page, deal_in_cart_page, deal_page, expired_deal_page,
+                                  notice_page, unknown_link_page)
 from haggler.web.deal_checkout import DealCheckout
 
 DEAL_CHECKOUT_PATH = "/checkout/{deal_id}"
@@ -66,6 +67,8 @@ def build_router(checkout: DealCheckout) -> APIRouter:
             state = checkout.state(deal_id)
         except NotFound:
             return HTMLResponse(unknown_link_page(catalog), status_code=404)
+        if state.bought_through is not None:
+            return HTMLResponse(deal_bought_elsewhere_page(catalog, state.bought_through), status_code=409)
         if state.order is None and state.in_cart:
             return HTMLResponse(deal_in_cart_page(catalog), status_code=409)
         if state.order is None and state.expires_at <= checkout.clock():

@@ -22,17 +22,22 @@ from haggler.orders import (Buyer, Order, OrderLine, insert_order, new_order_id,
 from haggler.storage.chats import DealRow, get_deal
 from haggler.storage.database import Database
 
+#: The door orders placed at a deal's page come through (orders.door).
+DOOR = "chat"
+
 
 @dataclass(frozen=True, slots=True)
 class DealCheckoutState:
-    """Where a deal's checkout stands: ``order`` once bought; ``in_cart`` when an agent holds it (in
-    its cart, or in a checkout it is completing)."""
+    """Where a deal's checkout stands: ``order`` once bought here; ``bought_through`` the door of an
+    order placed for it elsewhere (an agent's UCP or ACP checkout), whose buyer this page never
+    shows; ``in_cart`` when an agent holds it (in its cart, or in a checkout it is completing)."""
 
     deal: DealRow
     line: OrderLine
     expires_at: datetime
     order: Order | None
     in_cart: bool
+    bought_through: str | None = None
 
 
 class DealCheckout:
@@ -56,19 +61,25 @@ class DealCheckout:
         # seen here comes with its order, if it has one, in the read after it (read committed).
         redemption = redemption_of(conn, deal_id)
         order = order_for(conn, deal_id=deal_id)
-        # Held by an agent: in its cart, or taken by a checkout it is completing (UCP) and not yet ordered.
+        elsewhere = order.door if order is not None and order.door != DOOR else None
+        # Held by an agent: in its cart, or taken by a checkout it is completing (UCP, ACP) and not yet ordered.
         in_cart = redemption is not None and (redemption.session_id is not None or order is None)
-        return DealCheckoutState(deal, self._line(deal), deal.created_at + self.deal_ttl, order, in_cart)
+        return DealCheckoutState(deal, self._line(deal), deal.created_at + self.deal_ttl,
+                                 None if elsewhere else order, in_cart, elsewhere)
 
     def state(self, deal_id: str) -> DealCheckoutState:
         with self.db.read() as conn:
             return self._state(conn, deal_id)
 
     def place(self, deal_id: str, buyer: Buyer) -> tuple[Order, bool]:
-        """Buy the deal for ``buyer``; a repeat finds the first order (``created=False``) whoever
-        it was for. Conflict when an agent's cart holds the deal, Gone once it has expired."""
+        """Buy the deal for ``buyer``; a repeat finds the first order placed here (``created=False``)
+        whoever it was for. Conflict when an agent's cart holds the deal or an agent's checkout bought
+        it, Gone once it has expired."""
         def place(conn: Connection) -> tuple[Order, bool]:
             state = self._state(conn, deal_id)
+            if state.bought_through is not None:
+                raise Conflict(f"deal {deal_id} was already bought through a shopping agent's checkout "
+                               f"({state.bought_through.upper()})")
             if state.order is not None:
                 return state.order, False
             if state.in_cart:
@@ -79,7 +90,7 @@ class DealCheckout:
                 raise Gone(f"deal {deal_id} expired at {state.expires_at.strftime('%Y-%m-%d %H:%M UTC')}")
             redeem(conn, deal_id, None, now)
             order = Order(new_order_id(), (state.line,), state.line.line_total_cents, state.deal.currency, now,
-                          buyer, deal_id=deal_id, door="chat")
+                          buyer, deal_id=deal_id, door=DOOR)
             insert_order(conn, order)
             return order, True
 

@@ -5,6 +5,7 @@ each refusal in the extension's rejection shape."""
 from __future__ import annotations
 
 import threading
+from urllib.parse import urlsplit
 
 from sqlalchemy import select
 
@@ -106,7 +107,14 @@ def test_a_deal_closed_in_chat_brings_its_line_to_the_agreed_price_once(acp_stor
     assert rejected(second)["reason"] == "discount_code_usage_limit_reached"
     assert second["messages"][0]["code"] == "discount_code_usage_limit_reached"
     assert totals(second)["total"] == product.list_price_cents
-    assert len(rows(acp_store, deal_redemptions)) == 1
+    # Nor at the deal's page, which shows whoever holds the link nothing of the ACP buyer's order.
+    page = urlsplit(deal["checkout_url"]).path
+    shown = acp_store.http.get(page)
+    assert shown.status_code == 409 and "bought this deal through the store&#x27;s ACP checkout" in shown.text
+    assert order.id not in shown.text
+    form = {"name": "Mallory Other", "email": "mallory@example.com", "address": "9 Elm St"}
+    assert acp_store.http.post(page, data=form).status_code == 409
+    assert len(rows(acp_store, deal_redemptions)) == 1 and len(rows(acp_store, orders)) == 1
 
 
 def test_an_expired_deal_and_a_deal_for_another_product_are_rejected(acp_store):

@@ -71,8 +71,13 @@ def test_a_deal_code_brings_its_line_to_the_agreed_price_and_is_bought_once(ucp_
     second = with_deal(ucp_store, product.id, deal["id"])
     assert warning(second)["code"] == "discount_code_already_applied"
     assert second["totals"][-1]["amount"] == product.list_price_cents + ship(second)
+    # The deal's page says it was bought, and shows nobody holding the link that order or its buyer.
     page = urlsplit(deal["checkout_url"]).path
-    assert "Order placed" in ucp_store.http.get(page).text
+    shown = ucp_store.http.get(page)
+    assert shown.status_code == 409 and "This deal has been bought" in shown.text and "UCP" in shown.text
+    assert order.id not in shown.text and "Order placed" not in shown.text
+    again_at_page = ucp_store.http.post(page, data=FORM)
+    assert again_at_page.status_code == 409 and "Grace" not in again_at_page.text
     token = ucp_store.http.post(SESSION_PATH, json={"agent_name": "cart"}).json()["data"]["session_token"]
     cart = ucp_store.http.post(f"{API}/cart", json={"item_id": product.id, "quantity": 1, "deal_id": deal["id"]},
                                headers={"X-Agent-Session": token})
