@@ -55,7 +55,7 @@ from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.catalog import Catalog
-from haggler.commerce import deals
+from haggler.commerce import deals, order_events
 from haggler.commerce import merchant_data as data
 from haggler.commerce.deals import AppliedDeal, Rejection
 from haggler.commerce.merchant_data import Address, Product, ShippingRate
@@ -187,6 +187,9 @@ class Session:
     #: The interventions the buyer's agent said it can handle (ACP's ``capabilities.interventions``),
     #: kept so that every answer can say which of them the store can ask for; None: it said nothing.
     interventions: tuple[str, ...] | None = None
+    #: The base URL it was created under, which its answers' links are made from: its order's events
+    #: are made from it too, whenever and wherever they are sent (None: made before it was kept).
+    base: str | None = None
 
     @property
     def buyer_email(self) -> str | None:
@@ -396,7 +399,8 @@ def _session(row: Any) -> Session:
                    _hold(state.get("hold")),
                    state.get("quoted_total_cents"),
                    None if state.get("mandate_keys") is None else tuple(state["mandate_keys"]),
-                   None if state.get("interventions") is None else tuple(state["interventions"]))
+                   None if state.get("interventions") is None else tuple(state["interventions"]),
+                   state.get("base"))
 
 
 def _reserved_before_holds(row: Any) -> datetime | None:
@@ -510,11 +514,12 @@ class CheckoutSessions:
                 self._save(conn, priced.session)
         return priced
 
-    def create(self, request: SessionInput) -> Priced:
-        """A new session, priced; refused whole (400) when a line cannot be sold."""
+    def create(self, request: SessionInput, *, base: str | None = None) -> Priced:
+        """A new session, priced; refused whole (400) when a line cannot be sold. ``base``: the base
+        URL its answers' links are made from (:attr:`Session.base`)."""
         now = self.clock()
         session = Session(_new_id("chk_"), self.protocol, INCOMPLETE, (request.currency or data.DEFAULT_CURRENCY).upper(),
-                          now, now + SESSION_TTL, creator=request.creator)
+                          now, now + SESSION_TTL, creator=request.creator, base=base)
         with self.db.write() as conn:
             session = self._apply(conn, session, request)
             priced = _quoted(self._settle(conn, session))
@@ -818,6 +823,8 @@ class CheckoutSessions:
             if found is None:
                 found = self._order(priced, payment, reference, door, self.clock())
                 insert_order(conn, found)
+                # Owed to the platform with the order, whoever placed it (order_events.py).
+                order_events.record(conn, self.protocol, found.id, order_events.PLACED, current.base, found.placed_at)
             hold = current.hold or priced.session.hold
             assert hold is not None  # step 1 made it, and only a decline removes it
             done = replace(current, status=COMPLETED, order_id=found.id,
@@ -957,6 +964,13 @@ class CheckoutSessions:
         return self.get(session_id), None
 
     # -- after the order ---------------------------------------------------------------------------
+
+    def placed(self, order_id: str) -> tuple[Order, Session | None] | None:
+        """The order with this id and the session it was placed for through this protocol (None:
+        no such order)."""
+        with self.db.read() as conn:
+            order = order_for(conn, order_id=order_id)
+        return None if order is None else (order, self.session_of(order))
 
     def session_of(self, order: Order) -> Session | None:
         """The session an order was placed for, if it came through this protocol."""

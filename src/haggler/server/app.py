@@ -24,6 +24,7 @@ from haggler.protocols.agents_json.service import AgentsService
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.commerce.counter_offers import Caller, CounterOffers
+from haggler.commerce.order_events import OrderEvents
 from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_routes as negotiate_v1_routes
@@ -134,6 +135,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     acp = AcpService(db, config.clock, config.acp, handlers, catalog=config.catalog, deal_ttl=config.agents.deal_ttl,
                      counter_offers=counter_offers) if config.acp.enabled else None
 
+    # One sender of every door's order events left unsent (order_events.py), run by the sweep.
+    doors = {**(ucp.events.doors if ucp else {}), **(acp.events.doors if acp else {})}
+    order_events = OrderEvents(db, config.clock, doors, default_base=config.public_url) if doors else None
+
     def caller_of(request: HTTPConnection) -> Caller:
         return Caller(client_of(request), is_local(request))
 
@@ -148,7 +153,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                                 ("matching", matching.sweep, "applied deadlines to %d match negotiations"),
                                 ("market", market.sweep, "expired %d market deals left unsigned"),
                                 *((("ucp", ucp.sweep, "forgot %d answered UCP idempotency keys"),) if ucp else ()),
-                                *((("acp", acp.sweep, "forgot %d answered ACP idempotency keys"),) if acp else ())):
+                                *((("acp", acp.sweep, "forgot %d answered ACP idempotency keys"),) if acp else ()),
+                                *((("order_events", order_events.deliver_due, "sent %d order events that were due"),)
+                                  if order_events else ())):
             try:
                 count = job()
             except Exception:

@@ -19,6 +19,7 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
+    UniqueConstraint,
 )
 
 metadata = MetaData()
@@ -445,6 +446,31 @@ negotiation_messages = Table(
 )
 
 # Idempotency-Key records, per agent: the request's fingerprint and, once done, its response.
+# Order events owed to a checkout protocol's webhook receiver (commerce/order_events.py): recorded in
+# the transaction that places or changes the order, sent after the answer, retried by the store's
+# sweep until taken or given up; one per order and kind.
+order_events = Table(
+    "order_events",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("door", String(8), nullable=False),
+    Column("order_id", String(64), ForeignKey("orders.id"), nullable=False),
+    Column("kind", String(32), nullable=False),
+    # The base URL the order's links are made from (the checkout's own), NULL: the store's default.
+    Column("base", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    # When it is next due: a sender holds it by moving this past its attempt, under a token of its
+    # own (held_by), so that a sender that read the row before cannot hold it too.
+    Column("next_at", UTCDateTime, nullable=False),
+    Column("held_by", String(32), nullable=True),
+    Column("attempts", Integer, nullable=False),
+    Column("sent_at", UTCDateTime, nullable=True),
+    Column("gave_up_at", UTCDateTime, nullable=True),
+    Column("last_error", String(300), nullable=True),
+    UniqueConstraint("order_id", "kind", name="uq_order_events_order_kind"),
+)
+Index("ix_order_events_due", order_events.c.sent_at, order_events.c.gave_up_at, order_events.c.next_at)
+
 idempotency_keys = Table(
     "idempotency_keys",
     metadata,

@@ -6,17 +6,29 @@ retried until taken, and signed afresh on every attempt."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
+from sqlalchemy import select
 
+from haggler.payments.handler import PaymentUnavailable
 from haggler.protocols.acp.settings import AcpSettings
 from haggler.protocols.acp.webhooks import OrderWebhooks, merchant_signature
 from haggler.protocols.ucp.settings import UcpSettings
+from haggler.storage.schema import order_events
+from haggler.server.config import utc_now
 
 try:
     from tests.support.acp import KEY, WEBHOOK_SECRET, Receiver, headers, pay, ready_session, webhook_conforms
+    from tests.support.processors import HANDLER_ID, Scripted
+    from tests.support.servers import FakeClock
     from tests.support.ucp import SECRET, seed
 except ImportError:  # pragma: no cover
+    from support.processors import HANDLER_ID, Scripted  # type: ignore[no-redef]
+    from support.servers import FakeClock  # type: ignore[no-redef]
     from support.acp import KEY, WEBHOOK_SECRET, Receiver, headers, pay, ready_session, webhook_conforms  # type: ignore[no-redef]
     from support.ucp import SECRET, seed  # type: ignore[no-redef]
 
@@ -99,16 +111,13 @@ def test_a_refused_event_is_retried_and_every_attempt_is_signed_when_it_is_made(
         settings = AcpSettings(api_key=KEY, webhook_url=receiver.url, webhook_secret=WEBHOOK_SECRET,
                                webhook_attempts=3)
         hooks = OrderWebhooks(settings, sleep=sleep, now=lambda: clock[0])
-        send = hooks.announce("order_create", {"type": "order", "id": "ord_1", "checkout_session_id": "cs_1",
-                                               "permalink_url": "https://store.example/checkout_sessions/cs_1"})
-        assert send is not None
         # The receiver checks the time against the test's clock, not the machine's.
         receiver.verifies = (lambda check: lambda header, body, now=None: check(header, body, clock[0]))(
             receiver.verifies)
-        assert send()
+        assert hooks.delivery.post(receiver.url, b'{"type":"order_create"}', hooks.signer("evt_1"), "a test event")
     first, second = receiver.requests
     assert (first.status, second.status) == (503, 200) and pauses == [0.5]
-    assert first.body == second.body and first.headers["request-id"] == second.headers["request-id"]
+    assert first.body == second.body and first.headers["request-id"] == second.headers["request-id"] == "evt_1"
     stamps = [r.headers["merchant-signature"].split(",")[0] for r in receiver.requests]
     assert stamps == [f"t={int(clock[0]) - 400}", f"t={int(clock[0])}"]
 
@@ -117,8 +126,8 @@ def test_a_receiver_that_keeps_refusing_gets_the_set_attempts_and_no_more():
     with Receiver(statuses=(500, 500, 500, 500)) as receiver:
         settings = AcpSettings(api_key=KEY, webhook_url=receiver.url, webhook_secret=WEBHOOK_SECRET,
                                webhook_attempts=2)
-        send = OrderWebhooks(settings, sleep=lambda _: None).announce("order_create", {"id": "ord_2"})
-        assert send is not None and not send()
+        hooks = OrderWebhooks(settings, sleep=lambda _: None)
+        assert not hooks.delivery.post(receiver.url, b"{}", hooks.signer("evt_2"), "a test event")
     assert [r.status for r in receiver.requests] == [500, 500]
 
 
@@ -127,8 +136,8 @@ def test_a_signature_under_another_secret_is_refused_by_the_receiver():
     with Receiver() as receiver:
         settings = AcpSettings(api_key=KEY, webhook_url=receiver.url, webhook_secret="another-secret-0123456789",
                                webhook_attempts=1)
-        send = OrderWebhooks(settings).announce("order_create", {"id": "ord_3"})
-        assert send is not None and not send()
+        hooks = OrderWebhooks(settings)
+        assert not hooks.delivery.post(receiver.url, b"{}", hooks.signer("evt_3"), "a test event")
     [refused] = receiver.requests
     assert refused.status == 401 and receiver.events == []
 
@@ -157,3 +166,119 @@ def test_webhook_settings_that_cannot_work_are_refused(settings, problem):
         AcpSettings(api_key=KEY, **settings)
     with pytest.raises(ValueError, match="serves ACP"):
         AcpSettings(webhook_url="https://platform.example/hooks", webhook_secret=WEBHOOK_SECRET)
+
+
+# -- kept until taken (commerce/order_events.py) ---------------------------------------------------
+
+
+def _store(make_store, tmp_path, receiver, name: str, db_url: str | None = None, **settings):
+    url = db_url or f"sqlite:///{tmp_path}/{name}.db"
+    seed(url)
+    acp = AcpSettings(api_key=KEY, webhook_url=receiver.url, webhook_secret=WEBHOOK_SECRET, **settings)
+    return make_store(db_url=url, ucp=UcpSettings(simulation_secret=SECRET), acp=acp,
+                      clock=FakeClock(utc_now())), url
+
+
+def _event_row(store, order_id: str):
+    with store.app.state.acp.db.read() as conn:
+        return conn.execute(select(order_events).where(order_events.c.order_id == order_id)).one()
+
+
+def test_an_event_the_receiver_did_not_take_is_sent_again_by_the_sweep_until_it_is(make_store, tmp_path):
+    """§2.3's MUST, past a receiver that is down for longer than the quick retries: the event was
+    recorded with the order, and the store's sweep sends it again once it is due, the same event."""
+    with Receiver(statuses=(503, 503)) as receiver:
+        store, _ = _store(make_store, tmp_path, receiver, "down", webhook_attempts=1)
+        session = ready_session(store.http)
+        done = complete(store, session["id"], "k-down-1")
+        assert done.status_code == 200, done.text
+        order = done.json()["order"]
+        _wait(lambda: _event_row(store, order["id"]).attempts == 1)  # the attempt right after the answer: refused
+        events = store.app.state.acp.events
+        assert events.deliver_due() == 0  # not due yet
+        store.clock.advance(seconds=31)
+        assert events.deliver_due() == 0 and len(receiver.requests) == 2  # refused again: due a minute later
+        store.clock.advance(seconds=61)
+        assert events.deliver_due() == 1
+        [event] = receiver.events
+        assert event["type"] == "order_create" and event["data"] == order
+        assert len({r.headers["request-id"] for r in receiver.requests}) == 1
+        row = _event_row(store, order["id"])
+        assert row.sent_at is not None and row.attempts == 3
+        store.clock.advance(hours=1)
+        assert events.deliver_due() == 0 and len(receiver.requests) == 3  # taken: never sent again
+
+
+def test_an_event_never_taken_is_given_up_a_day_after_its_order(make_store, tmp_path):
+    with Receiver(statuses=(500,) * 100) as receiver:
+        store, _ = _store(make_store, tmp_path, receiver, "never", webhook_attempts=1)
+        session = ready_session(store.http)
+        order = complete(store, session["id"], "k-never-1").json()["order"]
+        _wait(lambda: _event_row(store, order["id"]).attempts == 1)  # its first attempt, refused, over
+        events = store.app.state.acp.events
+        for _ in range(40):  # a day and more of sweeps, each due retry refused
+            store.clock.advance(hours=1)
+            events.deliver_due()
+        row = _event_row(store, order["id"])
+        assert row.gave_up_at is not None and row.sent_at is None and receiver.events == []
+        tries = len(receiver.requests)
+        assert 5 < tries < 40  # the pauses grew: not one a sweep
+        store.clock.advance(hours=1)
+        events.deliver_due()
+        assert len(receiver.requests) == tries
+
+
+def test_an_order_settled_by_hand_in_another_process_is_announced_by_the_running_store(make_store, tmp_path):
+    """An order placed by ``haggler checkout settle --paid`` (a process of its own, with no
+    receiver set) owes the platform its order_create as much as one placed by a completion."""
+    with Receiver() as receiver:
+        store, url = _store(make_store, tmp_path, receiver, "settled")
+        store.app.state.acp.sessions.handlers[HANDLER_ID] = Scripted(PaymentUnavailable("timeout"))
+        session = ready_session(store.http)
+        lost = store.http.post(f"/checkout_sessions/{session['id']}/complete", headers=headers("k-settle-1"),
+                               json=pay(handler_id=HANDLER_ID))
+        assert lost.status_code == 503, lost.text
+        settled = subprocess.run([sys.executable, "-m", "haggler", "checkout", "settle", session["id"], "--paid",
+                                  "pi_by_hand", "--db", url], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert settled.returncode == 0, settled.stderr
+        assert receiver.requests == []
+        store.clock.advance(minutes=3)  # past the hold a recorder keeps on its event
+        assert store.app.state.acp.events.deliver_due() == 1
+        [event] = receiver.events
+        webhook_conforms(event)
+        assert event["data"]["checkout_session_id"] == session["id"] and event["data"]["status"] == "confirmed"
+        assert event["data"]["permalink_url"].startswith(store.base)  # the links of the session's own store
+
+
+def test_senders_racing_for_one_due_event_send_it_once(make_store, tmp_path, db_url):
+    """The sweep of one worker and a late answer of another may reach the same due event: one of
+    them holds it and sends it; the others find it held or sent."""
+    with Receiver(statuses=(503,)) as receiver:
+        store, _ = _store(make_store, tmp_path, receiver, "race", db_url, webhook_attempts=1)
+        session = ready_session(store.http)
+        order = complete(store, session["id"], "k-race-1").json()["order"]
+        _wait(lambda: _event_row(store, order["id"]).attempts == 1)  # its first attempt, refused, over
+        store.clock.advance(seconds=31)
+        events = store.app.state.acp.events
+        event = _event_row(store, order["id"]).id
+        start = threading.Barrier(6)
+        sent: list[object] = []
+
+        def race(send) -> None:
+            start.wait()
+            sent.append(send())
+        racers = [threading.Thread(target=race, args=(events.deliver_due,)) for _ in range(3)] + [
+            threading.Thread(target=race, args=(lambda: events.send(event),)) for _ in range(3)]
+        for racer in racers:
+            racer.start()
+        for racer in racers:
+            racer.join()
+    assert sorted(int(x) for x in sent) == [0, 0, 0, 0, 0, 1]
+    assert len(receiver.requests) == 2 and len(receiver.events) == 1
+
+
+def _wait(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)

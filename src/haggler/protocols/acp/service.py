@@ -18,7 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from haggler.catalog import Catalog
+from haggler.commerce import order_events
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyInFlight, KeyReused
+from haggler.commerce.order_events import OrderEvents
 from haggler.commerce.counter_offers import Caller, CounterOffers
 from haggler.commerce.sessions import FINAL, AuthenticationRefused, CheckoutSessions, Priced
 from haggler.errors import HagglerError, Unauthorized
@@ -26,7 +28,7 @@ from haggler.orders import Order
 from haggler.payments.handler import PaymentHandler
 from haggler.protocols.acp import reading, views
 from haggler.protocols.acp.settings import AcpSettings
-from haggler.protocols.acp.webhooks import ORDER_CREATE, OrderWebhooks
+from haggler.protocols.acp.webhooks import OrderWebhooks
 from haggler.server.errors import status_for
 from haggler.storage.database import Database
 
@@ -58,7 +60,9 @@ class AcpService:
         #: The interventions the store can ask an agent for (3-D Secure), declared.
         self.interventions = views.interventions(handlers)
         self.counter_offers = counter_offers
-        self.webhooks = webhooks or OrderWebhooks(settings)
+        self.webhooks = webhooks or OrderWebhooks(settings, find=self._placed)
+        #: The order events ACP owes the platform (``commerce/order_events.py``).
+        self.events = OrderEvents(db, clock, {DOOR: self.webhooks})
 
     # -- the caller ----------------------------------------------------------------------------------
 
@@ -80,7 +84,7 @@ class AcpService:
 
     def create(self, key: str | None, body: dict[str, Any], base: str) -> Kept:
         return self._idempotent(key, "/checkout_sessions", body, lambda: Kept(201, self._checkout(
-            self.sessions.create(reading.session_input(body, previous=None)), base)))
+            self.sessions.create(reading.session_input(body, previous=None), base=base), base)))
 
     def get(self, session_id: str, base: str) -> Kept:
         return Kept(200, self._checkout(self.sessions.get(session_id), base))
@@ -131,10 +135,16 @@ class AcpService:
             except AuthenticationRefused as exc:  # rfc.agentic_checkout §4.4, §9.7: requires_3ds at this param
                 raise reading.Refused(exc.message, "requires_3ds" if exc.missing else "invalid",
                                       "$.authentication_result") from None
-            answer = self._checkout(priced, base, order)
-            announce = self.webhooks.announce(ORDER_CREATE, answer["order"]) if order is not None else None
-            return Kept(200, answer, after=announce)
+            placed = order_events.event_id(order.id, order_events.PLACED) if order is not None else None
+            return Kept(200, self._checkout(priced, base, order), after=self.events.after(placed))
         return self._idempotent(key, f"/checkout_sessions/{session_id}/complete", body, run)
+
+    def _placed(self, order_id: str) -> tuple[Order, Priced] | None:
+        """An ACP order with its session as priced now (what its webhook event is made from)."""
+        found = self.sessions.placed(order_id)
+        if found is None or found[1] is None:
+            return None
+        return found[0], self.sessions.get(found[1].id)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
                   asked_option: str | None = None) -> dict[str, Any]:

@@ -22,14 +22,16 @@ from typing import Any
 
 from haggler.catalog import Catalog
 from haggler.commerce.counter_offers import Caller, CounterOffer, CounterOffers
+from haggler.commerce import order_events
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyReused
+from haggler.commerce.order_events import OrderEvents
 from haggler.commerce.sessions import CheckoutSessions, Priced
 from haggler.errors import Conflict, Forbidden, HagglerError, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
 from haggler.payments.handler import PaymentHandler
 from haggler.protocols.ucp import ap2, reading, views
 from haggler.protocols.ucp.settings import UcpSettings
-from haggler.protocols.ucp.webhooks import Webhooks
+from haggler.protocols.ucp.webhooks import SHIPPED, Webhooks
 from haggler.server.errors import status_for
 from haggler.storage.database import Database
 from haggler.trust.jws import public_jwk
@@ -93,7 +95,9 @@ class UcpService:
         self.signer = signer
         self.sessions = CheckoutSessions(db, clock, DOOR, handlers, catalog=catalog, deal_ttl=deal_ttl,
                                          on_file=settings.data_on_file)
-        self.webhooks = Webhooks(settings, signer)
+        self.webhooks = Webhooks(settings, signer, find=self.sessions.placed)
+        #: The order events UCP owes its platforms (``commerce/order_events.py``).
+        self.events = OrderEvents(db, clock, {DOOR: self.webhooks})
         self.counter_offers = counter_offers
         self.keys = IdempotencyKeys(db, clock, _IDEMPOTENCY_OWNER, IDEMPOTENCY_TTL)
         listed = views.LISTED_FOR_TESTS if settings.simulation_secret else ()
@@ -121,7 +125,7 @@ class UcpService:
             request = reading.session_input(body, creating=True, webhook_url=platform.webhook_url,
                                             mandate_keys=platform.signing_keys if locked else None,
                                             creator=agent.profile)
-            return Kept(201, self._checkout(self.sessions.create(request), base))
+            return Kept(201, self._checkout(self.sessions.create(request, base=base), base))
         return self._idempotent(agent, key, "POST /checkout-sessions", body, run)
 
     def get(self, agent_header: str | None, session_id: str, base: str) -> Kept:
@@ -175,8 +179,8 @@ class UcpService:
                                       platform_keys=keys, signer=self.signer, audience=views.profile_url(base),
                                       now=self.clock())
             priced, order = self.sessions.complete(session_id, payment, door=DOOR, authorize=authorize)
-            after = self._announce(priced.session.webhook_url, "order_placed", order, base) if order is not None else None
-            return Kept(200, self._checkout(priced, base, order), after=after)
+            placed = order_events.event_id(order.id, order_events.PLACED) if order is not None else None
+            return Kept(200, self._checkout(priced, base, order), after=self.events.after(placed))
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
@@ -233,7 +237,7 @@ class UcpService:
                         _within_total(order, added)
                     details[name] = [*recorded, *added]
                 return details
-            return Kept(200, views.order(self._change_order(order_id, change), base))
+            return Kept(200, views.order(self._change_order(order_id, change)[0], base))
         return self._idempotent(agent, key, f"PUT /orders/{order_id}", body, run)
 
     def _placed_by(self, order: Order, agent: reading.Agent) -> None:
@@ -248,7 +252,11 @@ class UcpService:
             raise Forbidden(f"order {order.id} can be updated only by the platform that placed it (the profile its "
                             "checkout was created with)")
 
-    def _change_order(self, order_id: str, change: Callable[[Order, dict[str, Any]], dict[str, Any]]) -> Order:
+    def _change_order(self, order_id: str, change: Callable[[Order, dict[str, Any]], dict[str, Any]], *,
+                      announce: tuple[str, str] | None = None) -> tuple[Order, str | None]:
+        """Change the order's details; with ``announce`` (an event's kind, the base of its links),
+        owe the platform that event in the same transaction, once per kind. The order as changed,
+        and the event to send once the answer is out (None: none, or owed already)."""
         with self.db.write() as conn:
             found = order_for(conn, order_id=order_id)
             if found is None or found.door != DOOR:
@@ -256,8 +264,11 @@ class UcpService:
             details = change(found, dict(found.details or {}))
             update_details(conn, order_id, details)
             placed = order_for(conn, order_id=order_id)
+            event = None
+            if announce is not None and not order_events.owed(conn, order_id, announce[0]):
+                event = order_events.record(conn, DOOR, order_id, announce[0], announce[1], self.clock())
         assert placed is not None
-        return placed
+        return placed, event
 
     # -- simulation --------------------------------------------------------------------------------
 
@@ -276,19 +287,8 @@ class UcpService:
             event = views.shipped_event("evt_" + secrets.token_hex(8), order, now, base)
             details["events"] = [*(details.get("events") or ()), event]
             return details
-        order = self._change_order(order_id, ship)
-        session = self.sessions.session_of(order)
-        after = self._announce(session.webhook_url, "order_shipped", order, base) if session else None
-        return Kept(200, views.order(order, base), after=after)
-
-    def _announce(self, url: str | None, event_type: str, order: Order, base: str) -> Callable[[], object] | None:
-        """The delivery of an order event to the checkout's webhook, to run once the answer is sent
-        (None without a webhook). The event, its id and time are made now, so every retry sends
-        the same one."""
-        if url is None:
-            return None
-        event = views.order_event(event_type, "evt_" + secrets.token_hex(8), self.clock(), order, base)
-        return lambda: self.webhooks.deliver(url, event, views.profile_url(base))
+        order, shipped = self._change_order(order_id, ship, announce=(SHIPPED, base))
+        return Kept(200, views.order(order, base), after=self.events.after(shipped))
 
     # -- idempotency -------------------------------------------------------------------------------
 

@@ -31,7 +31,11 @@ from typing import Any, NamedTuple
 
 import httpx
 
+from haggler.commerce.order_events import PLACED, Event, Outgoing
+from haggler.commerce.sessions import Session
 from haggler.commerce.webhooks import Delivery
+from haggler.orders import Order
+from haggler.protocols.ucp import views
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.views import ORDER
 from haggler.shopper.errors import BlockedURL
@@ -46,6 +50,10 @@ log = logging.getLogger("haggler")
 MAX_PROFILE_BYTES = 256 * 1024
 #: The most signing keys of a platform kept (a checkout keeps them, so their number is bounded).
 MAX_SIGNING_KEYS = 16
+#: An order shipped (the simulation's), besides order_events.PLACED.
+SHIPPED = "shipped"
+#: The event types of UCP's order capability, by the kind ``order_events`` records.
+EVENT_TYPES = {PLACED: "order_placed", SHIPPED: "order_shipped"}
 #: The members of a public JWK kept (RFC 7517, 7518: an EC key; private members never).
 _JWK_MEMBERS = ("kid", "kty", "crv", "x", "y", "alg", "use")
 
@@ -76,12 +84,15 @@ def _list(value: Any) -> list[Any]:
 
 class Webhooks:
     def __init__(self, settings: UcpSettings, signer: Signer, *, sleep: Callable[[float], None] = time.sleep,
-                 policy: URLPolicy | None = None) -> None:
-        """``signer``: the store's ES256 key, whose public half the profile publishes (``signing_keys``)."""
+                 policy: URLPolicy | None = None, find: Callable[[str], tuple[Order, Session | None] | None] | None = None
+                 ) -> None:
+        """``signer``: the store's ES256 key, whose public half the profile publishes (``signing_keys``);
+        ``find``: an order by its id, with the checkout it was placed for (for :meth:`outgoing`)."""
+        self._find = find
         self.settings = settings
         self.signer = signer
         self.policy = policy or URLPolicy(allow_private=settings.private_urls_allowed)
-        self._delivery = Delivery(self.policy, settings.webhook_timeout_seconds, settings.webhook_attempts, sleep)
+        self.delivery = Delivery(self.policy, settings.webhook_timeout_seconds, settings.webhook_attempts, sleep)
         self._profiles: dict[str, tuple[float, PlatformProfile]] = {}
         self._lock = threading.Lock()
 
@@ -122,12 +133,25 @@ class Webhooks:
 
     def deliver(self, url: str, event: Mapping[str, Any], business_profile: str) -> bool:
         """POST ``event`` to ``url``, signed, naming the store by its profile URL
-        (``business_profile``), retried as ``commerce/webhooks.py`` does; whether it was taken (2xx).
-        Every attempt carries the same signature (a UCP signature holds no time)."""
+        (``business_profile``), retried as ``commerce/webhooks.py`` does; whether it was taken (2xx)."""
         body = canonical_json(event)
+        return self.delivery.post(url, body, self._signed(body, business_profile), f"UCP {event.get('event_type')}")
+
+    def _signed(self, body: bytes, business_profile: str) -> Callable[[bytes], Mapping[str, str]]:
+        """The headers of every attempt: one signature (a UCP signature holds no time) and the store's name."""
         headers = {"Request-Signature": sign_detached(self.signer, body, encoded=False),
                    "UCP-Agent": f'profile="{business_profile}"'}
-        return self._delivery.post(url, body, lambda _: headers, f"UCP {event.get('event_type')}")
+        return lambda _: headers
+
+    def outgoing(self, event: Event, base: str) -> Outgoing | None:
+        """``order_events.py``'s :class:`Door`: the order's event, the order as it stands, to the
+        webhook its checkout's creator named (None when it named none)."""
+        found = self._find(event.order_id) if self._find is not None else None
+        if found is None or found[1] is None or found[1].webhook_url is None:
+            return None
+        order, session = found
+        body = canonical_json(views.order_event(EVENT_TYPES[event.kind], event.id, event.created_at, order, base))
+        return Outgoing(session.webhook_url, body, self._signed(body, views.profile_url(base)))
 
 
 def _read_at_most(answer: httpx.Response, limit: int) -> bytes:
