@@ -262,6 +262,11 @@ def serve(
         help="With ACP: the agent platform's order webhook receiver; every order placed through ACP is sent "
         "there as order_create, signed (Merchant-Signature) with the secret in HAGGLER_ACP_WEBHOOK_SECRET, "
         "which is read from the environment only.")] = None,
+    mail_from: Annotated[Optional[str], typer.Option(
+        envvar="HAGGLER_MAIL_FROM", show_envvar=True,
+        help="With an SMTP server in HAGGLER_SMTP_URL (read from the environment only: it holds the password; "
+        "smtp://, smtps:// or smtp+plain://user:password@host:port): the address buyers' order confirmations "
+        "are sent from. Every order with a buyer's email gets one, whatever door it came through.")] = None,
     checkout_counter_offers: Annotated[bool, typer.Option(
         help="Answer a UCP or ACP cancel over price (intent_trace.reason_code price_sensitivity) with the "
         "merchant agent's counter-offer, a deal code for a new checkout (docs/checkout.md).")] = True,
@@ -280,6 +285,7 @@ def serve(
     payments through Stripe (docs/payments.md)."""
     import uvicorn
 
+    from haggler.order_mail import MailSettings
     from haggler.protocols.acp.settings import AcpSettings
     from haggler.protocols.agents_json.settings import AgentsSettings
     from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits, load_skill
@@ -317,6 +323,7 @@ def serve(
         ucp = UcpSettings(simulation_secret=simulation_secret)
         acp = AcpSettings(api_key=acp_api_key, webhook_url=acp_webhook_url,
                           webhook_secret=os.environ.get("HAGGLER_ACP_WEBHOOK_SECRET") or None)
+        mail = MailSettings(smtp_url=os.environ.get("HAGGLER_SMTP_URL") or None, sender=mail_from)
         client_limits = ClientLimits(max_wrong_tokens, max_registrations_per_hour, max_agent_messages_per_hour,
                                      max_contacts_per_hour)
         if allowed_host:
@@ -341,7 +348,7 @@ def serve(
                          public_url=public_url, trusted_proxies=proxies,
                          allowed_hosts=tuple(allowed_host or ()), limits=limits, merchant=merchant,
                          merchant_model=model, agents=agents, exchange=ExchangeSettings(allow_deposits=sandbox_deposits),
-                         matching=matching, market=market, ucp=ucp, acp=acp, client_limits=client_limits,
+                         matching=matching, market=market, ucp=ucp, acp=acp, mail=mail, client_limits=client_limits,
                          payment_handlers=(stripe,) if stripe else (), checkout_counter_offers=checkout_counter_offers,
                          data_dir=data_dir,
                          seed=seed, sweep_interval_seconds=sweep_interval(idle_ttl, matching, market))
@@ -372,6 +379,8 @@ def serve(
         if simulation_secret else ""))
     err.print(f"ACP checkout at {base}/.well-known/acp.json" if acp.enabled
               else "ACP checkout not served (set HAGGLER_ACP_API_KEY to serve it)")
+    err.print(f"order confirmations mailed from {mail.sender}" if mail.enabled
+              else "no order confirmations mailed (set HAGGLER_SMTP_URL and --mail-from to send them)")
     if acp.webhook_url:
         err.print(f"ACP orders announced to {acp.webhook_url} (order_create, signed with HAGGLER_ACP_WEBHOOK_SECRET)")
     if stripe is not None:

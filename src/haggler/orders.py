@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
+from haggler.commerce import order_events
 from haggler.errors import InvalidInput
 from haggler.money import decimal_string
 from haggler.storage.database import Database
@@ -220,6 +221,10 @@ def insert_order(conn: Connection, order: Order) -> None:
         buyer_name=buyer.name if buyer else None, buyer_email=buyer.email if buyer else None,
         ship_to=buyer.address if buyer else None, payment_handler=order.payment_handler,
         payment_reference=order.payment_reference, details=_details_json(order.details)))
+    if buyer is not None and buyer.email:
+        # The buyer's confirmation is owed with the order, whatever its door (haggler/order_mail.py).
+        order_events.record(conn, order_events.MAIL, order.id, order_events.PLACED, None, order.placed_at,
+                            sent_after_answer=False)
 
 
 def update_details(conn: Connection, order_id: str, details: dict[str, Any]) -> None:

@@ -34,14 +34,16 @@ from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import Connection, and_, delete, insert, select, update
 
-from haggler.commerce.webhooks import Delivery
 from haggler.storage.database import Database
 from haggler.storage.schema import order_events
 
 log = logging.getLogger("haggler")
 
-#: An order placed (UCP's ``order_placed``, ACP's ``order_create``).
+#: An order placed (UCP's ``order_placed``, ACP's ``order_create``, the buyer's confirmation mail).
 PLACED = "placed"
+#: The door of the buyer's confirmation mail (``haggler/order_mail.py``), owed by every order with an
+#: address to send it to, whatever door the order came through.
+MAIL = "mail"
 #: How long a sender holds an event it is sending (longer than any attempt with its quick retries).
 HOLD = timedelta(minutes=2)
 #: The pause before the sweep's first retry, doubling after each up to :data:`LONGEST_PAUSE`.
@@ -76,36 +78,45 @@ class Outgoing(NamedTuple):
     sign: Callable[[bytes], Mapping[str, str]]
 
 
-class Door(Protocol):
-    """A protocol's side of its order events."""
-
-    delivery: Delivery
-
-    def outgoing(self, event: Event, base: str) -> Outgoing | None:
-        """The event as the protocol sends it, links made from ``base``; None when nobody is to
-        receive it (the checkout named no webhook, the store has no receiver)."""
+class Sender(Protocol):
+    def post(self, url: str, body: bytes, sign: Callable[[bytes], Mapping[str, str]], what: str) -> bool:
+        """Send ``body`` to ``url`` (with quick retries of its own); whether it was taken."""
         ...
 
 
-def event_id(order_id: str, kind: str) -> str:
-    """An event's id, one per order and kind, giving away nothing but itself."""
-    return "evt_" + hashlib.sha256(f"{order_id}\n{kind}".encode()).hexdigest()[:24]
+class Door(Protocol):
+    """A side of the order events: a protocol's webhooks, or the buyer's confirmation mail."""
+
+    delivery: Sender
+
+    def outgoing(self, event: Event, base: str | None) -> Outgoing | None:
+        """The event as it is sent, links made from ``base`` (None: the store knows none); None
+        when nobody is to receive it (the checkout named no webhook, the store has no receiver,
+        the order has no buyer's address), or it needs links and has no base."""
+        ...
 
 
-def record(conn: Connection, door: str, order_id: str, kind: str, base: str | None, at: datetime) -> str:
-    """Record, in the caller's transaction, that ``door`` owes its platform the event ``kind`` of
-    ``order_id``; its id. Held for the sender that sends it right after the answer (see the
-    module's docstring), then due for the sweep."""
-    found = event_id(order_id, kind)
+def event_id(door: str, order_id: str, kind: str) -> str:
+    """An event's id, one per door, order and kind (so recorded once), giving away nothing but itself."""
+    return "evt_" + hashlib.sha256(f"{door}\n{order_id}\n{kind}".encode()).hexdigest()[:24]
+
+
+def record(conn: Connection, door: str, order_id: str, kind: str, base: str | None, at: datetime, *,
+           sent_after_answer: bool = True) -> str:
+    """Record, in the caller's transaction, that ``door`` owes the event ``kind`` of ``order_id``;
+    its id. ``sent_after_answer``: the request sends it once its answer is out (:meth:`OrderEvents.send`),
+    so the sweep leaves it alone for :data:`HOLD`; otherwise it is due for the sweep at once."""
+    found = event_id(door, order_id, kind)
     conn.execute(insert(order_events).values(id=found, door=door, order_id=order_id, kind=kind, base=base,
-                                             created_at=at, next_at=at + HOLD, attempts=0))
+                                             created_at=at, next_at=at + HOLD if sent_after_answer else at,
+                                             attempts=0))
     return found
 
 
-def owed(conn: Connection, order_id: str, kind: str) -> bool:
-    """Whether the event ``kind`` of ``order_id`` was recorded already (sent or not)."""
-    return conn.execute(select(order_events.c.id).where(order_events.c.order_id == order_id,
-                                                        order_events.c.kind == kind)).first() is not None
+def owed(conn: Connection, door: str, order_id: str, kind: str) -> bool:
+    """Whether ``door``'s event ``kind`` of ``order_id`` was recorded already (sent or not)."""
+    return conn.execute(select(order_events.c.id).where(order_events.c.id == event_id(door, order_id, kind))
+                        ).first() is not None
 
 
 @dataclass
@@ -166,16 +177,14 @@ class OrderEvents:
     def _attempt(self, row: Any) -> bool:
         event = Event(row.id, row.door, row.order_id, row.kind, row.base, row.created_at)
         door = self.doors[event.door]
-        base = event.base or self.default_base
         try:
-            outgoing = door.outgoing(event, base) if base is not None else None
+            outgoing = door.outgoing(event, event.base or self.default_base)
         except Exception as exc:  # a bug in one door must not stop the sweep's other events
             log.exception("order event %s (%s %s of %s) could not be made", event.id, event.door, event.kind,
                           event.order_id)
             return self._finish(event, row.attempts, gave_up=True, error=f"could not be made: {type(exc).__name__}")
         if outgoing is None:
-            why = "no receiver" if base is not None else "no base URL for its links"
-            return self._finish(event, row.attempts, gave_up=True, error=why)
+            return self._finish(event, row.attempts, gave_up=True, error="nobody to send it to")
         what = f"{event.door} {event.kind} of order {event.order_id} ({event.id})"
         if door.delivery.post(outgoing.url, outgoing.body, outgoing.sign, what):
             return self._finish(event, row.attempts + 1, gave_up=False, error=None)
@@ -202,5 +211,6 @@ class OrderEvents:
         return False
 
 
-__all__ = ["Door", "Event", "FIRST_RETRY", "GIVE_UP_AFTER", "HOLD", "OrderEvents", "Outgoing", "PLACED", "event_id",
+__all__ = ["Door", "Event", "Sender", "FIRST_RETRY", "GIVE_UP_AFTER", "HOLD", "MAIL", "OrderEvents", "Outgoing",
+           "PLACED", "event_id",
            "owed", "record"]

@@ -24,7 +24,8 @@ from haggler.protocols.agents_json.service import AgentsService
 from haggler.protocols.agents_json.sessions import RateLimiter, SessionService
 from haggler.protocols.agents_json.trail import AuditTrail
 from haggler.commerce.counter_offers import Caller, CounterOffers
-from haggler.commerce.order_events import OrderEvents
+from haggler.commerce.order_events import MAIL, Door, OrderEvents
+from haggler.order_mail import OrderMail
 from haggler.protocols.negotiate_v1 import views as negotiate_v1_views
 from haggler.protocols.negotiate_v1.routes import BODY_WORDING as NEGOTIATE_V1_BODIES
 from haggler.protocols.negotiate_v1.routes import build_routes as negotiate_v1_routes
@@ -135,8 +136,11 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     acp = AcpService(db, config.clock, config.acp, handlers, catalog=config.catalog, deal_ttl=config.agents.deal_ttl,
                      counter_offers=counter_offers) if config.acp.enabled else None
 
-    # One sender of every door's order events left unsent (order_events.py), run by the sweep.
-    doors = {**(ucp.events.doors if ucp else {}), **(acp.events.doors if acp else {})}
+    # One sender of every door's order events left unsent (order_events.py), run by the sweep: the
+    # platforms' webhooks, and the buyers' confirmation mails when the store has an SMTP server.
+    doors: dict[str, Door] = {**(ucp.events.doors if ucp else {}), **(acp.events.doors if acp else {})}
+    if config.mail.enabled:
+        doors[MAIL] = OrderMail(config.mail, db, config.catalog.store.name)
     order_events = OrderEvents(db, config.clock, doors, default_base=config.public_url) if doors else None
 
     def caller_of(request: HTTPConnection) -> Caller:
@@ -223,6 +227,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(market.router())
     app.include_router(admin_router(config, db, limits))
     shapes: list[tuple[tuple[str, ...], ErrorShape]] = []
+    app.state.order_events = order_events
     if ucp is not None:
         app.state.ucp = ucp
         app.include_router(ucp_router(ucp, base_url, caller_of))

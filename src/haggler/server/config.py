@@ -9,6 +9,7 @@ from typing import Callable
 
 from haggler.catalog import Catalog
 from haggler.llm.base import LLMBackend
+from haggler.order_mail import MailSettings
 from haggler.protocols.acp.settings import AcpSettings
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.negotiate_v1.settings import MerchantSettings, StoreLimits
@@ -65,6 +66,8 @@ class StoreConfig:
     ucp: UcpSettings = field(default_factory=UcpSettings)
     #: ACP checkout: served only with an API key (``HAGGLER_ACP_API_KEY``).
     acp: AcpSettings = field(default_factory=AcpSettings)
+    #: The SMTP server buyers' order confirmations go through (none: no mail is sent).
+    mail: MailSettings = field(default_factory=MailSettings)
     #: The payment handlers the checkout protocols charge through (built by the caller, as a
     #: processor's SDK and keys are the operator's); the simulated one is added when
     #: ``ucp.simulation_secret`` is set.

@@ -19,7 +19,6 @@ from sqlalchemy import (
     Table,
     Text,
     TypeDecorator,
-    UniqueConstraint,
 )
 
 metadata = MetaData()
@@ -448,7 +447,7 @@ negotiation_messages = Table(
 # Idempotency-Key records, per agent: the request's fingerprint and, once done, its response.
 # Order events owed to a checkout protocol's webhook receiver (commerce/order_events.py): recorded in
 # the transaction that places or changes the order, sent after the answer, retried by the store's
-# sweep until taken or given up; one per order and kind.
+# sweep until taken or given up; one per door, order and kind (its id is made from them).
 order_events = Table(
     "order_events",
     metadata,
@@ -467,7 +466,6 @@ order_events = Table(
     Column("sent_at", UTCDateTime, nullable=True),
     Column("gave_up_at", UTCDateTime, nullable=True),
     Column("last_error", String(300), nullable=True),
-    UniqueConstraint("order_id", "kind", name="uq_order_events_order_kind"),
 )
 Index("ix_order_events_due", order_events.c.sent_at, order_events.c.gave_up_at, order_events.c.next_at)
 

@@ -181,7 +181,8 @@ def _store(make_store, tmp_path, receiver, name: str, db_url: str | None = None,
 
 def _event_row(store, order_id: str):
     with store.app.state.acp.db.read() as conn:
-        return conn.execute(select(order_events).where(order_events.c.order_id == order_id)).one()
+        return conn.execute(select(order_events).where(order_events.c.order_id == order_id,
+                                                       order_events.c.door == "acp")).one()
 
 
 def test_an_event_the_receiver_did_not_take_is_sent_again_by_the_sweep_until_it_is(make_store, tmp_path):

@@ -135,7 +135,7 @@ class AcpService:
             except AuthenticationRefused as exc:  # rfc.agentic_checkout §4.4, §9.7: requires_3ds at this param
                 raise reading.Refused(exc.message, "requires_3ds" if exc.missing else "invalid",
                                       "$.authentication_result") from None
-            placed = order_events.event_id(order.id, order_events.PLACED) if order is not None else None
+            placed = order_events.event_id(DOOR, order.id, order_events.PLACED) if order is not None else None
             return Kept(200, self._checkout(priced, base, order), after=self.events.after(placed))
         return self._idempotent(key, f"/checkout_sessions/{session_id}/complete", body, run)
 

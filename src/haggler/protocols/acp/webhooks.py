@@ -62,11 +62,11 @@ class OrderWebhooks:
     def enabled(self) -> bool:
         return self.url is not None
 
-    def outgoing(self, event: Event, base: str) -> Outgoing | None:
+    def outgoing(self, event: Event, base: str | None) -> Outgoing | None:
         """The :class:`Door`'s event: the order as it stands, to the store's receiver (None: the
         store has none)."""
-        found = self._find(event.order_id) if self._find is not None and self.url is not None else None
-        if found is None or self.url is None:
+        found = self._find(event.order_id) if self._find is not None and base is not None else None
+        if found is None or self.url is None or base is None:
             return None
         order, priced = found
         body = canonical_json({"type": EVENT_TYPES[event.kind], "data": views.order_view(priced, order, base)})

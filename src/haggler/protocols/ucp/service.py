@@ -179,7 +179,7 @@ class UcpService:
                                       platform_keys=keys, signer=self.signer, audience=views.profile_url(base),
                                       now=self.clock())
             priced, order = self.sessions.complete(session_id, payment, door=DOOR, authorize=authorize)
-            placed = order_events.event_id(order.id, order_events.PLACED) if order is not None else None
+            placed = order_events.event_id(DOOR, order.id, order_events.PLACED) if order is not None else None
             return Kept(200, self._checkout(priced, base, order), after=self.events.after(placed))
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
@@ -265,7 +265,7 @@ class UcpService:
             update_details(conn, order_id, details)
             placed = order_for(conn, order_id=order_id)
             event = None
-            if announce is not None and not order_events.owed(conn, order_id, announce[0]):
+            if announce is not None and not order_events.owed(conn, DOOR, order_id, announce[0]):
                 event = order_events.record(conn, DOOR, order_id, announce[0], announce[1], self.clock())
         assert placed is not None
         return placed, event

@@ -143,13 +143,14 @@ class Webhooks:
                    "UCP-Agent": f'profile="{business_profile}"'}
         return lambda _: headers
 
-    def outgoing(self, event: Event, base: str) -> Outgoing | None:
+    def outgoing(self, event: Event, base: str | None) -> Outgoing | None:
         """``order_events.py``'s :class:`Door`: the order's event, the order as it stands, to the
         webhook its checkout's creator named (None when it named none)."""
-        found = self._find(event.order_id) if self._find is not None else None
+        found = self._find(event.order_id) if self._find is not None and base is not None else None
         if found is None or found[1] is None or found[1].webhook_url is None:
             return None
         order, session = found
+        assert base is not None
         body = canonical_json(views.order_event(EVENT_TYPES[event.kind], event.id, event.created_at, order, base))
         return Outgoing(session.webhook_url, body, self._signed(body, views.profile_url(base)))
 

@@ -33,7 +33,6 @@ def upgrade() -> None:
         sa.Column("sent_at", _UTC, nullable=True),
         sa.Column("gave_up_at", _UTC, nullable=True),
         sa.Column("last_error", sa.String(300), nullable=True),
-        sa.UniqueConstraint("order_id", "kind", name="uq_order_events_order_kind"),
     )
     op.create_index("ix_order_events_due", "order_events", ["sent_at", "gave_up_at", "next_at"])
 
