@@ -318,14 +318,13 @@ class Priced:
 
 class Resumed(NamedTuple):
     """What :meth:`CheckoutSessions.resume` found: the session as it now stands and its order, once
-    paid (``placed``: this call placed it, so its caller announces it); ``action_url`` while the
+    paid (its ``order_placed`` event recorded with it, whoever placed it); ``action_url`` while the
     buyer has yet to act at the processor's page; ``reason`` when the payment failed just now."""
 
     priced: Priced
     order: Order | None
     action_url: str | None = None
     reason: str | None = None
-    placed: bool = False
 
 
 class AuthenticationRefused(InvalidInput):
@@ -757,8 +756,7 @@ class CheckoutSessions:
                                   "it") from None
             raise
         if result.succeeded:
-            placed, order, _ = self._place(session_id, priced, payment, result.reference, door)
-            return placed, order
+            return self._place(session_id, priced, payment, result.reference, door)
         if result.outcome is PaymentOutcome.ACTION_REQUIRED:
             authentication = result.authentication if self.agent_authentication else None
             if authentication is not None or result.action_url:
@@ -841,13 +839,11 @@ class CheckoutSessions:
         return f"{self.protocol}-{session.id}-{digest[:32]}"
 
     def _place(self, session_id: str, priced: Priced, payment: PaymentRequest, reference: str | None,
-               door: str) -> tuple[Priced, Order, bool]:
-        """Step 3: the one order for the session, and the session completed; and whether this call
-        placed it (False: another had, whose caller announces it)."""
-        def place(conn: Connection) -> tuple[Priced, Order, bool]:
+               door: str) -> tuple[Priced, Order]:
+        """Step 3: the one order for the session, and the session completed."""
+        def place(conn: Connection) -> tuple[Priced, Order]:
             current = self._load(conn, session_id, for_update=True)
             found = order_for(conn, session_id=session_id)
-            new = found is None
             if found is None:
                 found = self._order(priced, payment, reference, door, self.clock())
                 insert_order(conn, found)
@@ -859,7 +855,7 @@ class CheckoutSessions:
                            hold=replace(hold, payment=replace(hold.payment, state=PAID, action_url=None, reason=None,
                                                               authentication=None)))
             self._save(conn, done)
-            return replace(priced, session=done), found, new
+            return replace(priced, session=done), found
 
         return place_once(self.db, place)
 
@@ -985,9 +981,9 @@ class CheckoutSessions:
             raise Unavailable("the payment handler did not answer, so whether the payment went through is not "
                               "known yet: nothing changed; try again in a moment") from None
         if result.succeeded:
-            placed, order, new = self._place(session_id, priced, PaymentRequest(held.handler_id, None),
-                                             result.reference or held.reference, self.protocol)
-            return Resumed(placed, order, placed=new)
+            placed, order = self._place(session_id, priced, PaymentRequest(held.handler_id, None),
+                                        result.reference or held.reference, self.protocol)
+            return Resumed(placed, order)
         if result.outcome is PaymentOutcome.ACTION_REQUIRED:
             return Resumed(priced, None, action_url=result.action_url or held.action_url)
         self._give_back(session_id, held.attempt)
@@ -1024,9 +1020,8 @@ class CheckoutSessions:
         if paid_reference is not None:
             with self.db.read() as conn:
                 priced = self._price(conn, session)
-            placed, order, _ = self._place(session_id, priced, PaymentRequest(held.handler_id or "manual", None),
-                                           paid_reference, self.protocol)
-            return placed, order
+            return self._place(session_id, priced, PaymentRequest(held.handler_id or "manual", None), paid_reference,
+                               self.protocol)
         self._give_back(session_id, held.attempt, cancel=True)
         return self.get(session_id), None
 
