@@ -273,8 +273,9 @@ def serve(
     stripe_return_url: Annotated[Optional[str], typer.Option(
         envvar="HAGGLER_STRIPE_RETURN_URL", show_envvar=True,
         help="With a Stripe key (HAGGLER_STRIPE_API_KEY, read from the environment only): the page Stripe sends "
-        "a buyer back to after 3-D Secure, an absolute http(s) URL. With it a card that asks for 3-D Secure "
-        "holds the checkout and sends the buyer to Stripe; without it such a card is declined.")] = None,
+        "an ACP buyer back to after 3-D Secure, an absolute http(s) URL (UCP buyers come back to the store's own "
+        "page). With it such a card holds an ACP checkout and sends the buyer to Stripe; without it only an "
+        "agent that runs 3-D Secure itself can pay with one.")] = None,
     stripe_account: Annotated[Optional[str], typer.Option(
         envvar="HAGGLER_STRIPE_ACCOUNT", show_envvar=True,
         help="With a Stripe key: the Stripe account id (acct_...) UCP and ACP publish, so that agents scope "
@@ -385,8 +386,9 @@ def serve(
         err.print(f"ACP orders announced to {acp.webhook_url} (order_create, signed with HAGGLER_ACP_WEBHOOK_SECRET)")
     if stripe is not None:
         err.print(f"payments through Stripe (handler {stripe.id}, account {stripe.account_id}, {stripe.environment}; "
-                  + ("3-D Secure returns the buyer to --stripe-return-url)" if stripe.return_url
-                     else "no --stripe-return-url: cards that ask for 3-D Secure are declined)"))
+                  "3-D Secure returns UCP buyers to the store's own page, " + (
+                      "ACP buyers to --stripe-return-url)" if stripe.return_url else
+                      "and in ACP, without --stripe-return-url, needs an agent that runs it itself)"))
     elif not simulation_secret:
         err.print("no payment handler: set HAGGLER_STRIPE_API_KEY to take payments through Stripe (docs/payments.md)")
     if host in WILDCARD_HOSTS:

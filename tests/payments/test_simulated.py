@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from haggler.payments.handler import AuthenticationRequest, AuthenticationResult, Charge, PaymentOutcome
+from haggler.payments.handler import PaymentUnavailable
 from haggler.payments.simulated import AUTHENTICATION_TOKEN, SIMULATED_ACQUIRER, SimulatedPaymentHandler, luhn_valid
 
 
@@ -58,3 +61,17 @@ def test_a_failed_authentication_is_a_decline_that_stays_one():
     declined = handler.charge(replace(charge(AUTHENTICATE), authentication=AuthenticationResult("denied")))
     assert declined.outcome is PaymentOutcome.DECLINED and "denied" in (declined.reason or "")
     assert handler.charge(replace(charge(AUTHENTICATE), authentication=AUTHENTICATED)) == declined
+
+
+def test_a_charge_is_read_back_by_its_reference_as_its_last_answer_stands():
+    handler = SimulatedPaymentHandler()
+    card = {"type": "token", "token": AUTHENTICATION_TOKEN}
+    asked = handler.charge(charge(card))
+    assert handler.retrieve(asked.reference).outcome is PaymentOutcome.ACTION_REQUIRED
+    handler.charge(replace(charge(card), authentication=AuthenticationResult("authenticated")))
+    assert handler.retrieve(asked.reference).succeeded
+
+
+def test_a_reference_it_never_gave_is_no_answer():
+    with pytest.raises(PaymentUnavailable, match="sim_unknown"):
+        SimulatedPaymentHandler().retrieve("sim_unknown")

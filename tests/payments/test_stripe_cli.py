@@ -85,5 +85,5 @@ def test_a_stripe_that_does_not_answer_stops_start_up_unless_the_account_is_give
 
     given = serve(tmp_path, monkeypatch, "--stripe-account", ACCOUNT_ID, env=env)
     assert given.exit_code == 0, given.output
-    assert f"payments through Stripe (handler stripe, account {ACCOUNT_ID}, sandbox; no --stripe-return-url" \
-        in given.stderr
+    assert f"payments through Stripe (handler stripe, account {ACCOUNT_ID}, sandbox; 3-D Secure returns UCP buyers " \
+        "to the store's own page, and in ACP, without --stripe-return-url" in given.stderr

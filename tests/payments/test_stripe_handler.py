@@ -151,6 +151,41 @@ def test_3d_secure_without_a_return_url_has_no_page_to_send_the_buyer_to(fake: F
     assert fake.intents[result.reference]["next_action"]["type"] == "use_stripe_sdk"
 
 
+def test_a_charges_own_return_url_is_sent_instead_of_the_handlers(fake: FakeStripe) -> None:
+    """The checkout's own page for the buyer's return (UCP's continue_url) wins over the operator's,
+    and with it a handler set up without one still has a page to send the buyer to."""
+    own = "https://shop.example/pay/chk_1"
+    for stripe in (handler(fake), handler(fake, return_url=None)):
+        fake.reset()
+        result = stripe.charge(replace(card("pm_card_threeDSecure2Required"), return_url=own))
+        assert fake.requests[0].params["return_url"] == own
+        assert result.action_url == f"{fake.base}/3d_secure/{result.reference}"
+
+
+@pytest.mark.parametrize(("outcome", "then"), [("complete", PaymentOutcome.SUCCEEDED),
+                                               ("fail", PaymentOutcome.DECLINED)])
+def test_retrieve_reads_the_payment_intent_as_the_buyer_left_it_without_charging(
+        fake: FakeStripe, outcome: str, then: PaymentOutcome) -> None:
+    stripe = handler(fake)
+    first = stripe.charge(card("pm_card_authenticationRequired"))
+    assert first.reference is not None and stripe.retrieve(first.reference) == first  # still waiting for the buyer
+    assert httpx.post(first.action_url, data={"outcome": outcome}).status_code == 200
+    after = stripe.retrieve(first.reference)
+    assert (after.outcome, after.reference) == (then, first.reference)
+    assert [(sent.method, sent.path) for sent in fake.requests][1:] == [
+        ("GET", f"/v1/payment_intents/{first.reference}")] * 2  # reads only: no second create, no confirm
+    assert fake.charges == (1 if then is PaymentOutcome.SUCCEEDED else 0)
+
+
+def test_retrieve_without_an_answer_is_unavailable_and_an_unknown_id_a_setup_error(fake: FakeStripe) -> None:
+    stripe = handler(fake)
+    with pytest.raises(PaymentSetupError, match="pi_unknown"):
+        stripe.retrieve("pi_unknown")
+    fake.failing_with = 503
+    with pytest.raises(PaymentUnavailable, match="HTTP 503"):
+        stripe.retrieve("pi_unknown")
+
+
 def test_the_same_key_twice_charges_once_and_gives_the_same_reference(fake: FakeStripe) -> None:
     stripe = handler(fake)
     first = stripe.charge(card("pm_card_visa"))

@@ -1,7 +1,8 @@
 """A store on Stripe, end to end over real HTTP: ``haggler serve`` as an operator runs it, with its
 Stripe key and API base in its environment, the API base being a local fake of Stripe's API
 (tests/support/fake_stripe.py) that the real SDK in the store talks to. A buyer's agent pays a UCP
-checkout with a PaymentMethod and an ACP checkout with a shared payment token granted to the store.
+checkout with a PaymentMethod and an ACP checkout with a shared payment token granted to the store;
+a UCP buyer asked for 3-D Secure goes through the store's continue_url page to Stripe's and back.
 
 The declarations are checked against the protocols' own schemas: ACP's OpenAPI document and its
 payment handler RFC's card config schema (vendored, tests/protocols/acp/contract), UCP's official
@@ -23,17 +24,22 @@ from typing import Any
 import httpx
 import jsonschema
 import pytest
+from sqlalchemy import select
 
+from haggler.catalog import load_catalog
 from haggler.orders import Order, list_orders
 from haggler.payments.stripe_handler import ACQUIRERS_ENV, API_BASE_ENV, KEY_ENV
 from haggler.storage.database import open_database
+from haggler.storage.schema import commerce_inventory, deal_redemptions
 
 try:
     from tests.support import acp, ucp
+    from tests.support.checkout import close_a_deal
     from tests.support.fake_stripe import ACCOUNT_ID, API_KEY, FakeStripe
     from tests.support.servers import ProcessServer
 except ImportError:  # pragma: no cover
     from support import acp, ucp  # type: ignore[no-redef]
+    from support.checkout import close_a_deal  # type: ignore[no-redef]
     from support.fake_stripe import ACCOUNT_ID, API_KEY, FakeStripe  # type: ignore[no-redef]
     from support.servers import ProcessServer  # type: ignore[no-redef]
 
@@ -68,6 +74,23 @@ class Store:
         finally:
             db.dispose()
 
+    def stock(self, product_id: str) -> int:
+        db = open_database(self.db_url, existing=True)
+        try:
+            with db.read() as conn:
+                return int(conn.execute(select(commerce_inventory.c.quantity)
+                                        .where(commerce_inventory.c.product_id == product_id)).scalar_one())
+        finally:
+            db.dispose()
+
+    def redemptions(self) -> int:
+        db = open_database(self.db_url, existing=True)
+        try:
+            with db.read() as conn:
+                return len(conn.execute(select(deal_redemptions.c.deal_id)).all())
+        finally:
+            db.dispose()
+
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeStripe]:
@@ -90,6 +113,20 @@ def store(server: FakeStripe, tmp_path_factory: pytest.TempPathFactory) -> Itera
         yield Store(process, url)
 
 
+@pytest.fixture(scope="module")
+def test_store(server: FakeStripe, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
+    """A test store on Stripe (its simulation secret lets it reach a platform on loopback) whose
+    operator set no return URL: UCP's 3-D Secure returns to the store's own page all the same."""
+    where = tmp_path_factory.mktemp("stripe-test-store")
+    url = f"sqlite:///{where}/shop.db"
+    ucp.seed(url)
+    env = {KEY_ENV: API_KEY, API_BASE_ENV: server.base}
+    with ProcessServer("--db", url, "--data-dir", str(where / "data"), "--simulation-secret", ucp.SECRET, cwd=where,
+                       env=env) as process:
+        assert "3-D Secure returns UCP buyers to the store's own page" in process.log()
+        yield Store(process, url)
+
+
 @pytest.fixture
 def fake(server: FakeStripe) -> FakeStripe:
     server.reset()
@@ -109,11 +146,12 @@ def total(body: dict[str, Any]) -> int:
     return int(next(t["amount"] for t in body["totals"] if t["type"] == "total"))
 
 
-def the_one_payment_intent(fake: FakeStripe, amount: int) -> dict[str, Any]:
-    """The only PaymentIntent the store created: for ``amount`` in US dollars, under an idempotency key."""
+def the_one_payment_intent(fake: FakeStripe, amount: int, return_url: str = RETURN_URL) -> dict[str, Any]:
+    """The only PaymentIntent the store created: for ``amount`` in US dollars, under an idempotency
+    key, bringing the buyer back to ``return_url`` after 3-D Secure (the operator's, unless UCP's page)."""
     [sent] = [r for r in fake.requests if (r.method, r.path) == ("POST", "/v1/payment_intents")]
     assert (sent.params["amount"], sent.params["currency"], sent.params["return_url"]) == (str(amount), "usd",
-                                                                                             RETURN_URL)
+                                                                                             return_url)
     assert sent.idempotency_key
     [intent] = fake.intents.values()
     return intent
@@ -180,7 +218,7 @@ def test_a_ucp_checkout_paid_with_a_payment_method_is_one_payment_intent_and_one
         done = http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=ucp.headers(PLATFORM),
                          json=ucp_payment("pm_card_visa"))
     assert done.status_code == 200 and done.json()["status"] == "completed", done.text
-    intent = the_one_payment_intent(fake, total(checkout))
+    intent = the_one_payment_intent(fake, total(checkout), f"{store.base}/pay/{checkout['id']}")
     assert intent["status"] == "succeeded" and fake.charges == 1
     [order] = placed(store, checkout["id"])
     assert (order.id, order.door, order.total_cents) == (done.json()["order"]["id"], "ucp", total(checkout))
@@ -288,15 +326,85 @@ def test_a_failed_authentication_on_stripe_cancels_the_payment_intent_and_places
     assert placed(store, session["id"]) == [] and after["status"] == "ready_for_payment"
 
 
-def test_ucp_on_a_card_asking_for_3ds_still_sends_the_buyer_to_stripes_page(store: Store, fake: FakeStripe) -> None:
-    """UCP is unchanged: its agents do not run 3-D Secure, so the acquirer's details are not used and
-    the checkout requires escalation with Stripe's page as continue_url."""
-    with httpx.Client(base_url=store.base) as http:
-        checkout = ucp_ready(http)
-        answer = http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=ucp.headers(PLATFORM),
-                           json=ucp_payment("pm_card_authenticationRequired"))
+def ucp_escalated(store: Store, http: httpx.Client, fake: FakeStripe, profile: str, *,
+                  line_items: list[dict[str, Any]] | None = None, **extra: Any) -> tuple[dict[str, Any], str, str]:
+    """A UCP checkout paid with a card that asks for 3-D Secure: the checkout, its continue_url and
+    the PaymentIntent's id. UCP's agents do not run 3-D Secure, so the acquirer's details are not
+    used: the checkout requires escalation, and continue_url is the store's page, which Stripe is
+    told to bring the buyer back to."""
+    checkout = ucp.ready_checkout(http, "green_tea", 2, profile=profile, **extra)
+    if line_items is not None:
+        checkout = http.put(f"/checkout-sessions/{checkout['id']}", headers=ucp.headers(profile),
+                            json={"id": checkout["id"], "line_items": line_items}).json()
+    answer = http.post(f"/checkout-sessions/{checkout['id']}/complete", headers=ucp.headers(profile),
+                       json=ucp_payment("pm_card_authenticationRequired"))
     assert answer.status_code == 200, answer.text
-    [intent] = fake.intents.values()
-    assert answer.json()["status"] == "requires_escalation"
-    assert answer.json()["continue_url"] == f"{fake.base}/3d_secure/{intent['id']}"
-    assert "authentication_metadata" not in answer.json() and placed(store, checkout["id"]) == []
+    body = answer.json()
+    page = f"{store.base}/pay/{checkout['id']}"
+    assert body["status"] == "requires_escalation" and body["continue_url"] == page
+    assert "authentication_metadata" not in body and placed(store, checkout["id"]) == []
+    intent = the_one_payment_intent(fake, total(checkout), page)
+    return checkout, page, intent["id"]
+
+
+def back_from_stripe(http: httpx.Client, page: str, intent: str, status: str) -> httpx.Response:
+    """The buyer's browser sent back by Stripe: the return URL with Stripe's query added."""
+    return http.get(page, params={"payment_intent": intent, "redirect_status": status})
+
+
+def test_checkout_continue_url_ucp_3ds_on_stripe_is_finalized_at_the_stores_page(
+        test_store: Store, fake: FakeStripe) -> None:
+    """checkout.md, "Continue URL": the platform hands the buyer to continue_url, where the checkout
+    is finalized. The store's page sends the buyer on to Stripe's 3-D Secure page (303); the buyer
+    authenticates there and Stripe sends them back; the page reads the PaymentIntent, places the one
+    order, says so, and the platform is sent order_placed (order.md, "Events"). One PaymentIntent,
+    one charge, though the operator set no return URL."""
+    with ucp.Platform() as platform, httpx.Client(base_url=test_store.base) as http:
+        checkout, page, intent = ucp_escalated(test_store, http, fake, platform.profile_url)
+        sent = http.get(page)
+        assert (sent.status_code, sent.headers["location"]) == (303, f"{fake.base}/3d_secure/{intent}")
+        assert httpx.post(sent.headers["location"], data={"outcome": "complete"}).status_code == 200  # at Stripe
+        back = back_from_stripe(http, page, intent, "succeeded")
+        assert back.status_code == 200 and "Payment complete" in back.text, back.text
+        session = http.get(f"/checkout-sessions/{checkout['id']}", headers=ucp.headers(platform.profile_url)).json()
+        event = platform.wait_for("order_placed")
+    [order] = placed(test_store, checkout["id"])
+    assert session["status"] == "completed" and session["order"]["id"] == order.id == event["id"]
+    assert order.id in back.text and (order.payment_handler, order.payment_reference) == ("stripe", intent)
+    assert fake.charges == 1 and len(fake.intents) == 1
+    assert [e["event_type"] for e in platform.events] == ["order_placed"]
+
+
+def test_checkout_continue_url_a_failed_3ds_at_stripe_gives_the_deal_and_the_stock_back(
+        test_store: Store, fake: FakeStripe) -> None:
+    """checkout.md, "Continue URL": back from a failed authentication, the page says the payment did
+    not go through; no order, the deal closed in chat may be bought again and the tea is back on the
+    shelf, the checkout ready for another payment."""
+    product = load_catalog().products[0]
+    with httpx.Client(base_url=test_store.base) as http:
+        deal = close_a_deal(http, product)
+        before = test_store.stock("green_tea")
+        lines = [{"item": {"id": "green_tea"}, "quantity": 2}, {"item": {"id": product.id}, "quantity": 1}]
+        checkout, page, intent = ucp_escalated(test_store, http, fake, PLATFORM, line_items=lines,
+                                               discounts={"codes": [deal["id"]]})
+        assert test_store.stock("green_tea") == before - 2 and test_store.redemptions() == 1
+        assert httpx.post(http.get(page).headers["location"], data={"outcome": "fail"}).status_code == 200
+        back = back_from_stripe(http, page, intent, "failed")
+        session = http.get(f"/checkout-sessions/{checkout['id']}", headers=ucp.headers(PLATFORM)).json()
+    assert back.status_code == 200 and "did not go through" in back.text and "failed authentication" in back.text
+    assert session["status"] == "ready_for_complete" and placed(test_store, checkout["id"]) == []
+    assert test_store.stock("green_tea") == before and test_store.redemptions() == 0 and fake.charges == 0
+
+
+def test_checkout_continue_url_stripe_not_answering_is_a_page_to_try_later_and_the_hold_stays(
+        test_store: Store, fake: FakeStripe) -> None:
+    with httpx.Client(base_url=test_store.base) as http:
+        checkout, page, intent = ucp_escalated(test_store, http, fake, PLATFORM)
+        held = test_store.stock("green_tea")
+        fake.failing_with = 503
+        later = http.get(page)
+        fake.failing_with = None
+        session = http.get(f"/checkout-sessions/{checkout['id']}", headers=ucp.headers(PLATFORM)).json()
+    assert later.status_code == 503 and later.headers["retry-after"] and "in a moment" in later.text
+    assert session["status"] == "requires_escalation" and test_store.stock("green_tea") == held
+    assert placed(test_store, checkout["id"]) == [] and fake.intents[intent]["status"] == "requires_action"

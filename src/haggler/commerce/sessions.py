@@ -30,6 +30,13 @@ same charge (the processor answers what it did) and settles it:
 * a processor refusing a retry before reaching the money (``PaymentSetupError``) says nothing about
   the first charge: the hold stays.
 
+A buyer sent to the processor's page may come back to a page of the protocol's own (UCP's
+``continue_url``, which the charge names as the processor's return address: :attr:`Payment.return_url`,
+kept so that every retry sends the same request): :meth:`CheckoutSessions.resume` then reads the
+payment back from the processor by its reference, without charging, and settles it as a retry
+would: the order when it was paid, the hold given back when it failed, nothing while the buyer has
+yet to act.
+
 A processor forgets a key after a day, so no retry is sent :data:`SETTLE_WITHIN` after a payment was
 first sent; that payment, a buyer who never comes back from 3-D Secure, and a handler that keeps
 failing are settled by the store by hand (:meth:`CheckoutSessions.settle`, ``haggler checkout``)
@@ -49,7 +56,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -125,6 +132,9 @@ class Payment:
     #: What the buyer's agent needs to run 3-D Secure, once the processor asked for it: kept until the
     #: payment is paid, so that the same payment may carry the result back even after a lost answer.
     authentication: AuthenticationRequest | None = None
+    #: Where the processor brings the buyer back after its page (None: the handler's own setting),
+    #: as first sent: a retry sends it again, or the processor would see another request under the key.
+    return_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +264,9 @@ class PaymentRequest:
     mandate: str | None = None
     #: The buyer's 3-D Secure result, continuing a payment that awaits it (ACP's ``authentication_result``).
     authentication: AuthenticationResult | None = None
+    #: The protocol's page the buyer comes back to from the processor's (UCP's ``continue_url``), for
+    #: a new payment; a retry keeps its payment's first one (:attr:`Payment.return_url`).
+    return_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +314,17 @@ class Priced:
         f = self.session.fulfillment
         return bool(self.session.lines) and f is not None and f.destination is not None \
             and self.selected_option is not None
+
+
+class Resumed(NamedTuple):
+    """What :meth:`CheckoutSessions.resume` found: the session as it now stands and its order, once
+    paid (its ``order_placed`` event recorded with it, whoever placed it); ``action_url`` while the
+    buyer has yet to act at the processor's page; ``reason`` when the payment failed just now."""
+
+    priced: Priced
+    order: Order | None
+    action_url: str | None = None
+    reason: str | None = None
 
 
 class AuthenticationRefused(InvalidInput):
@@ -791,7 +815,7 @@ class CheckoutSessions:
                 hold = Hold(priced.discounts, priced.options, priced.totals, deal.deal.id if deal else None,
                             deal.line_id if deal else None,
                             Payment(payment.handler_id, self._key(session, credential, total), total, CHARGING,
-                                    attempt, now, now))
+                                    attempt, now, now, return_url=payment.return_url))
             retry = session.hold is not None
             if authorize is not None:
                 authorize(priced)
@@ -800,7 +824,7 @@ class CheckoutSessions:
         paid = hold.payment
         charge = Charge(paid.amount_cents, session.currency, credential, idempotency_key=paid.key,
                         description=f"checkout session {session.id}", metadata={"checkout_session": session.id},
-                        authentication=payment.authentication)
+                        authentication=payment.authentication, return_url=paid.return_url)
         return replace(priced, session=session), charge, attempt, retry
 
     def _key(self, session: Session, credential: Mapping[str, Any], amount_cents: int) -> str:
@@ -929,6 +953,44 @@ class CheckoutSessions:
                      deal_id=deal.deal.id if deal else None, session_id=session.id, door=door,
                      payment_handler=payment.handler_id, payment_reference=reference, details=details)
 
+    # -- the buyer's return from the processor's page ------------------------------------------------
+
+    def resume(self, session_id: str) -> Resumed:
+        """Settle a payment that waits for the buyer at the processor's page, from the processor's
+        own record of it (:meth:`PaymentHandler.retrieve`, by the reference its first answer gave;
+        nothing is charged): paid places the one order (as a retry of the completion would, and
+        whichever of them sees it first); failed gives the stock and the deal back, the session
+        ready for another payment; still waiting changes nothing and says where the buyer acts.
+        A session not waiting for the buyer is only read. :class:`Unavailable` when the handler
+        does not answer (or is no longer offered), and ``PaymentSetupError`` when it cannot be
+        asked: nothing changes. Each outcome is guarded as the completion's are, so that a retry
+        of the completion or another resume racing this one leaves one order and one charge."""
+        with self.db.read() as conn:
+            priced = self._price(conn, self._load(conn, session_id))
+            order = order_for(conn, order_id=priced.session.order_id) if priced.session.order_id else None
+        held = priced.awaiting_buyer
+        if held is None or held.state != AWAITING_BUYER or held.reference is None:
+            return Resumed(priced, order)
+        handler = self.handlers.get(held.handler_id)
+        if handler is None:
+            raise Unavailable(f"payment handler {held.handler_id} is not offered now, so the payment of checkout "
+                              f"session {session_id} cannot be read")
+        try:
+            result = handler.retrieve(held.reference)
+        except PaymentUnavailable:
+            raise Unavailable("the payment handler did not answer, so whether the payment went through is not "
+                              "known yet: nothing changed; try again in a moment") from None
+        if result.succeeded:
+            placed, order = self._place(session_id, priced, PaymentRequest(held.handler_id, None),
+                                        result.reference or held.reference, self.protocol)
+            return Resumed(placed, order)
+        if result.outcome is PaymentOutcome.ACTION_REQUIRED:
+            return Resumed(priced, None, action_url=result.action_url or held.action_url)
+        self._give_back(session_id, held.attempt)
+        with self.db.read() as conn:
+            return Resumed(self._price(conn, self._load(conn, session_id)), None,
+                           reason=result.reason or "the payment did not go through")
+
     # -- settling by hand --------------------------------------------------------------------------
 
     def unsettled(self) -> list[Session]:
@@ -983,5 +1045,5 @@ class CheckoutSessions:
 
 __all__ = ["AUTHENTICATION", "AuthenticationRefused", "CANCELED", "COMPLETED", "CheckoutSessions", "FINAL",
            "Fulfillment", "FulfillmentRequest", "INCOMPLETE",
-           "ESCALATION", "Hold", "IN_PROGRESS", "LineRequest", "Payment", "PaymentRequest", "Priced", "READY",
+           "ESCALATION", "Hold", "IN_PROGRESS", "LineRequest", "Payment", "PaymentRequest", "Priced", "READY", "Resumed",
            "SESSION_TTL", "Session", "SessionInput", "TAKEOVER_AFTER", "TotalChanged"]

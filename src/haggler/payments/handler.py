@@ -88,7 +88,12 @@ class Charge:
     same key that answered :attr:`PaymentOutcome.ACTION_REQUIRED` with an
     :class:`AuthenticationRequest`. It is the same payment, so the key does not change; a handler
     given a result that is not :attr:`AuthenticationResult.authenticated` declines and makes sure
-    the processor takes nothing."""
+    the processor takes nothing.
+
+    ``return_url``: where the processor sends the buyer back after acting at its page (3-D Secure),
+    when the checkout has a page of its own for it (UCP's ``continue_url``); None: the handler's
+    own setting. A retry of the charge must carry the same one, or the processor sees another
+    request under the same key."""
 
     amount_cents: int
     currency: str
@@ -97,6 +102,7 @@ class Charge:
     description: str = ""
     metadata: Mapping[str, str] = field(default_factory=dict)
     authentication: AuthenticationResult | None = None
+    return_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +135,13 @@ class PaymentHandler(Protocol):
 
     def charge(self, charge: Charge) -> ChargeResult:
         """Take the money, or say why not; raises :class:`PaymentUnavailable` when the answer is unknown."""
+        ...
+
+    def retrieve(self, reference: str) -> ChargeResult:
+        """The payment ``reference`` names (a :attr:`ChargeResult.reference` this handler gave) as it
+        stands now at the processor, read without charging: how a checkout learns that a buyer it
+        sent to authenticate has done so. Raises :class:`PaymentUnavailable` when the processor does
+        not answer, :class:`PaymentSetupError` when it cannot be asked."""
         ...
 
 

@@ -11,7 +11,9 @@ idempotency key already used answers what the first one did, whatever it carries
 authenticate, and says how with the simulated acquirer (:data:`SIMULATED_ACQUIRER`, test values:
 no directory server knows them). The same charge sent again with the buyer's authentication result
 succeeds when the result is authenticated and is declined otherwise, as an issuer would decide; until
-then a replay of the key answers that authentication is still needed.
+then a replay of the key answers that authentication is still needed. :meth:`retrieve` reads a
+charge back by its reference as its last answer stands (the simulated card offers no page to
+authenticate at, so nothing moves it on but the same charge sent again).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import threading
 from collections import OrderedDict
 
 from haggler.payments.handler import Acquirer, AuthenticationRequest, Charge, ChargeResult, PaymentOutcome
+from haggler.payments.handler import PaymentUnavailable
 
 #: The handler's id in the checkout protocols.
 SIMULATED_HANDLER_ID = "mock_payment_handler"
@@ -55,6 +58,8 @@ class SimulatedPaymentHandler:
 
     def __init__(self) -> None:
         self._done: OrderedDict[str, ChargeResult] = OrderedDict()
+        #: The idempotency key of each reference given, to read a charge back by it.
+        self._keys: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def charge(self, charge: Charge) -> ChargeResult:
@@ -63,9 +68,21 @@ class SimulatedPaymentHandler:
             if found is None or (found.outcome is PaymentOutcome.ACTION_REQUIRED and charge.authentication):
                 found = self._decide(charge)
                 self._done[charge.idempotency_key] = found
+                if found.reference is not None:
+                    self._keys[found.reference] = charge.idempotency_key
                 if len(self._done) > _REMEMBERED:
-                    self._done.popitem(last=False)
+                    forgotten = self._done.popitem(last=False)[1].reference
+                    self._keys.pop(forgotten or "", None)
             return found
+
+    def retrieve(self, reference: str) -> ChargeResult:
+        """The last answer for the charge ``reference`` names; one it does not remember (forgotten, or
+        given by another process) is no answer, as from a processor that cannot be asked now."""
+        with self._lock:
+            found = self._done.get(self._keys.get(reference, ""))
+        if found is None:
+            raise PaymentUnavailable(f"the simulated handler does not remember payment {reference}")
+        return found
 
     @staticmethod
     def _decide(charge: Charge) -> ChargeResult:

@@ -112,10 +112,11 @@ class StripeHandler:
     """Charges cards through Stripe PaymentIntents; the credential's ``token`` is the PaymentMethod
     (``pm_…``) or the shared payment token (``spt_…``) the buyer's agent obtained from Stripe.
 
-    ``return_url`` is where Stripe sends the buyer back after 3-D Secure: with it, a charge that needs
-    authentication comes back with a page to send the buyer to (``action_url``); without it Stripe
-    expects the authentication to run in Stripe.js, which an agent cannot do, so set it for agentic
-    checkout. ``account_id`` is the Stripe account the key charges for (``acct_…``), which the
+    ``return_url`` is where Stripe sends the buyer back after 3-D Secure, for a charge that brings no
+    page of its own (:attr:`Charge.return_url`, which UCP's checkout sets to the store's page): with
+    one, a charge that needs authentication comes back with a page to send the buyer to
+    (``action_url``); without either Stripe expects the authentication to run in Stripe.js, which an
+    agent cannot do. ``account_id`` is the Stripe account the key charges for (``acct_…``), which the
     checkouts publish so that a buyer's agent scopes the token it obtains to this store; when not
     given it is asked of Stripe here, which also proves the key before the first buyer pays.
     ``acquirers``: the acquirer's details by directory server, for 3-D Secure run by a buyer's agent
@@ -188,6 +189,18 @@ class StripeHandler:
         except self._troubles as exc:
             raise self._trouble(exc, "PaymentIntents write access", "retry with the same idempotency key") from exc
 
+    def retrieve(self, reference: str) -> ChargeResult:
+        """The PaymentIntent ``reference`` as it stands now (``GET /v1/payment_intents/{id}``), read as
+        a charge's answer is: how the store's page learns that the buyer it sent to 3-D Secure came
+        back authenticated (or not). An id Stripe does not know under this key is the operator's
+        problem (another account's key), not the buyer's."""
+        try:
+            return self._result(self._client.v1.payment_intents.retrieve(reference))
+        except self._stripe.InvalidRequestError as exc:
+            raise PaymentSetupError(f"Stripe cannot read payment {reference}: {exc.user_message}") from exc
+        except self._troubles as exc:
+            raise self._trouble(exc, "PaymentIntents read access", "read it again later") from exc
+
     def _authenticated(self, intent: Any, charge: Charge) -> ChargeResult:
         """The PaymentIntent waiting for 3-D Secure, continued with the buyer's result under a key of
         its own (the charge's and the result's): confirmed with it when the issuer authenticated, else
@@ -233,7 +246,8 @@ class StripeHandler:
         source = _SHARED_TOKEN_PARAM if token.startswith(SHARED_TOKEN_PREFIX) else _METHOD_PARAM
         params: dict[str, Any] = {
             "amount": charge.amount_cents, "currency": charge.currency.lower(), source: token,
-            "payment_method_types": ["card"], "confirm": True, "return_url": self.return_url,
+            "payment_method_types": ["card"], "confirm": True,
+            "return_url": charge.return_url or self.return_url,
             "metadata": dict(charge.metadata)}
         if charge.description:
             params["description"] = charge.description

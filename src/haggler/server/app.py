@@ -72,7 +72,7 @@ from haggler.server.request_log import RequestLog
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
 from haggler.trust.keys import P256, SigningKeys
-from haggler.web import api_docs
+from haggler.web import api_docs, continue_page
 from haggler.web import routes as storefront
 from haggler.web.admin.routes import admin_router
 from haggler.web.checkout_routes import build_router as deal_checkout_router
@@ -231,6 +231,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     if ucp is not None:
         app.state.ucp = ucp
         app.include_router(ucp_router(ucp, base_url, caller_of))
+        app.include_router(continue_page.build_router(ucp, config.catalog))
         shapes.append((UCP_PATHS, ucp_views.error))
     if acp is not None:
         app.state.acp = acp

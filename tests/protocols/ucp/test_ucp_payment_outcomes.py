@@ -72,39 +72,44 @@ def test_no_answer_holds_the_deal_until_the_same_completion_settles_it(ucp_store
     assert order.deal_id == deal["id"] and order.payment_reference == "ch_1"
 
 
-def test_three_d_secure_escalates_with_the_processors_page(ucp_store):
-    """checkout.md, "Continue URL": the business MUST provide continue_url with requires_escalation,
-    and MUST include a message whose severity escalates. The hold stays while the buyer authenticates.
-    The completion after it is a new request: under the first one's idempotency key it would replay
-    the escalation."""
+def test_three_d_secure_escalates_with_the_stores_page_as_continue_url(ucp_store):
+    """checkout.md, "Continue URL": the business MUST provide continue_url with requires_escalation
+    (the store's own page, server-side state behind an opaque URL: it finalizes the checkout, see
+    test_ucp_continue.py), and MUST include a message whose severity escalates. The processor is
+    told to bring the buyer back there. The hold stays while the buyer authenticates; the same
+    completion sent again afterwards places the order too (as a new request: under the first one's
+    idempotency key it would replay the escalation)."""
     processor = use(ucp_store, Scripted(THREE_DS))
     checkout = ready_checkout(ucp_store.http, "mug", 1)
     answer = complete(ucp_store, checkout["id"])
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    assert body["status"] == "requires_escalation" and body["continue_url"] == THREE_DS.action_url
+    page = f"{ucp_store.base}/pay/{checkout['id']}"
+    assert body["status"] == "requires_escalation" and body["continue_url"] == page
+    assert [c.return_url for c in processor.charges] == [page]
     [message] = [m for m in body["messages"] if m["type"] == "error"]
     # requires_buyer_review: the checkout is complete, the buyer authorizes it (checkout.md, "Error Handling")
     assert (message["code"], message["severity"]) == ("requires_3ds", "requires_buyer_review")
     assert "order" not in body and rows(ucp_store, orders) == []
     again = ucp_store.http.get(f"/checkout-sessions/{checkout['id']}", headers=headers()).json()
-    assert again["status"] == "requires_escalation" and again["continue_url"] == THREE_DS.action_url
+    assert again["status"] == "requires_escalation" and again["continue_url"] == page
     assert ucp_store.http.post(f"/checkout-sessions/{checkout['id']}/cancel", headers=headers()).status_code == 409
     processor.settle_all(ChargeResult(PaymentOutcome.SUCCEEDED, "pi_1"))  # the buyer authenticated
     done = complete(ucp_store, checkout["id"])
     assert done.status_code == 200 and done.json()["status"] == "completed" and "continue_url" not in done.json()
+    assert [c.return_url for c in processor.charges] == [page, page]  # the same request under the same key
     [order] = rows(ucp_store, orders)
     assert order.payment_reference == "pi_1"
 
 
-def test_a_handler_that_could_hand_3ds_to_an_agent_still_escalates_to_its_page_in_ucp(ucp_store):
+def test_a_handler_that_could_hand_3ds_to_an_agent_still_escalates_to_a_page_in_ucp(ucp_store):
     """UCP's agents do not run 3-D Secure (ACP's authentication_required is ACP's): a processor answer
     that says how an agent could is still requires_escalation with the page, nothing more."""
     asked = AuthenticationRequest(Acquirer("412345", "US", "acq-1", "Tea Shop"), "visa")
     use(ucp_store, Scripted(replace(THREE_DS, authentication=asked)))
     checkout = ready_checkout(ucp_store.http, "mug", 1)
     body = complete(ucp_store, checkout["id"]).json()
-    assert body["status"] == "requires_escalation" and body["continue_url"] == THREE_DS.action_url
+    assert body["status"] == "requires_escalation" and body["continue_url"] == f"{ucp_store.base}/pay/{checkout['id']}"
     assert "authentication_metadata" not in body and rows(ucp_store, orders) == []
 
 

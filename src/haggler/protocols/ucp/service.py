@@ -17,6 +17,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +26,7 @@ from haggler.commerce.counter_offers import Caller, CounterOffer, CounterOffers
 from haggler.commerce import order_events
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyReused
 from haggler.commerce.order_events import OrderEvents
-from haggler.commerce.sessions import CheckoutSessions, Priced
+from haggler.commerce.sessions import CheckoutSessions, Priced, Resumed
 from haggler.errors import Conflict, Forbidden, HagglerError, InvalidInput, NotFound, Unprocessable
 from haggler.orders import Order, order_for, update_details
 from haggler.payments.handler import PaymentHandler
@@ -165,12 +166,13 @@ class UcpService:
                  base: str) -> Kept:
         """Charge and place the order (``haggler/commerce/sessions.py``), then tell the platform's
         webhook ``order_placed``; a payment that waits for the buyer answers the checkout in
-        ``requires_escalation``, with where they continue. A session locked into AP2 is charged only
-        once its mandate is verified (``ap2.py``)."""
+        ``requires_escalation``, with the store's page as where they continue, which the processor
+        brings them back to (:meth:`resume`). A session locked into AP2 is charged only once its
+        mandate is verified (``ap2.py``)."""
         agent = reading.read_agent(agent_header, store=base)
 
         def run() -> Kept:
-            payment = reading.payment_request(body)
+            payment = replace(reading.payment_request(body), return_url=views.continue_url(base, session_id))
 
             def authorize(priced: Priced) -> None:
                 keys = priced.session.mandate_keys
@@ -182,6 +184,16 @@ class UcpService:
             placed = order_events.event_id(DOOR, order.id, order_events.PLACED) if order is not None else None
             return Kept(200, self._checkout(priced, base, order), after=self.events.after(placed))
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
+
+    def resume(self, session_id: str) -> tuple[Resumed, Callable[[], object] | None]:
+        """The buyer at the checkout's ``continue_url`` (checkout.md, "Continue URL": the buyer
+        continues and finalizes the checkout there): the payment read back from the processor and
+        settled (``CheckoutSessions.resume``), and, once there is an order, its ``order_placed`` sent
+        after the page is answered, as after a completion (recorded once with the order, whoever
+        placed it: a second visit or a racing completion sends nothing more)."""
+        resumed = self.sessions.resume(session_id)
+        placed = order_events.event_id(resumed.order.id, order_events.PLACED) if resumed.order is not None else None
+        return resumed, self.events.after(placed)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
                   offer: CounterOffer | None = None) -> dict[str, Any]:

@@ -33,6 +33,9 @@ AP2 = f"{SHOPPING}.ap2_mandate"
 _DOCS = "https://ucp.dev"
 #: Where the business profile is served: the store's UCP identity, which its webhooks name.
 PROFILE_PATH = "/.well-known/ucp"
+#: The store's page for a buyer whose payment waits for them (checkout.md, "Continue URL"): a page
+#: for a person, beside the JSON API at /checkout-sessions/{id} (``web/continue_page.py``).
+CONTINUE_PATH = "/pay/{session_id}"
 
 #: The instrument fields sent back in a checkout's ``payment.instruments``.
 INSTRUMENT_FIELDS = ("id", "handler_id", "handler_name", "type", "brand", "last_digits", "expiry_month",
@@ -103,14 +106,15 @@ def stripe_entry(handler: StripeHandler) -> dict[str, Any]:
     """The Stripe handler as a UCP business declares it: a card instrument whose token credential is
     a Stripe PaymentMethod or shared payment token for the account named in ``config.identity`` (a
     UCP ``PaymentIdentity``, which a tokenizer binds the token to), in that account's environment,
-    with 3-D Secure sent to the buyer only when the store has a return page for Stripe."""
+    with 3-D Secure supported: Stripe brings the buyer back to the checkout's own page
+    (:data:`CONTINUE_PATH`), whatever the operator set."""
     return {"id": handler.id, "name": STRIPE_HANDLER, "version": STRIPE_HANDLER_VERSION, "spec": STRIPE_SPEC,
             "config_schema": STRIPE_CONFIG_SCHEMA,
             "instrument_schemas": [f"{_DOCS}/schemas/shopping/types/card_payment_instrument.json"],
             "config": {"environment": handler.environment,
                        "identity": {"access_token": handler.account_id},
                        "accepted_tokens": ["payment_method", "shared_payment_token"],
-                       "supports_3ds": handler.return_url is not None}}
+                       "supports_3ds": True}}
 
 
 def handler_entries(handlers: Mapping[str, PaymentHandler], listed: Iterable[str] = ()) -> list[dict[str, Any]]:
@@ -232,8 +236,8 @@ def _messages(priced: Priced) -> list[dict[str, Any]]:
     waiting = priced.awaiting_buyer
     if waiting is not None:  # checkout, "Status Values": escalated errors say what the buyer must do
         messages.append({"type": "error", "code": "requires_3ds", "severity": "requires_buyer_review",
-                         "content": f"{waiting.reason or 'The buyer must authorize the payment'}: continue at "
-                                    "continue_url, then complete the checkout again with the same payment"})
+                         "content": f"{waiting.reason or 'The buyer must authorize the payment'}: hand the buyer "
+                                    "to continue_url, where the checkout is finalized once they have"})
     elif session.status not in (COMPLETED, "canceled") and not priced.ready:
         f = session.fulfillment
         if f is None or f.destination is None:
@@ -299,7 +303,7 @@ def checkout(priced: Priced, base: str, handlers: Sequence[Mapping[str, Any]],
         "payment": _payment(session.payment, handlers),
     }
     if priced.awaiting_buyer is not None:  # checkout, "Continue URL": MUST with requires_escalation
-        body["continue_url"] = priced.awaiting_buyer.action_url
+        body["continue_url"] = continue_url(base, session.id)
     buyer = _buyer(session.buyer)
     if buyer is not None:
         body["buyer"] = buyer
@@ -313,6 +317,13 @@ def checkout(priced: Priced, base: str, handlers: Sequence[Mapping[str, Any]],
     if order is not None:
         body["order"] = {"id": order.id, "permalink_url": order_url(base, order.id)}
     return body
+
+
+def continue_url(base: str, session_id: str) -> str:
+    """Where the buyer continues a checkout that waits for them, and where the processor brings them
+    back (checkout.md, "Continue URL": server-side state behind an opaque URL, the session's id as
+    unguessable as it is in the API's paths); that page finalizes the checkout."""
+    return base + CONTINUE_PATH.format(session_id=session_id)
 
 
 # -- orders ----------------------------------------------------------------------------------------
