@@ -192,7 +192,7 @@ class UcpService:
         after the page is answered, as after a completion (recorded once with the order, whoever
         placed it: a second visit or a racing completion sends nothing more)."""
         resumed = self.sessions.resume(session_id)
-        placed = order_events.event_id(resumed.order.id, order_events.PLACED) if resumed.order is not None else None
+        placed = order_events.event_id(DOOR, resumed.order.id, order_events.PLACED) if resumed.order is not None else None
         return resumed, self.events.after(placed)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
