@@ -117,12 +117,18 @@ def test_the_older_token_and_provider_pay_through_the_handler_the_provider_names
 
 
 def test_a_declined_payment_leaves_no_order_and_the_session_payable(acp_store):
+    """§4.4 names no status for a decline; ACP's OpenAPI document gives completion a 200 that is a
+    session *with its order* (CheckoutSessionWithOrder) and otherwise a 4XX ``Error``. So a decline
+    is a 4xx Error: 402, ``code: payment_declined`` (the messages' code for it) and ``type:
+    processing_error``, the type ACP's own example of a declined payment carries
+    (examples.mcp.agentic_checkout.json, error_payment_declined: the REST error in ``data``)."""
     ready = ready_session(acp_store.http)
     declined = acp_store.http.post(f"/checkout_sessions/{ready['id']}/complete", headers=headers(),
                                    json=pay("fail_token"))
     assert declined.status_code == 402
     conforms(declined.json(), "Error")
-    assert declined.json()["code"] == "payment_declined"
+    assert (declined.json()["type"], declined.json()["code"]) == ("processing_error", "payment_declined")
+    assert "param" not in declined.json()
     assert placed(acp_store) == []
     assert acp_store.http.get(f"/checkout_sessions/{ready['id']}", headers=headers()).json()["status"] == \
         "ready_for_payment"
