@@ -141,3 +141,32 @@ def test_db_picks_the_database_and_a_missing_chat_is_an_error(seeded, tmp_path):
     assert len(run_json(tmp_path, "deals", "--db", db)) == 2
     missing = haggler("chat", "nope", "--db", db, cwd=tmp_path)
     assert missing.returncode == 1 and "no chat 'nope'" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_orders_shows_a_buyer_without_name_or_email_as_a_dash_and_help_names_every_door(make_store, tmp_path):
+    """An agent's checkout may place an order without a buyer's name or email (UCP and ACP do not
+    require one; commerce/sessions.py keeps them empty): its buyer is —, never ``<>``; what there
+    is of a buyer is shown. ``haggler orders --help`` names the doors orders come through."""
+    from haggler.orders import DOORS, Buyer, Order, OrderLine, insert_order
+
+    db = f"sqlite:///{tmp_path}/orders.db"
+    store = make_store(db_url=db)
+    now = datetime.now(timezone.utc)
+    line = (OrderLine("mug", "Mug", 1, 900, "usd", (), None, 900),)
+    placed = {"ord_nobody": ("ucp", Buyer("", "", "")), "ord_emailonly": ("acp", Buyer("", "ada@example.com", "")),
+              "ord_nameonly": ("ucp", Buyer("Ada Lovelace", "", "1 Analytical Way\nPortland")),
+              "ord_whole": ("chat", Buyer("Grace", "grace@example.com", "2 Main St"))}
+    with store.app.state.service.db.write() as conn:
+        for i, (order_id, (door, buyer)) in enumerate(placed.items()):
+            insert_order(conn, Order(order_id, line, 900, "usd", now - timedelta(minutes=i), buyer, door=door))
+    table = haggler("orders", "--db", db, cwd=tmp_path)
+    assert table.returncode == 0, table.stderr
+    rows = {order_id: next(row for row in table.stdout.splitlines() if order_id in row) for order_id in placed}
+    assert "<>" not in table.stdout
+    cells = {order_id: [cell.strip() for cell in row.split("│")] for order_id, row in rows.items()}
+    assert cells["ord_nobody"][-3:-1] == ["—", "—"], rows["ord_nobody"]  # buyer, ship to
+    assert cells["ord_emailonly"][-3:-1] == ["<ada@example.com>", "—"], rows["ord_emailonly"]
+    assert cells["ord_nameonly"][-3:-1] == ["Ada Lovelace", "1 Analytical Way / Portland"], rows["ord_nameonly"]
+    assert cells["ord_whole"][-3:-1] == ["Grace <grace@example.com>", "2 Main St"], rows["ord_whole"]
+    helped = haggler("orders", "--help", cwd=tmp_path)
+    assert helped.returncode == 0 and all(door in helped.stdout for door in DOORS), helped.stdout

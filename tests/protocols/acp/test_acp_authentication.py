@@ -125,7 +125,7 @@ def test_rfc_agentic_checkout_4_4_a_failed_authentication_is_declined_with_no_or
     declined = complete(acp_store, session_id, with_result({"outcome": outcome}))
     assert declined.status_code == 402 and declined.json()["code"] == "payment_declined"
     conforms(declined.json(), "Error")
-    assert outcome in declined.json()["message"]
+    assert declined.json()["type"] == "processing_error" and outcome in declined.json()["message"]
     assert rows(acp_store, orders) == [] and rows(acp_store, deal_redemptions) == []
     after = read(acp_store, session_id)
     assert after["status"] == "ready_for_payment" and "authentication_metadata" not in after

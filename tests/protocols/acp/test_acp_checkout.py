@@ -4,6 +4,7 @@ schemas. A test for a MUST names the RFC's section."""
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import select
 
 from haggler.storage.schema import orders
@@ -116,12 +117,18 @@ def test_the_older_token_and_provider_pay_through_the_handler_the_provider_names
 
 
 def test_a_declined_payment_leaves_no_order_and_the_session_payable(acp_store):
+    """§4.4 names no status for a decline; ACP's OpenAPI document gives completion a 200 that is a
+    session *with its order* (CheckoutSessionWithOrder) and otherwise a 4XX ``Error``. So a decline
+    is a 4xx Error: 402, ``code: payment_declined`` (the messages' code for it) and ``type:
+    processing_error``, the type ACP's own example of a declined payment carries
+    (examples.mcp.agentic_checkout.json, error_payment_declined: the REST error in ``data``)."""
     ready = ready_session(acp_store.http)
     declined = acp_store.http.post(f"/checkout_sessions/{ready['id']}/complete", headers=headers(),
                                    json=pay("fail_token"))
     assert declined.status_code == 402
     conforms(declined.json(), "Error")
-    assert declined.json()["code"] == "payment_declined"
+    assert (declined.json()["type"], declined.json()["code"]) == ("processing_error", "payment_declined")
+    assert "param" not in declined.json()
     assert placed(acp_store) == []
     assert acp_store.http.get(f"/checkout_sessions/{ready['id']}", headers=headers()).json()["status"] == \
         "ready_for_payment"
@@ -175,6 +182,60 @@ def test_bad_fields_are_400_naming_them_by_jsonpath(acp_store):
     unknown = acp_store.http.post("/checkout_sessions", headers=headers(), json=create_body("unicorn"))
     assert unknown.status_code == 400 and "unicorn" in unknown.json()["message"]
     conforms(unknown.json(), "Error")
+
+
+#: Each field an update may send as null, and the JSONPath the refusal names.
+NULLS = (({"fulfillment_details": None}, "$.fulfillment_details"),
+         ({"discounts": None}, "$.discounts"),
+         ({"buyer": None}, "$.buyer"),
+         ({"fulfillment_details": {"name": "Ada Lovelace", "address": None}}, "$.fulfillment_details.address"),
+         ({"discounts": {"codes": None}}, "$.discounts.codes"),
+         ({"coupons": None}, "$.coupons"),
+         ({"selected_fulfillment_options": None}, "$.selected_fulfillment_options"),
+         ({"buyer": {"email": "ada@example.com", "first_name": None}}, "$.buyer.first_name"))
+
+
+@pytest.mark.parametrize(("body", "param"), NULLS, ids=[param for _, param in NULLS])
+def test_null_in_an_update_is_400_naming_the_field_and_changes_nothing(acp_store, body, param):
+    """§6.2: null is not absent ("null means clear this field"), but ACP's CheckoutSessionUpdateRequest
+    allows null for none of these fields (none is nullable; the discount extension clears codes with
+    an empty codes array): a 400 in ACP's error shape naming the field, not a 200 that clears nothing."""
+    ready = ready_session(acp_store.http, discounts={"codes": ["TENOFF"]})
+    assert ready["discounts"]["codes"] == ["TENOFF"] and ready["buyer"]["first_name"] == "Ada"
+    answer = acp_store.http.post(f"/checkout_sessions/{ready['id']}", headers=headers(), json=body)
+    assert answer.status_code == 400, answer.text
+    conforms(answer.json(), "Error")
+    assert (answer.json()["type"], answer.json()["code"], answer.json()["param"]) == ("invalid_request", "invalid",
+                                                                                      param)
+    assert "null" in answer.json()["message"]
+    after = acp_store.http.get(f"/checkout_sessions/{ready['id']}", headers=headers()).json()
+    assert after == ready
+
+
+def test_null_at_create_and_at_complete_is_400_too(acp_store):
+    """The create and complete request schemas allow no null either (a completion's buyer replaces
+    the session's: null would clear it); nothing is created, nothing charged."""
+    for field in ("buyer", "fulfillment_details", "discounts", "capabilities"):
+        answer = acp_store.http.post("/checkout_sessions", headers=headers(), json=ready_body(**{field: None}))
+        assert answer.status_code == 400 and answer.json()["param"] == f"$.{field}", field
+        conforms(answer.json(), "Error")
+    ready = ready_session(acp_store.http)
+    answer = acp_store.http.post(f"/checkout_sessions/{ready['id']}/complete", headers=headers(),
+                                 json={**pay(), "buyer": None})
+    assert answer.status_code == 400 and answer.json()["param"] == "$.buyer"
+    conforms(answer.json(), "Error")
+    assert placed(acp_store) == []
+
+
+def test_an_empty_line_two_is_no_second_line_and_null_is_refused(acp_store):
+    """The RFC's own create example sends ``line_two: ""``; ACP's Address allows no null there."""
+    created = acp_store.http.post("/checkout_sessions", headers=headers(), json=ready_body(
+        fulfillment_details={"name": "Ada Lovelace", "address": {**ADDRESS, "line_two": ""}}))
+    assert created.status_code == 201, created.text
+    assert created.json()["fulfillment_details"]["address"]["line_one"] == ADDRESS["line_one"]
+    refused = acp_store.http.post("/checkout_sessions", headers=headers(), json=ready_body(
+        fulfillment_details={"name": "Ada Lovelace", "address": {**ADDRESS, "line_two": None}}))
+    assert refused.status_code == 400 and refused.json()["param"] == "$.fulfillment_details.address.line_two"
 
 
 def test_a_body_that_is_not_json_is_an_acp_error(acp_store):

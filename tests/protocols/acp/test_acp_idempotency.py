@@ -69,6 +69,38 @@ def test_the_same_key_with_another_body_is_422_idempotency_conflict(acp_store):
     assert count(acp_store, checkout_sessions) == 1
 
 
+def test_extension_fields_take_part_in_the_body_comparison(acp_store):
+    """§6.7: when an ACP extension is active, extension-defined fields in the request body MUST
+    participate in body comparison (§6.2). The discount extension is active for the session (the
+    agent declared it, the store's answer lists it); the same key with a body that differs only in
+    ``discounts`` is 422 idempotency_conflict and changes nothing; the identical body replays."""
+    created = acp_store.http.post("/checkout_sessions", headers=headers(), json=create_body("teapot")).json()
+    assert [e["name"] for e in created["capabilities"]["extensions"]] == ["discount"]
+    path = f"/checkout_sessions/{created['id']}"
+    sent = headers()
+    first = acp_store.http.post(path, headers=sent, json={"discounts": {"codes": ["TENOFF"]}})
+    assert first.status_code == 200 and first.json()["discounts"]["codes"] == ["TENOFF"]
+    for other in ({"discounts": {"codes": ["TWO100"]}}, {"discounts": {"codes": ["TENOFF", "TWO100"]}},
+                  {"discounts": {"codes": []}}, {"discounts": {}}, {}):
+        answer = acp_store.http.post(path, headers=sent, json=other)
+        assert answer.status_code == 422, other
+        conforms(answer.json(), "Error")
+        assert (answer.json()["type"], answer.json()["code"]) == ("invalid_request", "idempotency_conflict")
+    again = acp_store.http.post(path, headers=sent, json={"discounts": {"codes": ["TENOFF"]}})
+    assert again.status_code == 200 and again.headers["Idempotent-Replayed"] == "true"
+    assert again.json() == first.json()
+    current = acp_store.http.get(path, headers=headers()).json()
+    assert current["discounts"]["codes"] == ["TENOFF"] and current == first.json()
+    # At create too: the same key, the same body but for discounts.
+    key = headers()
+    assert acp_store.http.post("/checkout_sessions", headers=key,
+                               json=create_body("teapot", discounts={"codes": ["TENOFF"]})).status_code == 201
+    conflict = acp_store.http.post("/checkout_sessions", headers=key,
+                                   json=create_body("teapot", discounts={"codes": ["QUARTER"]}))
+    assert conflict.status_code == 422 and conflict.json()["code"] == "idempotency_conflict"
+    assert count(acp_store, checkout_sessions) == 2
+
+
 def test_keys_are_scoped_to_the_endpoint(acp_store):
     """§6.1: the same key on different endpoints is treated independently."""
     ready = ready_session(acp_store.http)

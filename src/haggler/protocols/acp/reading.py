@@ -99,6 +99,24 @@ def _text(value: Any, where: str, *, optional: bool = False) -> str | None:
     return value
 
 
+#: Where a null most likely meant "no discount codes", which ACP says with an empty ``codes``.
+_CLEARS_CODES = ("$.discounts", "$.discounts.codes", "$.coupons")
+
+
+def _given(body: Mapping[str, Any], name: str, where: str) -> bool:
+    """Whether the request sets ``name``. ``null`` is not "absent": rfc.agentic_checkout.md §6.2
+    makes it "clear this field", but no field of ACP's request schemas allows null (none is
+    nullable, and the discount extension clears its codes with an empty ``codes``), so a null is a
+    400 naming the field rather than a change silently not made (docs/acp.md)."""
+    if name not in body:
+        return False
+    if body[name] is None:
+        clear = "; discounts.codes [] clears the codes" if where in _CLEARS_CODES else ""
+        raise Refused(f"{where} cannot be null: ACP's schema allows no null here (leave the field out "
+                      f"to keep it as it is{clear})", param=where)
+    return True
+
+
 def _count(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise Refused(f"{where} must be a whole number of at least 1", param=where)
@@ -122,7 +140,7 @@ def _lines(body: Mapping[str, Any]) -> tuple[LineRequest, ...]:
 def _buyer(value: Any, where: str) -> dict[str, Any]:
     b = _object(value, where)
     _text(b.get("email"), f"{where}.email")
-    return {name: _text(b[name], f"{where}.{name}") for name in BUYER_FIELDS if b.get(name) is not None}
+    return {name: _text(b[name], f"{where}.{name}") for name in BUYER_FIELDS if _given(b, name, f"{where}.{name}")}
 
 
 def address(value: Any, where: str) -> Address:
@@ -131,7 +149,8 @@ def address(value: Any, where: str) -> Address:
     a = _object(value, where)
     text = {name: _text(a.get(name), f"{where}.{name}")
             for name in ("name", "line_one", "city", "state", "country", "postal_code")}
-    two = _text(a.get("line_two"), f"{where}.line_two", optional=True) if a.get("line_two") else None
+    given = _given(a, "line_two", f"{where}.line_two")
+    two = _text(a["line_two"], f"{where}.line_two") if given and a["line_two"] != "" else None
     street = str(text["line_one"]) + (f"\n{two}" if two else "")
     place = "\n".join(str(v) for v in (text["name"], street, text["city"], text["state"], text["country"],
                                        text["postal_code"]))
@@ -143,12 +162,12 @@ def _fulfillment(body: Mapping[str, Any], previous: Session | None) -> Fulfillme
     """The destination (``fulfillment_details.address``) and the option chosen
     (``selected_fulfillment_options``); what the request leaves out stays as it was."""
     destination = None
-    if body.get("fulfillment_details") is not None:
+    if _given(body, "fulfillment_details", "$.fulfillment_details"):
         details = _object(body["fulfillment_details"], "$.fulfillment_details")
-        if details.get("address") is not None:
+        if _given(details, "address", "$.fulfillment_details.address"):
             destination = address(details["address"], "$.fulfillment_details.address")
     option = None
-    if body.get("selected_fulfillment_options") is not None:
+    if _given(body, "selected_fulfillment_options", "$.selected_fulfillment_options"):
         chosen = _list(body["selected_fulfillment_options"], "$.selected_fulfillment_options")
         for i, raw in enumerate(chosen):
             where = f"$.selected_fulfillment_options[{i}]"
@@ -168,12 +187,13 @@ def _fulfillment(body: Mapping[str, Any], previous: Session | None) -> Fulfillme
 
 def _codes(body: Mapping[str, Any]) -> tuple[str, ...] | None:
     """``discounts.codes`` (the discount extension), or the deprecated ``coupons`` alias."""
-    if body.get("discounts") is not None:
-        raw = _object(body["discounts"], "$.discounts").get("codes")
-        if raw is None:
+    if _given(body, "discounts", "$.discounts"):
+        discounts = _object(body["discounts"], "$.discounts")
+        if not _given(discounts, "codes", "$.discounts.codes"):
             return None
+        raw = discounts["codes"]
         return tuple(str(_text(c, f"$.discounts.codes[{i}]")) for i, c in enumerate(_list(raw, "$.discounts.codes")))
-    if body.get("coupons") is not None:
+    if _given(body, "coupons", "$.coupons"):
         return tuple(str(_text(c, f"$.coupons[{i}]")) for i, c in enumerate(_list(body["coupons"], "$.coupons")))
     return None
 
@@ -187,7 +207,7 @@ def session_input(body: Mapping[str, Any], *, previous: Session | None) -> Sessi
     return SessionInput(
         currency=currency,
         lines=_lines(body) if creating or "line_items" in body else None,
-        buyer=_buyer(body["buyer"], "$.buyer") if body.get("buyer") is not None else None,
+        buyer=_buyer(body["buyer"], "$.buyer") if _given(body, "buyer", "$.buyer") else None,
         discount_codes=_codes(body),
         fulfillment=_fulfillment(body, previous),
         interventions=_interventions(body),
@@ -198,11 +218,12 @@ def _interventions(body: Mapping[str, Any]) -> tuple[str, ...] | None:
     """``capabilities.interventions.supported``: what the agent can handle. Values this release does
     not name are kept and never offered (rfc.capability_negotiation.md §6.4: handle unknown values
     gracefully); None when the request leaves the capabilities' interventions out."""
-    if body.get("capabilities") is None:
+    if not _given(body, "capabilities", "$.capabilities"):
         return None
-    interventions = _object(body["capabilities"], "$.capabilities").get("interventions")
-    if interventions is None:
+    capabilities = _object(body["capabilities"], "$.capabilities")
+    if not _given(capabilities, "interventions", "$.capabilities.interventions"):
         return None
+    interventions = capabilities["interventions"]
     where = "$.capabilities.interventions.supported"
     # ACP's schema does not require supported (rfc.capability_negotiation §4 does): absent, none is.
     supported = _list(_object(interventions, "$.capabilities.interventions").get("supported", []), where)
@@ -274,7 +295,7 @@ def _no_other(value: Mapping[str, Any], known: tuple[str, ...], where: str) -> N
 
 def complete_buyer(body: Mapping[str, Any]) -> dict[str, Any] | None:
     """The buyer a completion may carry (it replaces the session's)."""
-    return _buyer(body["buyer"], "$.buyer") if body.get("buyer") is not None else None
+    return _buyer(body["buyer"], "$.buyer") if _given(body, "buyer", "$.buyer") else None
 
 
 def cancel_request(body: Mapping[str, Any]) -> str | None:

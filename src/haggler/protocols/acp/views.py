@@ -319,10 +319,17 @@ _CODES = {400: "invalid", 401: "unauthorized", 402: "payment_declined", 403: "fo
 
 def error(status_code: int, message: str, fields: Mapping[str, Any] | None) -> dict[str, Any]:
     """ACP's flat error: ``type`` from the status (a 5xx is the server's), ``code`` the error's own
-    (``fields["code"]``) or the status's, ``param`` a JSONPath when the error names one."""
+    (``fields["code"]``) or the status's, ``param`` a JSONPath when the error names one.
+
+    A declined payment (402) is ``processing_error``, as ACP's one example of a decline has it
+    (``examples.mcp.agentic_checkout.json``, ``error_payment_declined``: the REST error's body,
+    which the MCP binding carries in ``data``): the request was well formed, so it is not
+    ``invalid_request`` (docs/acp.md)."""
     fields = fields or {}
     if status_code >= 500:
         kind = "service_unavailable" if status_code == 503 else "processing_error"
+    elif status_code == 402:
+        kind = "processing_error"
     else:
         kind = "invalid_request"
     body = {"type": kind, "code": fields.get("code") or _CODES.get(status_code, "processing_error"),

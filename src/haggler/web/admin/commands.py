@@ -29,6 +29,7 @@ from haggler.web.admin.paging import Page, Window
 
 if TYPE_CHECKING:
     from haggler.catalog import Catalog
+    from haggler.orders import Buyer
     from haggler.web.admin.store_reports import ProductStats, Summary
 
 T = TypeVar("T")
@@ -119,8 +120,9 @@ def deals(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, as_json: AsJSON 
 
 
 def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None, offset: Offset = 0) -> None:
-    """List the orders people placed, newest first: deals bought at their checkout page (from
-    chat) and agents' carts (from cart), with the buyer's details."""
+    """List the orders people placed, newest first, with the door each came through: chat (a deal
+    bought at its checkout page), cart (an agents.json cart), ucp or acp (an agent's checkout
+    session); with the buyer's details, — where the order has none."""
     from haggler.web.admin.store_reports import orders_page
 
     found = _read(db, lambda conn: orders_page(conn, Window(offset, limit)))
@@ -132,9 +134,18 @@ def orders(db: DB = DEFAULT_DB_URL, as_json: AsJSON = False, limit: Limit = None
                   [(_when(o.placed_at), o.id, o.door,
                     ", ".join(f"{line.quantity} × {line.name}" for line in o.lines),
                     money(o.total_cents, o.currency),
-                    f"{o.buyer.name} <{o.buyer.email}>" if o.buyer else "—",
-                    " / ".join(o.buyer.address.splitlines()) if o.buyer else "—") for o in found.items],
+                    _buyer(o.buyer), " / ".join(o.buyer.address.splitlines()) if o.buyer and o.buyer.address
+                    else "—") for o in found.items],
                   numeric=(4,)))
+
+
+def _buyer(buyer: Buyer | None) -> str:
+    """``name <email>``, or what there is of it: an agent's checkout may place an order without a
+    buyer's name or email (UCP and ACP do not require one), shown as —, never ``<>``."""
+    if buyer is None:
+        return "—"
+    email = f"<{buyer.email}>" if buyer.email else ""
+    return " ".join(part for part in (buyer.name, email) if part) or "—"
 
 
 def chats(db: DB = DEFAULT_DB_URL, catalog: CatalogPath = None, live: Annotated[bool, typer.Option(

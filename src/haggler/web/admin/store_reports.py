@@ -426,5 +426,6 @@ def product_stats(conn: Connection, catalog: Catalog,
 
 
 def orders_page(conn: Connection, window: Window = EVERYTHING) -> Page[Order]:
-    """The orders people placed (a deal bought at its checkout page, or an agent's cart), newest first."""
+    """The orders people placed (a deal bought at its checkout page, an agent's cart, a UCP or ACP
+    checkout session), newest first."""
     return Page(tuple(list_orders(conn, limit=window.limit, offset=window.offset)), count_orders(conn), window)
