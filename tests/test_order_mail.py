@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from haggler.commerce.order_events import MAIL
-from haggler.order_mail import MailSettings
+from haggler.order_mail import MailSettings, SmtpSender
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.server.threaded import free_port
 from haggler.storage.schema import order_events
@@ -45,10 +45,11 @@ def mailing_store(make_store, tmp_path, server: MailServer, **config):
                       mail=MailSettings(smtp_url=server.url, sender=SENDER), **config)
 
 
-def mails(store, order_id: str) -> list:
-    with store.app.state.order_events.db.read() as conn:
-        return conn.execute(select(order_events).where(order_events.c.order_id == order_id,
-                                                       order_events.c.door == MAIL)).all()
+def buy_a_deal_at_its_page(store):
+    """A deal closed in chat and bought at its page by ``FORM``'s buyer; the store's order events."""
+    deal = close_a_deal(store.http, store.catalog.products[0])
+    assert store.http.post(urlsplit(deal["checkout_url"]).path, data=FORM).status_code == 303
+    return store.app.state.order_events
 
 
 def test_an_order_bought_at_a_deals_page_is_confirmed_by_mail(make_store, tmp_path, mail_server):
@@ -83,9 +84,7 @@ def test_a_ucp_checkout_completed_is_confirmed_by_mail(make_store, tmp_path, mai
 def test_a_mail_server_that_cannot_take_it_now_gets_it_again_later(make_store, tmp_path):
     with MailServer("451 4.3.0 try again later") as server:
         store = mailing_store(make_store, tmp_path, server)
-        deal = close_a_deal(store.http, store.catalog.products[0])
-        assert store.http.post(urlsplit(deal["checkout_url"]).path, data=FORM).status_code == 303
-        events = store.app.state.order_events
+        events = buy_a_deal_at_its_page(store)
         assert events.deliver_due() == 0 and server.refused == 1 and server.messages == []
         assert events.deliver_due() == 0  # not due again yet
         store.clock.advance(seconds=31)
@@ -95,9 +94,7 @@ def test_a_mail_server_that_cannot_take_it_now_gets_it_again_later(make_store, t
 def test_a_mail_refused_for_good_is_not_sent_again(make_store, tmp_path):
     with MailServer("550 5.1.1 no such mailbox") as server:
         store = mailing_store(make_store, tmp_path, server)
-        deal = close_a_deal(store.http, store.catalog.products[0])
-        assert store.http.post(urlsplit(deal["checkout_url"]).path, data=FORM).status_code == 303
-        events = store.app.state.order_events
+        events = buy_a_deal_at_its_page(store)
         events.deliver_due()
         store.clock.advance(hours=2)
         events.deliver_due()
@@ -108,15 +105,51 @@ def test_a_store_without_a_mail_server_sends_nothing_and_lets_the_owed_mails_go(
     url = f"sqlite:///{tmp_path}/nomail.db"
     seed(url)
     store = make_store(db_url=url, ucp=UcpSettings(simulation_secret=SECRET))
-    deal = close_a_deal(store.http, store.catalog.products[0])
-    assert store.http.post(urlsplit(deal["checkout_url"]).path, data=FORM).status_code == 303
-    events = store.app.state.order_events
+    events = buy_a_deal_at_its_page(store)
     assert events.deliver_due() == 0
     store.clock.advance(hours=25)
     events.deliver_due()
     with events.db.read() as conn:
         [row] = conn.execute(select(order_events).where(order_events.c.door == MAIL)).all()
     assert row.gave_up_at is not None and row.sent_at is None
+
+
+def _sent_with(settings: MailSettings, to: str = "grace@example.com") -> bool:
+    """One confirmation-like message through ``settings``' server, as the sweep sends it."""
+    return SmtpSender(settings).post(f"mailto:{to}", b"Subject: test\r\n\r\nhello\r\n", lambda _: {}, "a test")
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")  # the server under test
+def test_smtp_without_starttls_is_refused_before_the_password_leaves():
+    """``smtp://`` requires STARTTLS: a server (or a man in the middle) that does not offer it never
+    sees the password, and the mail waits to be sent again."""
+    with MailServer(login=("orders", "s3cret-pass")) as server:
+        url = server.url.replace("smtp+plain://", "smtp://orders:s3cret-pass@")
+        assert not _sent_with(MailSettings(smtp_url=url, sender=SENDER))
+        assert server.logins == [] and server.messages == []
+        plain = server.url.replace("smtp+plain://", "smtp+plain://orders:s3cret-pass@")
+        assert _sent_with(MailSettings(smtp_url=plain, sender=SENDER)) and server.logins == [("orders", "s3cret-pass")]
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")  # the server under test
+def test_a_login_the_server_refuses_is_not_taken_for_a_sent_mail():
+    """A wrong password is the store's to fix: the mail is kept for later, not counted as sent."""
+    with MailServer(login=("orders", "s3cret-pass")) as server:
+        wrong = server.url.replace("smtp+plain://", "smtp+plain://orders:wrong@")
+        assert not _sent_with(MailSettings(smtp_url=wrong, sender=SENDER)) and server.messages == []
+
+
+def test_an_address_smtp_cannot_carry_ends_that_mail_and_no_other(make_store, tmp_path, mail_server):
+    """A buyer's address the form took but SMTP cannot write (non-ASCII) is given up alone: the
+    sweep goes on to the other confirmations."""
+    store = mailing_store(make_store, tmp_path, mail_server)
+    for email in ("jö@example.com", "grace@example.com"):
+        deal = close_a_deal(store.http, store.catalog.products[0])
+        assert store.http.post(urlsplit(deal["checkout_url"]).path, data={**FORM, "email": email}).status_code == 303
+    store.app.state.order_events.deliver_due()
+    assert [m["To"] for m in mail_server.messages] == ["grace@example.com"]
+    store.clock.advance(hours=2)
+    assert store.app.state.order_events.deliver_due() == 0 and len(mail_server.messages) == 1
 
 
 @pytest.mark.parametrize("settings, problem", [

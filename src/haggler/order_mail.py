@@ -7,7 +7,7 @@ event of the door ``mail`` in ``commerce/order_events.py``), so a crash or a mai
 down for a while loses none: the store's sweep sends what is due, as it does the platforms' webhooks.
 
 The store sends through the operator's SMTP server (``HAGGLER_SMTP_URL``, read from the environment
-only, since it holds the password): ``smtp://`` with STARTTLS when the server offers it,
+only, since it holds the password): ``smtp://`` with STARTTLS, required,
 ``smtps://`` with TLS from the start, ``smtp+plain://`` never encrypted (a relay on this machine).
 A store without one sends no mail; its events wait a day and are let go.
 """
@@ -61,8 +61,11 @@ class MailSettings:
 
 class SmtpSender:
     """``order_events``' :class:`Sender` for mail: ``mailto:`` URLs through the SMTP server, one
-    connection a message. A refusal for good (the server rejects the recipient or the message, 5xx)
-    is logged and counted as done: sending it again would be refused again."""
+    connection a message. Only the buyer's side can make a mail undeliverable for good (the server
+    refuses the recipient, or the message itself with a 5xx, or the address cannot be written in
+    SMTP): that is logged and counted as done, as sending it again would be refused again. Anything
+    else (a refused login or sender, a server without STARTTLS, no answer) is the store's to fix,
+    so it is logged as a warning and the mail waits to be sent again."""
 
     def __init__(self, settings: MailSettings) -> None:
         parts = urlsplit(settings.smtp_url or "")
@@ -81,27 +84,42 @@ class SmtpSender:
                     smtp.login(*self._login)
                 smtp.sendmail(self._sender, [recipient], body)
             return True
-        except smtplib.SMTPResponseException as exc:
+        except smtplib.SMTPRecipientsRefused:
+            log.warning("mail %s: the server refuses the recipient %s: not sent", what, recipient)
+            return True
+        except smtplib.SMTPDataError as exc:
             if 500 <= exc.smtp_code < 600:
                 log.warning("mail %s to %s refused for good (%d): not sent", what, recipient, exc.smtp_code)
                 return True
             log.info("mail %s to %s refused for now (%d)", what, recipient, exc.smtp_code)
-        except smtplib.SMTPRecipientsRefused:
-            log.warning("mail %s: the server refuses the recipient %s: not sent", what, recipient)
+        except UnicodeError:
+            log.warning("mail %s: the address %r cannot be sent through this server: not sent", what, recipient)
             return True
+        except (smtplib.SMTPAuthenticationError, smtplib.SMTPSenderRefused, smtplib.SMTPNotSupportedError) as exc:
+            log.warning("mail %s not sent, check HAGGLER_SMTP_URL and --mail-from: %s", what,
+                        type(exc).__name__)
         except (smtplib.SMTPException, OSError) as exc:
             log.info("mail %s to %s not sent: %s", what, recipient, exc)
         return False
 
     def _connect(self) -> smtplib.SMTP:
+        """A connection ready to log in: TLS from the start (``smtps``), or STARTTLS, which
+        ``smtp://`` requires (a server that does not offer it is refused: the password would travel
+        in the clear), or neither (``smtp+plain``: a relay on this machine)."""
         if self._scheme == "smtps":
             return smtplib.SMTP_SSL(self._host, self._port, timeout=self._timeout,
                                     context=ssl.create_default_context())
         smtp = smtplib.SMTP(self._host, self._port, timeout=self._timeout)
-        if self._scheme == "smtp":
-            smtp.ehlo()
-            if smtp.has_extn("starttls"):
+        try:
+            if self._scheme == "smtp":
+                smtp.ehlo()
+                if not smtp.has_extn("starttls"):
+                    raise smtplib.SMTPNotSupportedError("the server does not offer STARTTLS (smtp:// requires it; "
+                                                        "smtp+plain:// is for a relay on this machine)")
                 smtp.starttls(context=ssl.create_default_context())
+        except BaseException:
+            smtp.close()
+            raise
         return smtp
 
 

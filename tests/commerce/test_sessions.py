@@ -580,3 +580,15 @@ def test_a_result_for_a_session_that_asked_for_none_charges_nothing(db):
     with pytest.raises(AuthenticationRefused):
         sessions.complete(session_id, replace(PAY, authentication=RESULT), door="acp")
     assert processor.keys == [] and stock(db) == 5
+
+
+def test_an_agent_that_declared_it_cannot_run_3ds_goes_to_the_processors_page_instead(db):
+    """The agent declared what it handles, without 3ds: it is handed the processor's page
+    (requires_escalation), where the buyer can act, not asked for a result it can never send."""
+    sessions = CheckoutSessions(db, FakeClock(), "test", {"test": Authenticating()}, agent_authentication=True)
+    where = FulfillmentRequest(None, "shipping", (Address("d1", country="US"),), "d1", "ground")
+    session_id = sessions.create(SessionInput(currency="USD", lines=(LineRequest(None, "mug", 2),), fulfillment=where,
+                                              interventions=())).session.id
+    priced, order = sessions.complete(session_id, PAY, door="acp")
+    assert order is None and priced.session.status == ESCALATION and priced.awaiting_authentication is None
+    assert priced.awaiting_buyer is not None and priced.awaiting_buyer.action_url == THREE_DS.action_url

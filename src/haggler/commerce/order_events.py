@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import secrets
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,6 +35,7 @@ from typing import Any, NamedTuple, Protocol
 
 from sqlalchemy import Connection, and_, delete, insert, select, update
 
+from haggler.commerce.webhooks import Undeliverable
 from haggler.storage.database import Database
 from haggler.storage.schema import order_events
 
@@ -54,8 +56,9 @@ LONGEST_PAUSE = timedelta(hours=1)
 GIVE_UP_AFTER = timedelta(hours=24)
 #: Sent and given-up events are kept this long for the operator to look at, then forgotten.
 KEPT_FOR = timedelta(days=7)
-#: The most events one sweep sends (the rest wait for the next).
+#: The most events one sweep sends, and the longest it spends sending (the rest wait for the next).
 SWEEP_BATCH = 50
+SWEEP_SECONDS = 20.0
 
 
 class Event(NamedTuple):
@@ -122,8 +125,9 @@ def owed(conn: Connection, door: str, order_id: str, kind: str) -> bool:
 @dataclass
 class OrderEvents:
     """The events of the doors it serves (``doors``, by name), sent as the module's docstring says;
-    ``default_base``: the links' base for events recorded without one (None: they wait for
-    none and are given up, logged)."""
+    ``default_base``: the links' base for events recorded without one (a session made before bases
+    were kept). One that needs links and has no base is left to a sender that knows one (the
+    store's sweep, given ``--public-url``), then given up."""
 
     db: Database
     clock: Callable[[], datetime]
@@ -135,27 +139,19 @@ class OrderEvents:
         it already (this one is then a repeat: the sweep takes it from here); whether it was taken."""
         with self.db.read() as conn:
             row = conn.execute(select(order_events).where(order_events.c.id == event)).first()
-        if row is None or row.door not in self.doors or not self._hold(row, order_events.c.held_by.is_(None)):
+        if row is None or row.door not in self.doors:
             return False
-        return self._attempt(row)
-
-    def _hold(self, row: Any, free: Any) -> bool:
-        """Take ``row`` for one sender, on the condition ``free`` (never held, or due and held by
-        nobody since it was read), unsent and not given up: its ``next_at`` moved past the attempt
-        under a new token, which any other sender's condition then fails on."""
-        with self.db.write() as conn:
-            return bool(conn.execute(update(order_events).where(
-                order_events.c.id == row.id, free, order_events.c.sent_at.is_(None),
-                order_events.c.gave_up_at.is_(None)).values(next_at=self.clock() + HOLD,
-                                                            held_by=secrets.token_hex(16))).rowcount)
+        token = self._hold(row, order_events.c.held_by.is_(None))
+        return token is not None and self._attempt(row, token, last_chance=False)
 
     def after(self, event: str | None) -> Callable[[], bool] | None:
         """The work an answer leaves to do: send ``event`` once the answer is out (None: nothing)."""
         return None if event is None else (lambda: self.send(event))
 
     def deliver_due(self) -> int:
-        """Send the events due now (up to :data:`SWEEP_BATCH`), each held first so that no other
-        sender takes it; forget old finished ones. How many were taken."""
+        """Send the events due now, at most :data:`SWEEP_BATCH` and for at most :data:`SWEEP_SECONDS`
+        (receivers that do not answer must not hold up the store's other sweeps), each held first so
+        that no other sender takes it; forget old finished ones. How many were taken."""
         now = self.clock()
         due = and_(order_events.c.sent_at.is_(None), order_events.c.gave_up_at.is_(None),
                    order_events.c.next_at <= now, order_events.c.door.in_(list(self.doors)))
@@ -169,48 +165,82 @@ class OrderEvents:
                 order_events.c.created_at < now - GIVE_UP_AFTER).values(gave_up_at=now, last_error="not sent in time"))
             rows = conn.execute(select(order_events).where(due).order_by(order_events.c.next_at)
                                 .limit(SWEEP_BATCH)).all()
-        def due_and_unchanged(row: Any) -> Any:
+        taken, until = 0, time.monotonic() + SWEEP_SECONDS
+        for row in rows:
+            if time.monotonic() >= until:
+                break
             same = order_events.c.held_by.is_(None) if row.held_by is None else order_events.c.held_by == row.held_by
-            return and_(order_events.c.next_at <= now, same)
-        return sum(self._attempt(row) for row in rows if self._hold(row, due_and_unchanged(row)))
+            token = self._hold(row, and_(order_events.c.next_at <= now, same))
+            if token is not None:
+                taken += self._attempt(row, token, last_chance=True)
+        return taken
 
-    def _attempt(self, row: Any) -> bool:
-        event = Event(row.id, row.door, row.order_id, row.kind, row.base, row.created_at)
-        door = self.doors[event.door]
-        try:
-            outgoing = door.outgoing(event, event.base or self.default_base)
-        except Exception as exc:  # a bug in one door must not stop the sweep's other events
-            log.exception("order event %s (%s %s of %s) could not be made", event.id, event.door, event.kind,
-                          event.order_id)
-            return self._finish(event, row.attempts, gave_up=True, error=f"could not be made: {type(exc).__name__}")
-        if outgoing is None:
-            return self._finish(event, row.attempts, gave_up=True, error="nobody to send it to")
-        what = f"{event.door} {event.kind} of order {event.order_id} ({event.id})"
-        if door.delivery.post(outgoing.url, outgoing.body, outgoing.sign, what):
-            return self._finish(event, row.attempts + 1, gave_up=False, error=None)
-        return self._later(event, row.attempts + 1)
-
-    def _finish(self, event: Event, attempts: int, *, gave_up: bool, error: str | None) -> bool:
-        now = self.clock()
+    def _hold(self, row: Any, free: Any) -> str | None:
+        """Take ``row`` for one sender, on the condition ``free`` (never held, or due and held by
+        nobody since it was read), unsent and not given up: its ``next_at`` moved past the attempt
+        under a new token, which any other sender's condition then fails on. The token (None: taken)."""
+        token = secrets.token_hex(16)
         with self.db.write() as conn:
-            conn.execute(update(order_events).where(order_events.c.id == event.id).values(
-                sent_at=None if gave_up else now, gave_up_at=now if gave_up else None, last_error=error,
-                attempts=attempts))
-        return not gave_up
+            held = conn.execute(update(order_events).where(
+                order_events.c.id == row.id, free, order_events.c.sent_at.is_(None),
+                order_events.c.gave_up_at.is_(None)).values(next_at=self.clock() + HOLD, held_by=token)).rowcount
+        return token if held else None
 
-    def _later(self, event: Event, attempts: int) -> bool:
-        now = self.clock()
+    def _attempt(self, row: Any, token: str, *, last_chance: bool) -> bool:
+        """One attempt (with the sender's quick retries) under the hold ``token``. ``last_chance``:
+        whether an event that needs a base and has none is given up (the sweep) or left to the sweep."""
+        event = Event(row.id, row.door, row.order_id, row.kind, row.base, row.created_at)
+        done = _Done(self, event, token)
+        door = self.doors[event.door]
+        base = event.base or self.default_base
+        what = f"{event.door} {event.kind} of order {event.order_id} ({event.id})"
+        try:
+            outgoing = door.outgoing(event, base)
+            if outgoing is None:
+                return False if base is None and not last_chance else done.give_up(row.attempts, "nobody to send it to")
+            if door.delivery.post(outgoing.url, outgoing.body, outgoing.sign, what):
+                return done.sent(row.attempts + 1)
+        except Undeliverable as exc:
+            log.warning("order event %s given up: %s", what, exc)
+            return done.give_up(row.attempts + 1, str(exc)[:300])
+        except Exception as exc:  # a bug in one door must not stop the sweep's other events
+            log.exception("order event %s could not be sent", what)
+            return done.give_up(row.attempts, f"could not be sent: {type(exc).__name__}")
+        return done.later(row.attempts + 1)
+
+
+@dataclass
+class _Done:
+    """How an attempt ends, written only while its sender still holds the event (its ``token``):
+    one whose hold ran out and was taken over leaves the row to the sender that took it."""
+
+    events: OrderEvents
+    event: Event
+    token: str
+
+    def sent(self, attempts: int) -> bool:
+        self._write(attempts=attempts, sent_at=self.events.clock(), last_error=None)
+        return True
+
+    def give_up(self, attempts: int, error: str) -> bool:
+        self._write(attempts=attempts, gave_up_at=self.events.clock(), last_error=error)
+        return False
+
+    def later(self, attempts: int) -> bool:
+        now, event = self.events.clock(), self.event
         if now - event.created_at >= GIVE_UP_AFTER:
             log.warning("order event %s (%s %s of order %s) given up: not taken in %d attempts over %s",
                         event.id, event.door, event.kind, event.order_id, attempts, GIVE_UP_AFTER)
-            return self._finish(event, attempts, gave_up=True, error=f"not taken in {attempts} attempts")
+            return self.give_up(attempts, f"not taken in {attempts} attempts")
         pause = min(FIRST_RETRY * 2 ** (attempts - 1), LONGEST_PAUSE)
-        with self.db.write() as conn:
-            conn.execute(update(order_events).where(order_events.c.id == event.id).values(
-                next_at=now + pause, attempts=attempts, last_error="not taken"))
+        self._write(attempts=attempts, next_at=now + pause, last_error="not taken")
         return False
 
+    def _write(self, **values: Any) -> None:
+        with self.events.db.write() as conn:
+            conn.execute(update(order_events).where(order_events.c.id == self.event.id,
+                                                    order_events.c.held_by == self.token).values(**values))
 
-__all__ = ["Door", "Event", "Sender", "FIRST_RETRY", "GIVE_UP_AFTER", "HOLD", "MAIL", "OrderEvents", "Outgoing",
-           "PLACED", "event_id",
-           "owed", "record"]
+
+__all__ = ["Door", "Event", "FIRST_RETRY", "GIVE_UP_AFTER", "HOLD", "MAIL", "OrderEvents", "Outgoing", "PLACED",
+           "Sender", "event_id", "owed", "record"]

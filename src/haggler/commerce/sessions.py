@@ -107,6 +107,9 @@ FINAL = (COMPLETED, CANCELED)
 #: Where a payment stands: being charged, asked with no answer, waiting for the buyer to act (at the
 #: processor's page, or through their agent's 3-D Secure), or paid.
 CHARGING, UNKNOWN, AWAITING_BUYER, PAID = "charging", "unknown", "awaiting_buyer", "paid"
+#: The intervention a buyer's agent declares when it runs 3-D Secure itself (ACP's ``interventions``,
+#: rfc.capability_negotiation.md).
+THREE_DS = "3ds"
 
 
 @dataclass(frozen=True, slots=True)
@@ -758,7 +761,12 @@ class CheckoutSessions:
         if result.succeeded:
             return self._place(session_id, priced, payment, result.reference, door)
         if result.outcome is PaymentOutcome.ACTION_REQUIRED:
-            authentication = result.authentication if self.agent_authentication else None
+            # An agent that declared what it handles without 3-D Secure cannot run it: it is sent to
+            # the processor's page if there is one, and is otherwise declined, the hold given back,
+            # rather than left holding a payment it can never finish.
+            declared = priced.session.interventions
+            runs_it = self.agent_authentication and (declared is None or THREE_DS in declared)
+            authentication = result.authentication if runs_it else None
             if authentication is not None or result.action_url:
                 return self._unsettled(session_id, attempt, AWAITING_BUYER, None if authentication else
                                        result.action_url, result.reason, result.reference, authentication), None

@@ -7,8 +7,9 @@ protocol's ``sign`` and never reused from an earlier one. Every connection goes 
 ``shopper/pinned.py``: only to addresses the :class:`URLPolicy` judged, no redirects, each attempt
 within ``timeout_seconds`` in all however slowly the receiver answers.
 
-Deliveries run after the answer that caused them is sent, off the request, in this process: an
-event whose attempts all fail, or that a stop cuts short, is logged and not sent again.
+These quick retries cover a receiver's blip; ``commerce/order_events.py`` keeps each event in the
+database and sends it again later until it is taken. A receiver no attempt can reach (an address
+the policy refuses, a URL that cannot be written) is :class:`Undeliverable`, not retried.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ log = logging.getLogger("haggler")
 FIRST_PAUSE_SECONDS = 0.5
 
 
+class Undeliverable(Exception):
+    """No attempt can reach this receiver: its URL names an address the policy refuses, or cannot
+    be written as a request at all."""
+
+
 @dataclass
 class Delivery:
     """How events are posted: ``policy`` judges the receiver's address, each attempt ends within
@@ -41,7 +47,8 @@ class Delivery:
 
     def post(self, url: str, body: bytes, sign: Callable[[bytes], Mapping[str, str]], what: str) -> bool:
         """POST ``body`` to ``url`` with the headers ``sign(body)`` makes for this attempt; whether
-        the receiver took it. ``what`` names the event in the log."""
+        the receiver took it. ``what`` names the event in the log. :class:`Undeliverable` when no
+        attempt can reach ``url``."""
         for attempt in range(self.attempts):
             if attempt:
                 self.sleep(FIRST_PAUSE_SECONDS * 2 ** (attempt - 1))
@@ -52,9 +59,8 @@ class Delivery:
                 if 200 <= answer.status_code < 300:
                     return True
                 log.info("webhook %s answered %d to %s (attempt %d)", url, answer.status_code, what, attempt + 1)
-            except BlockedURL as exc:
-                log.warning("webhook %s: %s not sent: %s", url, what, exc)
-                return False
+            except (BlockedURL, httpx.InvalidURL, UnicodeError) as exc:
+                raise Undeliverable(f"{url}: {exc}") from exc
             except httpx.HTTPError as exc:
                 log.info("webhook %s: %s failed (attempt %d): %s", url, what, attempt + 1, exc)
         log.warning("webhook %s: %s not delivered after %d attempts", url, what, self.attempts)

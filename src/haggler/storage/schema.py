@@ -444,8 +444,8 @@ negotiation_messages = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 
-# Idempotency-Key records, per agent: the request's fingerprint and, once done, its response.
-# Order events owed to a checkout protocol's webhook receiver (commerce/order_events.py): recorded in
+# Order events owed to a checkout protocol's webhook receiver or to the buyer's mailbox
+# (commerce/order_events.py): recorded in
 # the transaction that places or changes the order, sent after the answer, retried by the store's
 # sweep until taken or given up; one per door, order and kind (its id is made from them).
 order_events = Table(
@@ -469,6 +469,7 @@ order_events = Table(
 )
 Index("ix_order_events_due", order_events.c.sent_at, order_events.c.gave_up_at, order_events.c.next_at)
 
+# Idempotency-Key records, per agent: the request's fingerprint and, once done, its response.
 idempotency_keys = Table(
     "idempotency_keys",
     metadata,

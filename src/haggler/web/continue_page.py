@@ -62,11 +62,15 @@ def build_router(ucp: UcpService, catalog: Catalog) -> APIRouter:
         if session.status == IN_PROGRESS:
             return answer("Your payment is still being confirmed", "<p>Please reload this page in a moment.</p>",
                           503, retry=True)
-        why = f"<p>{escape(resumed.reason)}</p>" if resumed.reason else ""
         if session.status == CANCELED:
             return answer("This checkout is closed", f"<p>It was not paid, and nothing was charged.</p>{_BACK}")
-        return answer("The payment did not go through", f"{why}<p>Nothing was charged. Return to your assistant "
-                      "to pay another way.</p>")
+        if resumed.reason is not None:  # declined just now, the hold given back
+            return answer("The payment did not go through", f"<p>{escape(resumed.reason)}</p><p>Nothing was "
+                          "charged. Return to your assistant to pay another way.</p>")
+        if session.hold is not None:  # a payment the processor has no page for: the store settles it
+            return answer("Your payment is being settled", "<p>The store is confirming it with the payment "
+                          f"processor; your assistant will see the outcome.</p>{_BACK}")
+        return answer("Nothing to pay here yet", f"<p>This checkout is not waiting for a payment.</p>{_BACK}")
 
     @router.get(CONTINUE_PATH, response_class=HTMLResponse, include_in_schema=False)
     def continue_checkout(session_id: str) -> Response:

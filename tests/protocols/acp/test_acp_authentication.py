@@ -218,3 +218,19 @@ def test_rfc_discovery_4_2_discovery_lists_3ds_among_intervention_types(acp_stor
     interventions."""
     document = acp_store.http.get("/.well-known/acp.json").json()
     assert document["capabilities"]["intervention_types"] == ["3ds"]
+
+
+def test_an_agent_that_declared_it_cannot_run_3ds_is_not_left_holding_a_payment_it_cannot_finish(acp_store) -> None:
+    """An agent whose ``capabilities.interventions.supported`` leaves out 3ds could never send an
+    authentication_result: with no processor page to send the buyer to, the payment is declined and
+    the deal and the stock given back at once, not held until the store settles it by hand."""
+    product = acp_store.catalog.products[0]
+    deal = close_a_deal(acp_store.http, product)
+    session = ready_session(acp_store.http, product.id, discounts={"codes": [deal["id"]]},
+                            capabilities={"extensions": ["discount"], "interventions": {"supported": []}})
+    declined = complete(acp_store, session["id"], pay(AUTHENTICATION_TOKEN))
+    assert declined.status_code == 402, declined.text
+    conforms(declined.json(), "Error")
+    assert declined.json()["code"] == "payment_declined"
+    assert rows(acp_store, orders) == [] and rows(acp_store, deal_redemptions) == []
+    assert read(acp_store, session["id"])["status"] == "ready_for_payment"

@@ -7,10 +7,13 @@ from __future__ import annotations
 import time
 
 import jwt
+import pytest
 
+from haggler.commerce.webhooks import Undeliverable
 from haggler.protocols.ucp.settings import UcpSettings
 from haggler.protocols.ucp.webhooks import MAX_PROFILE_BYTES, PlatformProfile, Webhooks, order_webhook, read_profile
 from haggler.shopper.urls import URLPolicy
+from haggler.trust.canonical import canonical_json
 from haggler.trust.keys import P256, SigningKeys
 
 try:
@@ -32,21 +35,25 @@ def _hooks(tmp_path, settings: UcpSettings = TEST_STORE, **options) -> Webhooks:
     return Webhooks(settings, SigningKeys(tmp_path, P256), **options)
 
 
+def _deliver(hooks: Webhooks, url: str, event: dict = EVENT) -> bool:
+    """``event`` sent to ``url`` as the store's order events are: signed, naming the store."""
+    body = canonical_json(event)
+    return hooks.delivery.post(url, body, hooks.signed(body, STORE_PROFILE), "a test event")
+
+
 def test_a_failed_delivery_is_retried_until_taken(tmp_path):
     """order.md, "Guidelines": the business MUST retry failed webhook deliveries; every attempt
     sends the same event, signed the same way, so the platform can tell a retry by its event_id."""
     pauses: list[float] = []
     settings = UcpSettings(simulation_secret=SECRET, webhook_attempts=3)
     with Platform(statuses=(503, 500)) as platform:
-        assert _hooks(tmp_path, settings, sleep=pauses.append).deliver(f"{platform.base}/hooks/order", EVENT,
-                                                                        STORE_PROFILE)
+        assert _deliver(_hooks(tmp_path, settings, sleep=pauses.append), f"{platform.base}/hooks/order")
         assert len(platform.deliveries) == 3 and pauses == [0.5, 1.0]
         assert len({(d.body, d.headers["request-signature"]) for d in platform.deliveries}) == 1
         assert platform.events == [EVENT]
     with Platform(statuses=(500,)) as platform:
         once = UcpSettings(simulation_secret=SECRET, webhook_attempts=1)
-        assert not _hooks(tmp_path, once, sleep=pauses.append).deliver(f"{platform.base}/hooks/order", EVENT,
-                                                                        STORE_PROFILE)
+        assert not _deliver(_hooks(tmp_path, once, sleep=pauses.append), f"{platform.base}/hooks/order")
 
 
 def test_the_profile_is_read_once_while_cached(tmp_path, platform):
@@ -74,12 +81,14 @@ def test_one_read_of_the_profile_gives_its_webhook_capabilities_and_public_signi
 def test_a_real_store_reaches_no_private_address_a_test_store_does(tmp_path, platform):
     real = _hooks(tmp_path, UcpSettings())
     assert real.platform(platform.profile_url).webhook_url is None
-    assert not real.deliver(f"{platform.base}/hooks/order", EVENT, STORE_PROFILE)
+    with pytest.raises(Undeliverable):
+        _deliver(real, f"{platform.base}/hooks/order")
     # A name is judged by what it resolves to, where the connection is made.
     port = platform.base.rsplit(":", 1)[1]
     named = _hooks(tmp_path, UcpSettings(), policy=URLPolicy(resolver=lambda host: ["127.0.0.1"]))
     assert named.platform(f"http://platform.invalid:{port}/profile.json").webhook_url is None
-    assert not named.deliver(f"http://platform.invalid:{port}/hooks/order", EVENT, STORE_PROFILE)
+    with pytest.raises(Undeliverable):
+        _deliver(named, f"http://platform.invalid:{port}/hooks/order")
     assert platform.profile_reads == 0 and platform.deliveries == []
     assert _hooks(tmp_path).platform(platform.profile_url).webhook_url == f"{platform.base}/hooks/order"
 
@@ -96,7 +105,7 @@ def test_the_profile_and_the_webhook_are_reached_at_the_address_the_policy_judge
     hooks = _hooks(tmp_path, policy=URLPolicy(allow_private=True, resolver=resolver))
     named = f"http://platform.invalid:{platform.base.rsplit(':', 1)[1]}"
     assert hooks.platform(f"{named}/profile.json").webhook_url == f"{platform.base}/hooks/order"
-    assert hooks.deliver(f"{named}/hooks/order", EVENT, STORE_PROFILE)
+    assert _deliver(hooks, f"{named}/hooks/order")
     assert asked == ["platform.invalid", "platform.invalid"]
     assert platform.deliveries[0].headers["host"] == named.removeprefix("http://")
 
@@ -131,7 +140,7 @@ def test_a_webhook_receiver_trickling_its_answer_is_given_up_at_the_deadline(tmp
     settings = UcpSettings(simulation_secret=SECRET, webhook_timeout_seconds=1.0, webhook_attempts=1)
     with RawServer(_trickle(b"HTTP/1.1 200 OK\r\nX-Slow: ", b"a", seconds=8)) as server:
         started = time.monotonic()
-        assert not _hooks(tmp_path, settings).deliver(f"{server.base}/hooks/order", EVENT, STORE_PROFILE)
+        assert not _deliver(_hooks(tmp_path, settings), f"{server.base}/hooks/order")
         assert time.monotonic() - started < 3
 
 

@@ -260,9 +260,9 @@ def authentication_result(body: Mapping[str, Any]) -> AuthenticationResult | Non
     ``outcome`` one of :data:`AUTHENTICATION_OUTCOMES`; ``outcome_details`` required for the
     outcomes that go on to the issuer (authenticated, attempt_acknowledged, informational), with all
     four of its fields, the ECI from its enum; no other field. None when the request has none."""
-    if body.get("authentication_result") is None:
-        return None
     where = "$.authentication_result"
+    if not _given(body, "authentication_result", where):
+        return None
     result = _object(body["authentication_result"], where)
     _no_other(result, ("outcome", "outcome_details"), where)
     outcome = str(_text(result.get("outcome"), f"{where}.outcome"))

@@ -46,8 +46,12 @@ class AcpSettings:
         if self.webhook_url is not None:
             if self.api_key is None:
                 raise ValueError("--acp-webhook-url is for a store that serves ACP: set HAGGLER_ACP_API_KEY too")
-            if not self.webhook_url.startswith(("http://", "https://")) or not urlsplit(self.webhook_url).hostname:
+            parts = urlsplit(self.webhook_url)
+            if not self.webhook_url.startswith(("http://", "https://")) or not parts.hostname:
                 raise ValueError(f"--acp-webhook-url must be an absolute http(s) URL, got {self.webhook_url!r}")
+            if parts.username or parts.password:
+                raise ValueError("--acp-webhook-url must not carry credentials: the receiver is authenticated "
+                                 "by the signature made with HAGGLER_ACP_WEBHOOK_SECRET")
         if self.webhook_secret is not None and len(self.webhook_secret) < SHORTEST_SECRET:
             raise ValueError(f"HAGGLER_ACP_WEBHOOK_SECRET must be at least {SHORTEST_SECRET} characters")
         if self.webhook_attempts < 1 or not self.webhook_timeout_seconds > 0:

@@ -13,7 +13,8 @@ from typing import Any
 from haggler.commerce.counter_offers import CounterOffer
 from haggler.commerce.merchant_data import Address
 from haggler.commerce.pricing import Line
-from haggler.commerce.sessions import AUTHENTICATION, CANCELED, COMPLETED, ESCALATION, IN_PROGRESS, READY, Priced
+from haggler.commerce.sessions import (AUTHENTICATION, CANCELED, COMPLETED, ESCALATION, IN_PROGRESS, READY, THREE_DS,
+                                      Priced)
 from haggler.orders import Order
 from haggler.payments.handler import AuthenticationRequest, PaymentHandler
 from haggler.payments.simulated import AUTHENTICATION_TOKEN, SIMULATED_HANDLER_ID
@@ -77,8 +78,6 @@ def handler(payment_handler: PaymentHandler) -> dict[str, Any] | None:
     return None
 
 
-#: The intervention a buyer's agent handles when it runs 3-D Secure (rfc.capability_negotiation.md).
-THREE_DS = "3ds"
 
 
 def runs_3ds_with_agents(payment_handler: PaymentHandler) -> bool:

@@ -131,14 +131,9 @@ class Webhooks:
             log.info("UCP platform profile %s not read: %s", profile_url, exc)
             return PlatformProfile()
 
-    def deliver(self, url: str, event: Mapping[str, Any], business_profile: str) -> bool:
-        """POST ``event`` to ``url``, signed, naming the store by its profile URL
-        (``business_profile``), retried as ``commerce/webhooks.py`` does; whether it was taken (2xx)."""
-        body = canonical_json(event)
-        return self.delivery.post(url, body, self._signed(body, business_profile), f"UCP {event.get('event_type')}")
-
-    def _signed(self, body: bytes, business_profile: str) -> Callable[[bytes], Mapping[str, str]]:
-        """The headers of every attempt: one signature (a UCP signature holds no time) and the store's name."""
+    def signed(self, body: bytes, business_profile: str) -> Callable[[bytes], Mapping[str, str]]:
+        """The headers of every attempt to send ``body``: one signature (a UCP signature holds no
+        time) and the store's name, its profile URL ``business_profile``."""
         headers = {"Request-Signature": sign_detached(self.signer, body, encoded=False),
                    "UCP-Agent": f'profile="{business_profile}"'}
         return lambda _: headers
@@ -152,7 +147,7 @@ class Webhooks:
         order, session = found
         assert base is not None
         body = canonical_json(views.order_event(EVENT_TYPES[event.kind], event.id, event.created_at, order, base))
-        return Outgoing(session.webhook_url, body, self._signed(body, views.profile_url(base)))
+        return Outgoing(session.webhook_url, body, self.signed(body, views.profile_url(base)))
 
 
 def _read_at_most(answer: httpx.Response, limit: int) -> bytes:
