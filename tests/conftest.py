@@ -15,16 +15,32 @@ Database fixtures
 PostgreSQL tests are skipped when the server binaries are not installed
 (``scripts/install-test-deps`` installs them).  With ``HAGGLER_REQUIRE_POSTGRES=1``
 (as set by ``.ci/run``) they fail instead.
+
+Matrix fixtures
+---------------
+``synapse``
+    The session-wide throwaway Synapse homeserver (``haggler.matrix.homeserver.LocalSynapse``).
+``make_synapse``
+    Homeservers of the test's own: ``make_synapse(rate_limits=...)``, which it may restart.
+
+They run Synapse with this interpreter (the test extra installs ``matrix-synapse``), or with
+``$HAGGLER_SYNAPSE_PYTHON``; they are skipped when neither has it, and fail instead with
+``HAGGLER_REQUIRE_SYNAPSE=1`` (as set by ``.ci/run``).
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 
 import pytest
+
+from haggler.matrix.homeserver import LocalSynapse
 
 try:  # `python -m pytest` from the repo root (scripts/test), or tests/ is a package
     from tests.support.postgres import PostgresCluster, find_pg_bin
@@ -93,6 +109,46 @@ def db_url(request: pytest.FixtureRequest, tmp_path) -> str:
     return request.getfixturevalue("postgres_url")
 
 
+# -- Matrix homeservers -------------------------------------------------------------------
+
+REQUIRE_SYNAPSE_ENV = "HAGGLER_REQUIRE_SYNAPSE"
+#: An interpreter with matrix-synapse installed, to run the homeservers with instead of this one.
+SYNAPSE_PYTHON_ENV = "HAGGLER_SYNAPSE_PYTHON"
+
+
+def _synapse_python() -> str:
+    """The interpreter to run Synapse with; skips (or, in CI, fails) the test when there is none."""
+    python = os.environ.get(SYNAPSE_PYTHON_ENV)
+    if python:
+        return python
+    try:
+        importlib.metadata.version("matrix-synapse")
+    except importlib.metadata.PackageNotFoundError:
+        message = (f"matrix-synapse is not installed (pip install 'haggler[matrix-homeserver]', "
+                   f"or set {SYNAPSE_PYTHON_ENV} to a Python that has it)")
+        if ci_requires(REQUIRE_SYNAPSE_ENV):
+            pytest.fail(f"{message}; {REQUIRE_SYNAPSE_ENV}=1 is set", pytrace=False)
+        pytest.skip(message)
+    return sys.executable
+
+
+@pytest.fixture(scope="session")
+def synapse() -> Iterator[LocalSynapse]:
+    """A throwaway Synapse shared by the whole test session: register users with unique names, as
+    other tests share it."""
+    with LocalSynapse(python=_synapse_python()) as homeserver:
+        yield homeserver
+
+
+@pytest.fixture
+def make_synapse() -> Iterator[Callable[..., LocalSynapse]]:
+    """Start homeservers of the test's own, ``make_synapse(**LocalSynapse options)``: ones it may
+    halt and restart, or give rate limits of their own; all stopped after the test."""
+    python = _synapse_python()
+    with ExitStack() as stack:
+        yield lambda **options: stack.enter_context(LocalSynapse(python=python, **options))
+
+
 # -- stores -------------------------------------------------------------------------------
 
 try:
@@ -146,8 +202,6 @@ class Store:
 @pytest.fixture
 def make_store(tmp_path):
     """Start stores: ``make_store(db_url=..., limits=StoreLimits(...), ...)``."""
-    from contextlib import ExitStack
-
     from haggler.catalog import parse_catalog
     from haggler.server.app import create_app
     from haggler.server.config import StoreConfig

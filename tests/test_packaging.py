@@ -62,6 +62,26 @@ def test_every_direct_dependency_declares_the_lower_bound_check_install_pins():
     assert not check_install.same_release("1.13.1", "1.13") and not check_install.same_release(None, "1")
 
 
+#: Copyleft packages haggler (Apache-2.0) may use only as optional extras, run as separate
+#: processes: never imported by the package, nor among its base dependencies.
+COPYLEFT = {"synapse": "matrix-synapse"}
+
+
+def test_no_copyleft_package_is_imported_by_haggler_or_required_by_it():
+    import ast
+
+    for module in sorted((ROOT / "src" / "haggler").rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for name in names:
+                assert name.split(".")[0] not in COPYLEFT, f"{module.relative_to(ROOT)} imports {name}"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    required = " ".join(project["dependencies"])
+    assert not any(package in required for package in COPYLEFT.values())
+    assert project["optional-dependencies"]["matrix-homeserver"] == ["matrix-synapse>=1.146"]
+
+
 def test_check_install_refuses_a_dependency_without_a_lower_bound(tmp_path):
     check_install = load_script("check-install")
     pyproject = tmp_path / "pyproject.toml"
