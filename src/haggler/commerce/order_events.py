@@ -148,6 +148,11 @@ class OrderEvents:
         """The work an answer leaves to do: send ``event`` once the answer is out (None: nothing)."""
         return None if event is None else (lambda: self.send(event))
 
+    def after_placed(self, door: str, order_id: str | None) -> Callable[[], bool] | None:
+        """:meth:`after` for ``door``'s event of an order placed (None without an order): the answer
+        that placed it, or found it placed, sends it; one recorded and sent already is not sent again."""
+        return self.after(event_id(door, order_id, PLACED) if order_id is not None else None)
+
     def deliver_due(self) -> int:
         """Send the events due now, at most :data:`SWEEP_BATCH` and for at most :data:`SWEEP_SECONDS`
         (receivers that do not answer must not hold up the store's other sweeps), each held first so

@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from haggler.catalog import Catalog
-from haggler.commerce import order_events
 from haggler.commerce.idempotency import IdempotencyKeys, Kept, KeyInFlight, KeyReused
 from haggler.commerce.order_events import OrderEvents
 from haggler.commerce.counter_offers import Caller, CounterOffers
@@ -135,8 +134,8 @@ class AcpService:
             except AuthenticationRefused as exc:  # rfc.agentic_checkout §4.4, §9.7: requires_3ds at this param
                 raise reading.Refused(exc.message, "requires_3ds" if exc.missing else "invalid",
                                       "$.authentication_result") from None
-            placed = order_events.event_id(DOOR, order.id, order_events.PLACED) if order is not None else None
-            return Kept(200, self._checkout(priced, base, order), after=self.events.after(placed))
+            return Kept(200, self._checkout(priced, base, order),
+                        after=self.events.after_placed(DOOR, order.id if order is not None else None))
         return self._idempotent(key, f"/checkout_sessions/{session_id}/complete", body, run)
 
     def _placed(self, order_id: str) -> tuple[Order, Priced] | None:

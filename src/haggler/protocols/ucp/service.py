@@ -181,8 +181,8 @@ class UcpService:
                                       platform_keys=keys, signer=self.signer, audience=views.profile_url(base),
                                       now=self.clock())
             priced, order = self.sessions.complete(session_id, payment, door=DOOR, authorize=authorize)
-            placed = order_events.event_id(DOOR, order.id, order_events.PLACED) if order is not None else None
-            return Kept(200, self._checkout(priced, base, order), after=self.events.after(placed))
+            return Kept(200, self._checkout(priced, base, order),
+                        after=self.events.after_placed(DOOR, order.id if order is not None else None))
         return self._idempotent(agent, key, f"POST /checkout-sessions/{session_id}/complete", body, run)
 
     def resume(self, session_id: str) -> tuple[Resumed, Callable[[], object] | None]:
@@ -192,8 +192,7 @@ class UcpService:
         after the page is answered, as after a completion (recorded once with the order, whoever
         placed it: a second visit or a racing completion sends nothing more)."""
         resumed = self.sessions.resume(session_id)
-        placed = order_events.event_id(DOOR, resumed.order.id, order_events.PLACED) if resumed.order is not None else None
-        return resumed, self.events.after(placed)
+        return resumed, self.events.after_placed(DOOR, resumed.order.id if resumed.order is not None else None)
 
     def _checkout(self, priced: Priced, base: str, order: Order | None = None, *,
                   offer: CounterOffer | None = None) -> dict[str, Any]:
