@@ -781,3 +781,76 @@ market_audit = Table(
     Column("created_at", UTCDateTime, nullable=False),
 )
 Index("ix_market_audit_agent", market_audit.c.agent_id, market_audit.c.seq)
+
+# -- the market over Matrix (issue 32: haggler/matrix/) ------------------------------------------------
+# The market bot is a Matrix client whose whole state lives here, beside the market's, so that a
+# restart loses nothing: where its /sync stands, every event it took (processed once, by event id),
+# the rooms it made, and what it still owes a room (a durable outbox, sent in order).
+
+matrix_state = Table(
+    "matrix_state",
+    metadata,
+    Column("bot", String(255), primary_key=True),  # the bot's Matrix user id
+    Column("since", Text, nullable=True),  # the next_batch token of the last /sync it stored
+    Column("inbox_seq", Integer, nullable=False, server_default="0"),  # market_inbox rows relayed up to here
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
+matrix_events = Table(
+    "matrix_events",
+    metadata,
+    Column("event_id", String(255), primary_key=True),
+    Column("bot", String(255), nullable=False),
+    Column("room_id", String(255), nullable=False),
+    Column("sender", String(255), nullable=False),
+    Column("content", Text, nullable=False),  # JSON, as the homeserver served it
+    Column("received_at", UTCDateTime, nullable=False),
+    Column("status", String(16), nullable=False),  # pending | done | dropped
+    Column("outcome", String(64), nullable=True),  # what the bot made of it: the market's answer, in a word
+    Column("done_at", UTCDateTime, nullable=True),
+)
+Index("ix_matrix_events_pending", matrix_events.c.bot, matrix_events.c.status, matrix_events.c.received_at)
+
+matrix_rooms = Table(
+    "matrix_rooms",
+    metadata,
+    Column("bot", String(255), primary_key=True),
+    Column("key", String(200), primary_key=True),  # inbox:<agentId> | request:<requestId>
+    Column("room_id", String(255), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+Index("ix_matrix_rooms_room", matrix_rooms.c.room_id)
+
+matrix_outbox = Table(
+    "matrix_outbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),  # also the send's transaction id
+    Column("bot", String(255), nullable=False),
+    Column("room", String(255), nullable=False),  # a room id (!…), or a matrix_rooms key to make first
+    Column("invite", Text, nullable=True),  # JSON list of user ids, for a room made from a key
+    Column("content", Text, nullable=False),  # JSON event content
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("sent_at", UTCDateTime, nullable=True),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("last_error", String(300), nullable=True),
+)
+Index("ix_matrix_outbox_due", matrix_outbox.c.bot, matrix_outbox.c.sent_at, matrix_outbox.c.id)
+
+# Plain-text classified ads read from a Matrix room (``SELLING: …`` / ``BUYING: …``): unsigned,
+# bound by no mandate, kept apart from the signed listings and wanted ads they are not.
+market_text_ads = Table(
+    "market_text_ads",
+    metadata,
+    Column("id", String(40), primary_key=True),  # txt_…
+    Column("kind", String(8), nullable=False),  # selling | buying
+    Column("poster", String(255), nullable=False),  # the Matrix user who posted it
+    Column("room_id", String(255), nullable=False),
+    Column("event_id", String(255), nullable=False, unique=True),
+    Column("text", Text, nullable=False),
+    Column("name", String(64), nullable=True),  # the item, as a slug, when the language layer read one
+    Column("price_cents", BigInteger, nullable=True),
+    Column("currency", String(3), nullable=True),
+    Column("posted_at", UTCDateTime, nullable=False),
+    Column("status", String(16), nullable=False),  # live | withdrawn
+)
+Index("ix_market_text_ads_name", market_text_ads.c.kind, market_text_ads.c.name)

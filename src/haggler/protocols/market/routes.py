@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -46,6 +46,7 @@ MAX_CURSOR = 2**31 - 1
 AUDIT_PAGE = 500
 
 Handler = Callable[..., tuple[int, Any]]
+T = TypeVar("T")
 #: A check run in a write route's transaction once its handler succeeded: (conn, request, body, result).
 After = Callable[[Connection, Request, Any, Any], None]
 
@@ -94,6 +95,28 @@ class Market:
         if due:
             with self.db.write() as conn:
                 deals.expire_if_due(conn, deal_id, now)
+
+    # -- one action, whichever door it came through ------------------------------------------------------
+
+    def act(self, action: Callable[[Connection, AuditEvents], T]) -> T:
+        """Run ``action(conn, events)`` in one write transaction and keep the audit events it
+        raised whatever happens: with its result when it succeeds, in a transaction of their own
+        after the refused one rolled back when it fails (a signature that does not verify is
+        logged for the agent it claimed to be). The HTTP routes and the Matrix door both act
+        through here, so that a refusal leaves the same trace on either."""
+        events = AuditEvents()
+        try:
+            with self.db.write() as conn:
+                result = action(conn, events)
+                events.write(conn, self.clock())
+        except Exception as exc:
+            if isinstance(exc, identity.BadSignature):
+                events.add(exc.agent_id, audit.BAD_SIGNATURE, {"signed": exc.signed})
+            if events.events:
+                with self.db.write() as conn:
+                    events.write(conn, self.clock())
+            raise
+        return result
 
     # -- who is calling -------------------------------------------------------------------------------
 
@@ -146,20 +169,12 @@ class Market:
                     parsed = parse_json_body(raw, BODY_WORDING) if body else None
                     if body:
                         args.append(parsed)
-                    events = AuditEvents()
-                    try:
-                        with self.db.write() as conn:
-                            status, data = handler(conn, *args, events, **request.path_params)
-                            if after is not None:
-                                after(conn, request, parsed, data)
-                            events.write(conn, now())
-                    except Exception as exc:
-                        if isinstance(exc, identity.BadSignature):
-                            events.add(exc.agent_id, audit.BAD_SIGNATURE, {"signed": exc.signed})
-                        if events.events:
-                            with self.db.write() as conn:
-                                events.write(conn, now())
-                        raise
+                    def run(conn: Connection, events: AuditEvents) -> tuple[int, Any]:
+                        status, data = handler(conn, *args, events, **request.path_params)
+                        if after is not None:
+                            after(conn, request, parsed, data)
+                        return status, data
+                    status, data = self.act(run)
                     return JSON(data, status_code=status)
                 return await run_in_threadpool(handle)
             router.add_api_route(path, endpoint, methods=[method])
@@ -282,11 +297,8 @@ class Market:
                 if not self._is_operator(request):
                     self._agent(request)  # any registered agent may call the auction
                 books.check_item(item)
-                events = AuditEvents()
-                with self.db.write() as conn:
-                    result = books.clear(conn, item, events, now(), settings.deal_expiry)
-                    events.write(conn, now())
-                return JSON(result)
+                return JSON(self.act(lambda conn, events: books.clear(conn, item, events, now(),
+                                                                      settings.deal_expiry)))
             return await run_in_threadpool(handle)
         router.add_api_route("/books/{item}/clear", clear_book, methods=["POST"])
 
