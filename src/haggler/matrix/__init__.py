@@ -5,4 +5,8 @@
 Synapse (AGPL-3.0) is only ever run as a separate process, never imported: it is the optional
 ``haggler[matrix-homeserver]`` extra. The client side is matrix-nio (ISC), the ``haggler[matrix]``
 extra.
+
+``connection``: the market bot's client over matrix-nio: login from the environment, the market room
+found or created by its alias, and sync, send (deduplicated by transaction id), private rooms and
+redaction that wait out restarts, timeouts, 5xx and rate limits and fail fast on real refusals.
 """
