@@ -891,6 +891,63 @@ def market_verify(
         raise typer.Exit(1)
 
 
+@market_app.command("matrix")
+def market_matrix(
+    homeserver: Annotated[str, typer.Option(help="The homeserver's client API base URL, e.g. https://matrix.example.org.")],
+    user: Annotated[str, typer.Option(help="The bot's Matrix user id, e.g. @market:example.org. Its password "
+                                          "(HAGGLER_MATRIX_PASSWORD) or access token (HAGGLER_MATRIX_ACCESS_TOKEN) "
+                                          "is read from the environment, never from the command line.")],
+    room: Annotated[str, typer.Option(help="The market room: an alias (#market:example.org) or a room id.")],
+    db: Annotated[str, typer.Option(help="The market's database, the one `haggler serve --db` uses, so that both "
+                                        "doors open onto one market.")] = DEFAULT_DB_URL,
+    create_room: Annotated[bool, typer.Option(help="Create the room under that alias if it does not exist (the bot "
+                                                  "then holds its power, and can redact a floor posted there).")]
+        = False,
+    device_id: Annotated[str, typer.Option(help="The bot's device id: keep it across restarts, so that a message "
+                                               "re-sent after a crash is deduplicated by the homeserver.")]
+        = "HAGGLER_MARKET",
+    offer_turn_cap: Annotated[int, typer.Option(
+        help="Offers after which a natural-language negotiation ends without a deal (0: no cap); use serve's value.")]
+        = _MARKET_DEFAULTS.offer_turn_cap or 0,
+    deal_expiry: Annotated[int, typer.Option(
+        help="Seconds a deal may wait for its signatures; use serve's value.")] = _MARKET_DEFAULTS.deal_expiry_seconds,
+) -> None:
+    """Run the market (spec 003) as a participant of a Matrix homeserver: listings and wanted ads in
+    the room, negotiation in direct messages, the same checks as the HTTP API (docs/market-matrix.md).
+    Stop it with Ctrl-C; it resumes where it stopped."""
+    import asyncio
+    import signal
+
+    try:
+        from haggler.matrix.bot import MarketBot, market_on
+        from haggler.matrix.connection import Connection, MatrixLogin
+    except ImportError as exc:
+        raise _fail(f"the Matrix door needs the matrix extra: pip install 'haggler[matrix]' ({exc})") from None
+    from haggler.storage.database import DatabaseError, open_database
+
+    try:
+        login = MatrixLogin.from_env(homeserver, user, device_id=device_id)
+        settings = market_settings(offer_turn_cap, 0, deal_expiry)
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    try:
+        database = open_database(db)
+    except DatabaseError as exc:
+        raise _fail(str(exc)) from None
+
+    async def serve_room() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await MarketBot(Connection(login), market_on(database, settings), room, create_room=create_room).run(stop)
+
+    try:
+        asyncio.run(serve_room())
+    finally:
+        database.dispose()
+
+
 @market_app.command("demo")
 def market_demo(
     sellers: Annotated[int, typer.Option(min=1, max=500, help="Seller agents, each listing one item.")] = 8,

@@ -237,6 +237,11 @@ class Limits:
         transaction that delivers it: a refusal (429) rolls the delivery back, and a request refused
         for anything else counts nothing."""
         if not self._exempt(request):
-            now = self.clock()
-            self.contacts_sent.take(conn, sender, now)
-            self.contacts_received.take(conn, f"{recipient} {self.client_of(request)}", now)
+            self.count_contact(conn, sender, recipient, self.client_of(request))
+
+    def count_contact(self, conn: Connection, sender: str, recipient: str, client: str) -> None:
+        """Count a contact request from agent ``sender`` into ``recipient``'s inbox, by ``client``
+        (an address here; a Matrix user on the Matrix door): the limits hold on either door."""
+        now = self.clock()
+        self.contacts_sent.take(conn, sender, now)
+        self.contacts_received.take(conn, f"{recipient} {client}", now)

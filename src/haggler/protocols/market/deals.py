@@ -281,6 +281,19 @@ def void_disallowed(conn: Connection, agent_id: str, audit: AuditEvents, now: da
     return voided
 
 
+def file_mandate(conn: Connection, body: object, audit: AuditEvents, now: datetime) -> tuple[int, dict[str, Any]]:
+    """``POST /market/mandates`` (either door): file the owner's mandate, then void the agent's
+    pending deals it no longer allows. The agent's spend is locked first, so that no deal of the
+    agent opens while its mandate changes. 201 for a first mandate, 200 for a replacement."""
+    if isinstance(body, dict) and isinstance(body.get("agentId"), str):
+        lock_spend(conn, body["agentId"])
+    mandate, replaced = identity.file_mandate(conn, body, now)
+    void_disallowed(conn, mandate.agent_id, audit, now)
+    assert isinstance(body, dict)  # file_mandate validated it
+    return (200 if replaced else 201), {"agentId": mandate.agent_id, "issuedAt": body["issuedAt"],
+                                        "status": "on_file", "replaced": replaced}
+
+
 def _confirm_refusal(conn: Connection, row: Any, agent: Agent, now: datetime) -> str | None:
     """The constraint the agent's mandate would refuse its signature on the deal for, or None:
     the signing check itself, its audit entry discarded (the caller logs what it does instead)."""

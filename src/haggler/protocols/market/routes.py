@@ -202,14 +202,7 @@ class Market:
         write("/agents", register, limit=self.limits.registration)
         get("/agents/{agent_id}", lambda conn, request, agent_id: JSON(_known_agent(conn, agent_id).view()))
 
-        def file_mandate(conn: Connection, body: Any, events: AuditEvents) -> tuple[int, Any]:
-            if isinstance(body, dict) and isinstance(body.get("agentId"), str):
-                deals.lock_spend(conn, body["agentId"])  # no deal of the agent opens while its mandate changes
-            mandate, replaced = identity.file_mandate(conn, body, now())
-            deals.void_disallowed(conn, mandate.agent_id, events, now())
-            return (200 if replaced else 201), {"agentId": mandate.agent_id, "issuedAt": body["issuedAt"],
-                                                "status": "on_file", "replaced": replaced}
-        write("/mandates", file_mandate)
+        write("/mandates", lambda conn, body, events: deals.file_mandate(conn, body, events, now()))
 
         def own_mandate(conn: Connection, request: Request, agent_id: str) -> Response:
             caller = self._caller(conn, request)
