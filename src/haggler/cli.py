@@ -967,11 +967,19 @@ def market_demo(
     llm_prices: LLMPrices = None,
     llm_traders: Annotated[str, typer.Option(
         "--llm-traders", help="With a model: which traders run on it: buyers, sellers or all.")] = "buyers",
+    matrix: Annotated[bool, typer.Option(
+        "--matrix", help="Trade over Matrix instead of HTTP: a market bot and every agent a Matrix user, "
+        "listings in a market room, negotiations in direct messages (docs/market-matrix.md).")] = False,
+    homeserver: Annotated[Optional[str], typer.Option(
+        help="With --matrix: the Synapse to use (its registration shared secret in "
+             "HAGGLER_MATRIX_REGISTRATION_SECRET); default: a throwaway local one "
+             "(pip install 'haggler[matrix-homeserver]').")] = None,
 ) -> None:
-    """Run a seeded market of built-in agents over HTTP (spec 003) and print its deals, protocol
-    mix and surplus. No API key needed: the agents are the deterministic built-in ones. With
-    --llm-provider and --llm-model, a model makes the --llm-traders' choices; each is checked
-    against the owner's mandate, and the built-in agent acts whenever it fails or the model fails."""
+    """Run a seeded market of built-in agents over HTTP, or over Matrix (--matrix), and print its
+    deals, protocol mix and surplus (spec 003). No API key needed: the agents are the deterministic
+    built-in ones. With --llm-provider and --llm-model, a model makes the --llm-traders' choices;
+    each is checked against the owner's mandate, and the built-in agent acts whenever it fails or
+    the model fails."""
     import functools
     import logging
     import tempfile
@@ -1001,9 +1009,16 @@ def market_demo(
         if llm_traders in ("sellers", "all"):
             agents["seller_agent"] = functools.partial(LLMMarketSeller, proposer=proposer)
 
+    if matrix and server is not None:
+        raise _fail("--server is the HTTP door; with --matrix, give --homeserver (or nothing, for a local one)")
+    if homeserver is not None and not matrix:
+        raise _fail("--homeserver goes with --matrix")
     with contextlib.ExitStack() as stack:
         base = server
-        if base is None:
+        if matrix:
+            result = _matrix_demo(stack, homeserver, sellers=sellers, buyers=buyers, seed=seed, **agents)
+            base = "matrix"
+        elif base is None:
             from haggler.server.app import create_app
             from haggler.server.config import StoreConfig
             from haggler.server.threaded import ThreadedServer
@@ -1012,11 +1027,12 @@ def market_demo(
             app_ = create_app(StoreConfig(catalog=load_catalog(None), db_url=f"sqlite:///{folder}/market.db",
                                           data_dir=folder / "data", sweep_interval_seconds=None))
             base = stack.enter_context(ThreadedServer(app_)).base
-        http = stack.enter_context(httpx.Client(base_url=base, timeout=30))
-        try:
-            result = MarketDemo(http, sellers=sellers, buyers=buyers, seed=seed, **agents).run()
-        except (httpx.HTTPError, MarketError) as exc:
-            raise _fail(f"the market at {base} failed the demo: {exc}") from None
+        if not matrix:
+            http = stack.enter_context(httpx.Client(base_url=base, timeout=30))
+            try:
+                result = MarketDemo(http, sellers=sellers, buyers=buyers, seed=seed, **agents).run()
+            except (httpx.HTTPError, MarketError) as exc:
+                raise _fail(f"the market at {base} failed the demo: {exc}") from None
     if deals_dir is not None:
         deals_dir.mkdir(parents=True, exist_ok=True)
         for deal_id, document in result.documents.items():
@@ -1053,6 +1069,32 @@ def market_demo(
         console.print(f"model ({llm_traders}): {model['calls']} calls, {model['inputTokens']} + "
                       f"{model['outputTokens']} tokens; built-in agent took over: "
                       + (", ".join(f"{why} {n}" for why, n in sorted(model["fallbacks"].items())) or "never"))
+
+
+def _matrix_demo(stack: contextlib.ExitStack, homeserver: str | None, **demo: Any) -> Any:
+    """``market demo --matrix``: the demo's traders as Matrix users on a market bot."""
+    import os
+
+    try:
+        from haggler.agents.market_runtime import MarketDemo
+        from haggler.matrix.homeserver import HomeserverError
+        from haggler.matrix.local_market import Homeserver, MatrixMarket
+    except ImportError as exc:
+        raise _fail(f"--matrix needs the matrix extra: pip install 'haggler[matrix]' ({exc})") from None
+    from haggler.protocols.market.client import MarketError
+
+    given = None
+    if homeserver is not None:
+        secret = os.environ.get("HAGGLER_MATRIX_REGISTRATION_SECRET")
+        if not secret:
+            raise _fail("--homeserver needs its registration shared secret in HAGGLER_MATRIX_REGISTRATION_SECRET "
+                        "(to register the bot and the agents)")
+        given = Homeserver(homeserver.rstrip("/"), secret)
+    try:
+        market = stack.enter_context(MatrixMarket(homeserver=given))
+        return MarketDemo(None, client=market.client, **demo).run()
+    except (HomeserverError, MarketError, RuntimeError, TimeoutError) as exc:
+        raise _fail(f"the market on Matrix failed the demo: {exc}") from None
 
 
 def _stdout_console(**piped: Any) -> Console:

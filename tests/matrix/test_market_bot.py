@@ -101,7 +101,8 @@ def test_a_listing_sent_over_matrix_is_the_markets_and_its_floor_stays_out_of_ev
     assert bound == seller.session.user_id  # bound to the user that registered it
 
     announced = eventually(lambda: [e for e in room_messages(synapse, bot, bot.market_room)
-                                    if e["content"].get(f"{wire.CONTENT_KEY}.listing", {}).get("listingId")
+                                    if (wire.uncarry(e["content"].get(f"{wire.CONTENT_KEY}.listing")) or {})
+                                    .get("listingId")
                                     == listing_id])
     assert announced, "the market room never got the listing's public view"
     room_text = json.dumps(room_messages(synapse, bot, bot.market_room))
@@ -159,12 +160,13 @@ def test_two_matrix_agents_negotiate_in_a_room_with_the_bot_and_both_sign_the_de
         status = conn.execute(select(market_deals.c.status).where(market_deals.c.id == deal_id)).scalar()
     assert status == "confirmed"
     for where in (room, bot.market_room):
-        posted = eventually(lambda: [e["content"][f"{wire.CONTENT_KEY}.deal"] for e in room_messages(synapse, bot, where)
+        posted = eventually(lambda: [wire.uncarry(e["content"][f"{wire.CONTENT_KEY}.deal"])
+                                     for e in room_messages(synapse, bot, where)
                                      if f"{wire.CONTENT_KEY}.deal" in e["content"]])
         assert len(posted) == 1, where
         assert check_deal(posted[0]).valid and posted[0]["deal"]["finalPrice"] == 160
     offers_in_room = [e for e in room_messages(synapse, bot, room)
-                      if e["content"].get(wire.CONTENT_KEY, {}).get("type") == "offer"]
+                      if (wire.uncarry(e["content"].get(wire.CONTENT_KEY)) or {}).get("type") == "offer"]
     assert {e["sender"] for e in offers_in_room} == {buyer.session.user_id, seller.session.user_id}
 
 

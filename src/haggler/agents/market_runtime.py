@@ -135,13 +135,19 @@ class MarketDemo:
     and ``buyer_agent`` make each trader's agent from its mandate (and a buyer's interest): the
     built-in ones by default, model-driven ones (:mod:`haggler.agents.llm_market`) with a model."""
 
-    def __init__(self, http: httpx.Client, *, sellers: int, buyers: int, seed: int,
+    def __init__(self, http: httpx.Client | None, *, sellers: int, buyers: int, seed: int,
                  clock: Callable[[], datetime] = _now,
                  seller_agent: Callable[[Mandate], MarketSeller] = MarketSeller,
-                 buyer_agent: Callable[[Mandate, Interest], MarketBuyer] = MarketBuyer) -> None:
+                 buyer_agent: Callable[[Mandate, Interest], MarketBuyer] = MarketBuyer,
+                 client: Callable[[str], MarketClient] | None = None) -> None:
+        """``client(agent_id)`` makes each trader's market client: over ``http`` by default, or
+        any other door's (``haggler.matrix.local_market.MatrixMarket.client``: the same demo over
+        Matrix)."""
         if sellers < 1 or buyers < 1:
             raise ValueError("a market needs at least one seller and one buyer")
-        self.http = http
+        if client is None and http is None:
+            raise ValueError("the demo needs an HTTP client or a client factory")
+        self.new_client = client or (lambda agent_id: MarketClient(http, agent_id, clock=clock))  # type: ignore[arg-type]
         self.rng = random.Random(seed)
         self.clock = clock
         self.seller_agent = seller_agent
@@ -155,7 +161,7 @@ class MarketDemo:
     # -- the draws --------------------------------------------------------------------------------------
 
     def _client(self, name: str) -> MarketClient:
-        client = MarketClient(self.http, f"{name}_{self.tag}_{self.rng.randrange(16**6):06x}", clock=self.clock)
+        client = self.new_client(f"{name}_{self.tag}_{self.rng.randrange(16**6):06x}")
         client.register()
         return client
 
@@ -165,7 +171,7 @@ class MarketDemo:
         floor = round(ask * self.rng.uniform(0.7, 0.92))
         client = self._client(f"seller{n}")
         client.file_mandate({"minAcceptablePrice": floor}, permissions=self._permissions())
-        mandate = parse_mandate(client.call("GET", f"/market/mandates/{client.id}"))
+        mandate = parse_mandate(client.mandate)
         trader = Trader(client, self.seller_agent(mandate))
         item = {"category": category, "subcategory": subcategory, "name": name,
                 "condition": self.rng.choice(CONDITIONS[:4]),
@@ -182,7 +188,7 @@ class MarketDemo:
             constraints["requiredCondition"] = "good"
         client = self._client(f"buyer{n}")
         client.file_mandate(constraints, permissions=self._permissions())
-        mandate = parse_mandate(client.call("GET", f"/market/mandates/{client.id}"))
+        mandate = parse_mandate(client.mandate)
         interest = {"category": category, "subcategory": subcategory, "name": name}
         client.post_wanted({**interest, **({"minCondition": "good"} if "requiredCondition" in constraints else {})},
                            budget=valuation, max_spend=valuation)

@@ -13,9 +13,9 @@ HTTP client would ``POST`` to a path is sent as a structured market message (``m
 
 The bot answers each message with a notice replying to it; :meth:`MatrixMarketClient.call`
 returns the answer's body, or raises :class:`~haggler.protocols.market.client.MarketError` with
-its status, as the HTTP client does. What the HTTP client would ``GET`` comes from what the bot
-posted: the inbox from the agent's inbox room, a deal from the inbox's ``deal_closed`` notice,
-listings from the market room's public views.
+its status, as the HTTP client does. What the HTTP client would ``GET``: the inbox is what the
+relay pushed to the agent's inbox room; a deal and the listings are asked of the bot (``deal``,
+``listings``), which answers from the market itself.
 
 matrix-nio is asynchronous and the market clients are not, so the Matrix side runs its own event
 loop in a background thread; ``call`` waits on it.
@@ -52,7 +52,8 @@ _ROUTES: tuple[tuple[re.Pattern[str], str], ...] = tuple((re.compile(pattern), k
     (r"/market/wanted", "as_is"), (r"/market/contact", "as_is"),
     (r"/market/contact/(?P<request>[^/]+)/(agreement|offers)", "negotiation"),
     (r"/market/contact/[^/]+/bids", "as_is"), (r"/market/listings/[^/]+/instant_match", "as_is"),
-    (r"/market/books/[^/]+/orders", "as_is"), (r"/market/deals/(?P<deal>[^/]+)/signatures", "deal_signature"),
+    (r"/market/books/[^/]+/orders", "as_is"), (r"/market/books/(?P<item>[^/]+)/clear", "clear"),
+    (r"/market/deals/(?P<deal>[^/]+)/signatures", "deal_signature"),
     (r"/market/deals/(?P<deal>[^/]+)/approvals", "owner_approval")))
 
 
@@ -70,8 +71,6 @@ class MatrixSession:
         self.answers: dict[str, dict[str, Any]] = {}
         self.notices: list[dict[str, Any]] = []
         self.inbox: dict[int, dict[str, Any]] = {}
-        self.deals: dict[str, dict[str, Any]] = {}
-        self.listings: dict[str, dict[str, Any]] = {}
         self.negotiations: dict[str, str] = {}
         self.changed = threading.Condition()
         self._loop = asyncio.new_event_loop()
@@ -132,20 +131,14 @@ class MatrixSession:
                     continue
                 content = event.content
                 self.notices.append(content)
-                answer = content.get(wire.ANSWER_KEY)
+                answer = wire.uncarry(content.get(wire.ANSWER_KEY))
                 replied = ((content.get("m.relates_to") or {}).get("m.in_reply_to") or {}).get("event_id")
                 if isinstance(answer, dict) and replied:
                     self.answers[replied] = answer
-                delivery = content.get(wire.INBOX_KEY)
+                delivery = wire.uncarry(content.get(wire.INBOX_KEY))
                 if isinstance(delivery, dict):
                     self.inbox[delivery["cursor"]] = delivery
-                    body = delivery.get("body") or {}
-                    if body.get("event") == "deal_closed" and isinstance(body.get("deal"), dict):
-                        self.deals[body["dealId"]] = body["deal"]
-                listing = content.get(f"{wire.CONTENT_KEY}.listing")
-                if isinstance(listing, dict):
-                    self.listings[listing["listingId"]] = listing
-                message = content.get(wire.CONTENT_KEY)
+                message = wire.uncarry(content.get(wire.CONTENT_KEY))
                 if isinstance(message, dict) and message.get("type") == "contact_request":
                     self.negotiations[message["requestId"]] = event.room_id
             self.changed.notify_all()
@@ -177,6 +170,10 @@ class MatrixMarketClient(MarketClient):
         if method == "GET":
             return self._read(path)
         message, room = self._route(path, payload)
+        return self._exchange(message, room, expect)
+
+    def _exchange(self, message: dict[str, Any], room: str, expect: tuple[int, ...]) -> Any:
+        """Send ``message`` to ``room`` and wait for the bot's answer to it."""
         event_id = self.session.send(room, wire.market_content(message, f"{message['type']} from {self.id}"),
                                      f"{self.id}-{next(self._txns)}-{id(self)}")
         answer = self.session.wait(lambda: self.session.answers.get(event_id), ANSWER_TIMEOUT)
@@ -197,6 +194,8 @@ class MatrixMarketClient(MarketClient):
                 return {"type": "register", **payload}, self.session.private_room
             if kind == "mandate":
                 return {"type": "mandate", "mandate": payload}, self.session.private_room
+            if kind == "clear":
+                return {"type": "clear", "item": match["item"]}, self.session.private_room
             if kind in ("deal_signature", "owner_approval"):
                 return {"type": kind, "dealId": match["deal"], **payload}, self.session.private_room
             if kind == "negotiation":
@@ -207,7 +206,8 @@ class MatrixMarketClient(MarketClient):
         raise ValueError(f"no Matrix message for POST {path}")
 
     def _read(self, path: str) -> Any:
-        """What a ``GET`` would read, from what the bot has posted to this agent."""
+        """What a ``GET`` reads: the inbox from the agent's inbox room (pushed to it), a deal and
+        the listings by asking the bot, which answers from the market itself."""
         url = urlsplit(path)
         query = {name: values[-1] for name, values in parse_qs(url.query).items()}
         if url.path == "/market/inbox":
@@ -218,13 +218,10 @@ class MatrixMarketClient(MarketClient):
             return {"messages": messages, "cursor": messages[-1]["cursor"] if messages else after}
         deal = re.fullmatch(r"/market/deals/([^/]+)", url.path)
         if deal:
-            terms = self.session.wait(lambda: self.session.deals.get(deal[1]), ANSWER_TIMEOUT)
-            if terms is None:
-                raise MarketError(404, {"error": f"no deal {deal[1]} was delivered to {self.id}"})
-            return {"dealId": deal[1], "deal": terms}
+            return self._ask({"type": "deal", "dealId": deal[1]})
         if url.path == "/market/listings":
-            with self.session.changed:
-                found = [view for view in self.session.listings.values()
-                         if all(str(view.get("item", {}).get(name)) == value for name, value in query.items())]
-            return {"listings": found}
+            return self._ask({"type": "listings", "query": query})
         raise ValueError(f"no Matrix reading for GET {path}")
+
+    def _ask(self, message: dict[str, Any]) -> Any:
+        return self._exchange(message, self.session.private_room, (200,))

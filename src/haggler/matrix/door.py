@@ -46,7 +46,7 @@ log = logging.getLogger("haggler.matrix")
 #: Messages that only a room shared by the sender and the bot alone may carry.
 PRIVATE_ONLY = ("sealed_bid", "mandate", "register")
 #: The door's own message types, beside the spec's: what the API takes as a bare body.
-DOOR_TYPES = ("register", "mandate", "deal_signature", "owner_approval")
+DOOR_TYPES = ("register", "mandate", "deal_signature", "owner_approval", "clear", "listings", "deal")
 MESSAGE_TYPES = ("listing", "wanted", "contact_request", "protocol_agreement", "sealed_bid", "instant_match",
                  "offer", "order") + DOOR_TYPES
 
@@ -83,7 +83,8 @@ class MarketDoor:
             "register": self._register, "mandate": self._mandate, "listing": self._listing, "wanted": self._wanted,
             "contact_request": self._contact, "protocol_agreement": self._agreement, "sealed_bid": self._bid,
             "offer": self._offer, "instant_match": self._instant, "order": self._order,
-            "deal_signature": self._signature, "owner_approval": self._approval}
+            "deal_signature": self._signature, "owner_approval": self._approval, "clear": self._clear,
+            "listings": self._listings, "deal": self._deal}
 
     @property
     def now(self) -> datetime:
@@ -225,7 +226,7 @@ class MarketDoor:
         it, wherever it was sent (a listing sent to the bot privately keeps its floor private)."""
         ident = view.get("listingId") or view.get("wantedId")
         store.enqueue(conn, self.bot, self.market_room,
-                      wire.notice(f"{kind} {ident}: {_describe(view)}", **{f"{wire.CONTENT_KEY}.{kind}": view}),
+                      wire.notice(f"{kind} {ident}: {_describe(view)}", **{f"{wire.CONTENT_KEY}.{kind}": wire.carry(view)}),
                       self.now)
 
     def _contact(self, conn: Connection, audit: AuditEvents, event: Incoming,
@@ -278,6 +279,37 @@ class MarketDoor:
                   message: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         deal_id, body = self._deal_body(conn, event, message)
         return 200, deals.approve(conn, deal_id, body, audit, self.market.clock)
+
+    def _clear(self, conn: Connection, audit: AuditEvents, event: Incoming,
+               message: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """``{"type": "clear", "item"}``: call an order book's auction, as any registered agent may
+        (``POST /market/books/{item}/clear``); here, any agent bound to the sender."""
+        if identity.bound_to(conn, event.sender) is None:
+            raise SenderMismatch(f"{event.sender} is not the Matrix user of any registered agent")
+        item = books.check_item(_id(message.get("item")))
+        return 200, books.clear(conn, item, audit, self.now, self.market.settings.deal_expiry)
+
+    def _listings(self, conn: Connection, audit: AuditEvents, event: Incoming,
+                  message: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """``{"type": "listings", "query": {…}}``: ``GET /market/listings?…`` (public), answered
+        from the market itself rather than from what a room happened to show."""
+        query = message.get("query", {})
+        if not isinstance(query, dict) or not all(isinstance(v, str) for v in query.values()):
+            raise InvalidInput("query must be an object of strings: GET /market/listings's query parameters")
+        return 200, listings.search(conn, query, self.now)
+
+    def _deal(self, conn: Connection, audit: AuditEvents, event: Incoming,
+              message: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """``{"type": "deal", "dealId"}``: ``GET /market/deals/{dealId}``, for the party bound to
+        the sender."""
+        deal_id = _id(message.get("dealId"))
+        row = row_by_id(conn, market_deals, deal_id, "deal")
+        caller = next((agent for agent in (identity.find(conn, row.buyer_id), identity.find(conn, row.seller_id))
+                       if agent is not None and agent.matrix_id == event.sender), None)
+        if caller is None:
+            raise Forbidden("only the deal's two parties see it")
+        deals.expire_if_due(conn, deal_id, self.now)
+        return 200, deals.view(conn, deal_id, caller)
 
     def _deal_body(self, conn: Connection, event: Incoming, message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """A deal signature or approval: ``{"type", "dealId", "party", "signature"}``, from the

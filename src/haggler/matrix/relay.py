@@ -47,7 +47,7 @@ def relay(conn: Connection, bot: str, market_room: str, now: datetime, *, batch:
         body = json.loads(row.body)
         if row.matrix_id:
             store.enqueue(conn, bot, f"inbox:{row.agent_id}", wire.notice(
-                _line(row.kind, body), **{wire.INBOX_KEY: {"cursor": row.seq, "kind": row.kind, "body": body}}),
+                _line(row.kind, body), **{wire.INBOX_KEY: wire.carry({"cursor": row.seq, "kind": row.kind, "body": body})}),
                 now, invite=[row.matrix_id])
         if row.kind == "message" and body.get("type") == "contact_request":
             _open_negotiation(conn, bot, body, now)
@@ -80,7 +80,7 @@ def _post_deal(conn: Connection, bot: str, market_room: str, agent_id: str, deal
     document = deals.document(row, conn)
     content = wire.notice(f"deal {row.id} confirmed: {row.buyer_id} buys from {row.seller_id} at "
                           f"{document['deal']['finalPrice']} {row.currency}, signed by both",
-                          **{f"{wire.CONTENT_KEY}.deal": document})
+                          **{f"{wire.CONTENT_KEY}.deal": wire.carry(document)})
     negotiated = conn.execute(select(market_requests.c.id).where(market_requests.c.id == row.request_id)).first()
     if negotiated is not None and len(users) == 2:
         store.enqueue(conn, bot, f"request:{row.request_id}", content, now, invite=users)

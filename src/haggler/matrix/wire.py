@@ -4,9 +4,15 @@ A market message travels as the content of an ``m.room.message`` event in one of
 read the same way:
 
 * **structured**: ``{"msgtype": "org.haggler.market", "body": "<a line for people>",
-  "org.haggler.market": {…the message…}}``. Clients that do not know the msgtype show ``body``;
-  the bot reads only the object under :data:`CONTENT_KEY`, never the ``body``.
+  "org.haggler.market": "<the message as JSON text>"}``. Clients that do not know the msgtype
+  show ``body``; the bot reads only what is under :data:`CONTENT_KEY`, never the ``body``. The
+  message travels as JSON *text* because Matrix's canonical JSON has no fractional numbers (a
+  homeserver refuses an event with ``170.5`` in it) and market amounts have cents; a JSON object
+  there is read too, for messages without one.
 * **JSON body**: an ordinary ``m.text`` (or ``m.notice``) whose whole ``body`` is a JSON object.
+
+The bot's own payloads (answers, inbox deliveries, public views, deals) are JSON text under
+their keys for the same reason (:func:`carry`, :func:`uncarry`).
 
 Anything else is text: a ``SELLING:``/``BUYING:`` line is a plain-text classified ad (the spec's
 backward compatibility, read by the language layer and never bound by a mandate), the rest is
@@ -77,7 +83,13 @@ def read_content(content: Mapping[str, Any]) -> Reading:
         return Edit(target if isinstance(target, str) else "")
     msgtype = content.get("msgtype")
     if msgtype == MSGTYPE:
-        return _message(content.get(CONTENT_KEY), f"{CONTENT_KEY} must be a JSON object: the market message")
+        carried = content.get(CONTENT_KEY)
+        if isinstance(carried, str):
+            try:
+                carried = _loads(carried)
+            except ValueError as exc:
+                return Malformed(f"{CONTENT_KEY} is not valid JSON: {exc}")
+        return _message(carried, f"{CONTENT_KEY} must be a JSON object (or its JSON text): the market message")
     body = content.get("body")
     if msgtype not in ("m.text", "m.notice") or not isinstance(body, str):
         return None
@@ -130,14 +142,14 @@ def _without_reply_fallback(body: str) -> str:
 
 def market_content(message: Mapping[str, Any], body: str) -> dict[str, Any]:
     """A structured market message as event content, with ``body`` for people."""
-    return {"msgtype": MSGTYPE, "body": body, CONTENT_KEY: dict(message)}
+    return {"msgtype": MSGTYPE, "body": body, CONTENT_KEY: carry(message)}
 
 
 def answer_content(status: int, answer: Mapping[str, Any], body: str, *,
                    about: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The bot's answer to event ``about`` (its ``event_id`` and ``content``): a notice replying to
     it, see :func:`reply_to`."""
-    return notice(body, about=about, **{ANSWER_KEY: {"status": status, "body": dict(answer)}})
+    return notice(body, about=about, **{ANSWER_KEY: carry({"status": status, "body": dict(answer)})})
 
 
 def notice(body: str, *, about: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -158,6 +170,22 @@ def reply_to(event_id: str, content: Mapping[str, Any]) -> dict[str, Any]:
         return {"m.in_reply_to": {"event_id": event_id}}
     return {"rel_type": "m.thread", "event_id": thread or event_id, "is_falling_back": True,
             "m.in_reply_to": {"event_id": event_id}}
+
+
+def carry(value: Any) -> str:
+    """``value`` as the JSON text a Matrix event can hold whatever numbers it has."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def uncarry(raw: object) -> Any:
+    """What :func:`carry` made, read back (an object given as is is taken as is); None for
+    anything unreadable: the reader treats it as absent."""
+    if isinstance(raw, str):
+        try:
+            return _loads(raw)
+        except ValueError:
+            return None
+    return raw
 
 
 def thread_of(content: Mapping[str, Any]) -> str | None:

@@ -67,6 +67,8 @@ class MarketClient(AgentKeys):
         self.owner = owner or Ed25519PrivateKey.generate()
         self.clock = clock or (lambda: datetime.now(timezone.utc))
         self.token = ""
+        #: The owner's mandate last filed for this agent, as signed.
+        self.mandate: dict[str, Any] | None = None
         self._ids = itertools.count(1)
         self._offers_sent: dict[tuple[str, str], int] = {}
 
@@ -106,7 +108,10 @@ class MarketClient(AgentKeys):
         mandate = {"mandateVersion": VERSION, "issuedAt": utc_z(issued or self.clock() - timedelta(minutes=1)),
                    "agentId": self.id, "constraints": {"currency": currency, **wire},
                    "permissions": {**ALL_PERMISSIONS, **(permissions or {})}, "publicKey": self.owner_key}
-        return self.call("POST", "/market/mandates", sign_message(self.owner, mandate))
+        signed = sign_message(self.owner, mandate)
+        answer = self.call("POST", "/market/mandates", signed)
+        self.mandate = signed  # on file: the market took it
+        return answer
 
     def owner_signed(self, constraints: dict[str, Any], **context: str) -> dict[str, Any]:
         """A listing's or wanted ad's embedded ``ownerMandate``, signed by the owner for that one

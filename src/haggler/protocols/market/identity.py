@@ -98,6 +98,12 @@ def find(conn: Connection, agent_id: str) -> Agent | None:
     return None if row is None else _agent(row)
 
 
+def bound_to(conn: Connection, matrix_id: str) -> Agent | None:
+    """An agent registered with this Matrix id (the Matrix door's caller), if any."""
+    row = conn.execute(select(market_agents).where(market_agents.c.matrix_id == matrix_id).limit(1)).first()
+    return None if row is None else _agent(row)
+
+
 def authenticate(conn: Connection, authorization: str | None) -> Agent:
     """The agent whose token is in ``Authorization: Bearer mkt_…``; 401 otherwise."""
     token = bearer_credential(authorization, "your agent token")
