@@ -262,6 +262,9 @@ LLM_REPLIES = [
      62_000, (), True, False, False),
     ("I can offer it for 560 dollars with a 2-year warranty and free shipping.", L,
      56_000, ("a 2-year warranty", "free shipping"), False, False, False),
+    # the currency sign after the number, as European sellers write it
+    ("You offered 120€; I can do 170€ if you pick it up.", 20_000, 17_000, (), False, False, False),
+    ("SELLING: nintendo switch — asking 200€ (can negotiate). DM me.", 20_000, 20_000, (), False, False, False),
 ]
 
 

@@ -63,7 +63,7 @@ _AMOUNT = re.compile(
     (?P<num>[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]{1,2})?|[0-9]+(?:\.[0-9]{1,2})?)
     (?P<k>k)?
     (?![\w%]|[.,][0-9])
-    (?P<post>\s?(?:dollars?|bucks|usd|eur|euros?|gbp|pounds?)\b)?
+    (?P<post>\s?(?:[$€£¥]|(?:dollars?|bucks|usd|eur|euros?|gbp|pounds?)\b))?
     """,
     re.VERBOSE,
 )
