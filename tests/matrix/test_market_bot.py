@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -35,25 +34,6 @@ SWITCH = {"category": "electronics", "subcategory": "gaming_console", "name": "n
 @pytest.fixture
 def db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/market.db"
-
-
-@pytest.fixture
-def store(make_store, db_url):
-    return make_store(db_url=db_url)
-
-
-@pytest.fixture
-def bot(synapse: LocalSynapse, store, db_url) -> Iterator[BotThread]:
-    running = BotThread(synapse, db_url, store.clock).start()
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def agents(synapse: LocalSynapse, bot: BotThread) -> Iterator[Agents]:
-    made = Agents(synapse, bot)
-    yield made
-    made.close()
 
 
 def seller_on(agents: Agents, store, *, floor: int = 15000) -> MarketClient:

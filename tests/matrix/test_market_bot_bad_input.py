@@ -7,38 +7,22 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import func, select
 
 from haggler.matrix import wire
-from haggler.matrix.homeserver import LocalSynapse
 from haggler.storage.schema import matrix_events, matrix_outbox
 from tests.support.market_matrix import Agents, BotThread
 
 pytestmark = pytest.mark.slow
 
+@pytest.fixture
+def db_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path}/market.db"
+
+
 SWITCH = {"category": "electronics", "subcategory": "gaming_console", "name": "nintendo_switch", "condition": "good"}
-
-
-@pytest.fixture
-def store(make_store, tmp_path):
-    return make_store(db_url=f"sqlite:///{tmp_path}/market.db")
-
-
-@pytest.fixture
-def bot(synapse: LocalSynapse, store, tmp_path) -> Iterator[BotThread]:
-    running = BotThread(synapse, f"sqlite:///{tmp_path}/market.db", store.clock).start()
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def agents(synapse: LocalSynapse, bot: BotThread) -> Iterator[Agents]:
-    made = Agents(synapse, bot)
-    yield made
-    made.close()
 
 
 def answer_to(session, room_id: str, content: dict, txn: str, timeout: float = 20.0) -> dict:

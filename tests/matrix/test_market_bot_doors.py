@@ -5,14 +5,12 @@ going away, answering what was sent meanwhile once it is back."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
-from haggler.matrix.homeserver import LocalSynapse
 from haggler.protocols.market.client import MarketClient, MarketError
 from haggler.storage.schema import market_deals
 from tests.support.market_matrix import Agents, BotThread
@@ -22,25 +20,6 @@ pytestmark = pytest.mark.slow
 
 SWITCH = {"category": "electronics", "subcategory": "gaming_console", "name": "nintendo_switch", "condition": "good"}
 ROUNDS = 4
-
-
-@pytest.fixture
-def store(make_store, db_url):
-    return make_store(db_url=db_url)
-
-
-@pytest.fixture
-def bot(synapse: LocalSynapse, store, db_url) -> Iterator[BotThread]:
-    running = BotThread(synapse, db_url, store.clock).start()
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def agents(synapse: LocalSynapse, bot: BotThread) -> Iterator[Agents]:
-    made = Agents(synapse, bot)
-    yield made
-    made.close()
 
 
 def outcome(call) -> int:
