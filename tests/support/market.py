@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from sqlalchemy import Table, select
 
 from haggler.protocols.market.client import AgentKeys
+from haggler.protocols.market.text_ads import post_text_ad
 from haggler.storage.schema import (
     market_agents,
     market_audit,
@@ -27,6 +28,7 @@ from haggler.storage.schema import (
     market_offers,
     market_orders,
     market_requests,
+    market_text_ads,
     market_wanted,
 )
 from haggler.timestamps import utc_z as z  # the tests' short name for a wire timestamp
@@ -278,7 +280,8 @@ def refused(response: httpx.Response, status: int, **fields: Any) -> dict[str, A
 
 #: Every market table but the audit log: what a refused request must leave exactly as it was.
 STATE_TABLES: tuple[Table, ...] = (market_agents, market_mandates, market_listings, market_wanted, market_requests,
-                                   market_bids, market_offers, market_deals, market_orders, market_inbox)
+                                   market_bids, market_offers, market_deals, market_orders, market_inbox,
+                                   market_text_ads)
 
 
 def database(store: Any) -> Any:
@@ -312,6 +315,15 @@ def nothing_changes(store: Any) -> Iterator[None]:
     after = state(store)
     for table in before:
         assert after[table] == before[table], f"{table} changed: {before[table]} -> {after[table]}"
+
+
+def text_ad(store: Any, text: str, *, poster: str = "@poster:localhost", room_id: str = "!market:localhost",
+            event_id: str | None = None) -> dict[str, Any]:
+    """An unsigned plain-text ad posted as the market bot posts one read from the room: through
+    ``Market.act`` (one transaction, its audit events kept even when refused); its public view."""
+    event_id = event_id or "$" + new_id("event")
+    return store.app.state.market.act(lambda conn, events: post_text_ad(
+        conn, poster=poster, room_id=room_id, event_id=event_id, text=text, audit=events, now=store.clock()))
 
 
 def deal_count(store: Any, listing_id: str) -> int:

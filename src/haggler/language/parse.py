@@ -117,9 +117,10 @@ def _structured_topic(message: dict[str, Any]) -> Topic:
 
 # --------------------------------------------------------------------------- free text: amounts
 
-# A number, with an optional currency marker before or after and an optional "k". The guards keep
-# out numbers glued to words or other numbers (HP07, V15, S24, 15th, 2kg, 10%, 1.2.3, 24/7, 10:30).
-_AMOUNT = re.compile(
+#: A number, with an optional currency marker before (``pre``) or after (``post``) and an optional
+#: "k". The guards keep out numbers glued to words or other numbers (HP07, V15, S24, 15th, 2kg,
+#: 10%, 1.2.3, 24/7, 10:30). Reads lower-case text; the classifieds reader uses it too.
+AMOUNT = re.compile(
     r"""
     (?<![\w.,#/:'])
     (?P<pre>(?:us\$|usd|eur|gbp|cad|aud|[$€£])\s?)?
@@ -131,6 +132,14 @@ _AMOUNT = re.compile(
     """,
     re.VERBOSE,
 )
+#: The currency each marker :data:`AMOUNT` reads stands for (ISO 4217), keyed by the marker
+#: stripped; "$" is the US dollar.
+MARKER_CURRENCY = {
+    "$": "USD", "us$": "USD", "usd": "USD", "bucks": "USD", "dollar": "USD", "dollars": "USD",
+    "€": "EUR", "eur": "EUR", "euro": "EUR", "euros": "EUR",
+    "£": "GBP", "gbp": "GBP", "pound": "GBP", "pounds": "GBP", "quid": "GBP",
+    "cad": "CAD", "aud": "AUD",
+}
 _PERCENT = re.compile(r"(?<![\w.,#/:])(?P<num>[0-9]{1,3}(?:\.[0-9]{1,2})?)\s?(?:%|per\s?cent\b|pct\b)")
 _PHONE = re.compile(
     r"(?<![\w.])\+?(?:[0-9]{1,2}[\s.-])?\(?[0-9]{3}\)?[\s.-]?[0-9]{3}[\s.-][0-9]{4}(?![0-9])|[0-9]{8,}"
@@ -313,7 +322,7 @@ def _scan_amounts(text: str, words: set[str], reference_cents: int | None) -> _S
     may_quote = not words.isdisjoint(_QUOTED_PRICE_WORDS)
 
     candidates: list[_Amount] = []
-    for m in _AMOUNT.finditer(text):
+    for m in AMOUNT.finditer(text):
         start, end = m.span()
         num, has_k, has_currency = m["num"], bool(m["k"]), bool(m["pre"] or m["post"])
         if not m["post"] and _UNIT_AFTER.match(text, end):

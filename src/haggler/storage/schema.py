@@ -847,9 +847,11 @@ market_text_ads = Table(
     Column("room_id", String(255), nullable=False),
     Column("event_id", String(255), nullable=False, unique=True),
     Column("text", Text, nullable=False),
+    Column("item", String(200), nullable=False),  # the item words, as the language layer read them
     Column("name", String(64), nullable=True),  # the item, as a slug, when the language layer read one
     Column("price_cents", BigInteger, nullable=True),
     Column("currency", String(3), nullable=True),
+    Column("negotiable", Boolean, nullable=True),  # "OBO" True, "firm" False, unsaid None
     Column("posted_at", UTCDateTime, nullable=False),
     Column("status", String(16), nullable=False),  # live | withdrawn
 )

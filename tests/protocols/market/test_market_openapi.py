@@ -17,7 +17,7 @@ from haggler.protocols.market.messages import SCHEMA_NAMES, validate
 from haggler.protocols.market.views import message_schema
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.trust.messages import sign_deal
-from tests.support.market import BOOK, Trader, bearer, created, new_id, seller_and_buyer, trader
+from tests.support.market import BOOK, Trader, bearer, created, new_id, seller_and_buyer, text_ad, trader
 from tests.support.servers import FakeClock
 
 TOKEN = "market-operator-token-0123456789"
@@ -105,6 +105,17 @@ def test_every_operation_answers_as_the_document_says(market):
     seller.get(f"/market/listings/{listing['listingId']}")
     http.get("/market/listings/nothing")
     http.get("/market/wanted", params={"name": "nintendo_switch"})
+
+    # unsigned plain-text ads: the market bot posts them (Market.act), the API only shows them
+    ad = text_ad(store, "SELLING: nintendo switch — asking 170€ (can negotiate). DM me.")
+    wanted_ad = text_ad(store, "BUYING: nintendo switch, max 150")
+    http.get(f"/market/ads/{ad['adId']}")
+    http.get("/market/ads/txt_nothing")  # 404
+    assert http.get("/market/listings", params={"include": "unsigned"}).json()["unsigned"][0] == ad
+    assert http.get("/market/wanted", params={"include": "unsigned"}).json()["unsigned"][0] == wanted_ad
+    http.get("/market/listings", params={"include": "everything"})  # 400
+    http.get(f"/market/listings/{ad['adId']}")  # 409: no listing
+    buyer.send("/market/contact", buyer.contact(ad["adId"], "sealed_bid"))  # 409: unsigned
 
     # a sealed bid that closes, both sign, the buyer's owner approves
     request_id = created(buyer.send("/market/contact", buyer.contact(listing["listingId"], "sealed_bid")))["requestId"]

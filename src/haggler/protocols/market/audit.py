@@ -38,14 +38,15 @@ class AuditEvents:
         mandate field it broke, and the id of what it was about (``listingId=…``)."""
         self.add(agent_id, MANDATE_VIOLATION, {"action": action, "constraint": constraint, **about})
 
-    def screen(self, agent_id: str | None, where: str, text: object) -> tuple[str, ...]:
+    def screen(self, agent_id: str | None, where: str, text: object, **about: str) -> tuple[str, ...]:
         """Flag ``text`` (the field at JSON pointer ``where``) when it carries suspicious markers;
-        returns them. The text itself is logged (truncated) so that a reviewer sees the attempt."""
+        returns them. The text itself is logged (truncated) so that a reviewer sees the attempt;
+        ``about`` names what it came with when no agent did (an unsigned ad's poster and event)."""
         if not isinstance(text, str) or not text:
             return ()
         markers = suspicious_markers(text)
         if markers:
-            self.add(agent_id, SUSPICIOUS_TEXT, {"field": where, "markers": list(markers), "text": text[:500]})
+            self.add(agent_id, SUSPICIOUS_TEXT, {"field": where, "markers": list(markers), "text": text[:500], **about})
         return markers
 
     def write(self, conn: Connection, now: datetime) -> None:

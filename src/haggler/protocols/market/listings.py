@@ -19,13 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, Select, insert, select, update
 
 from haggler.errors import Conflict, Gone, InvalidInput
 from haggler.money import amount_cents
@@ -44,11 +45,25 @@ LIVE, SOLD = "live", "sold"
 #: Why a request on a listing whose goods were revised can go no further.
 LISTING_REVISED = "listing_revised"
 MAX_PAGE = 200
+#: The prefix of the ids the market gives unsigned plain-text ads (``text_ads.py``). No listing may
+#: take it, so that an id read off such an ad never leads to a signed listing someone posted under it.
+TEXT_AD_PREFIX = "txt_"
 #: The listing fields anyone may read; everything else (pricing.minPrice, the mandate's
 #: constraints) is the seller's alone.
 PUBLIC_ITEM = ("category", "subcategory", "name", "model", "condition", "description", "accessories", "photos",
                "verification")
 PUBLIC_PRICING = ("askPrice", "currency", "negotiable", "priceJustification")
+
+
+class UnsignedAd(Conflict):
+    """409: the id names an unsigned plain-text ad, which no owner's mandate binds, so nothing
+    that binds a price (contact, instant match, and the sealed bids and offers a contact opens)
+    can be made on it: its poster negotiates in a Matrix DM."""
+
+    def __init__(self, ad_id: str) -> None:
+        super().__init__(f"{ad_id} is an unsigned natural-language ad, not a listing: no owner's mandate binds its "
+                         "price, so the market opens no contact request, instant match, sealed bid or offer on it. "
+                         f"Negotiate with its poster in a Matrix DM (GET /market/ads/{ad_id} names the poster).")
 
 
 def stored(message: dict[str, Any]) -> str:
@@ -71,6 +86,9 @@ def post_listing(conn: Connection, message: object, audit: AuditEvents, now: dat
     newer ``timestamp``; a sold listing is final)."""
     validate(message)
     assert isinstance(message, dict)
+    if message["listingId"].startswith(TEXT_AD_PREFIX):
+        raise InvalidMessage("/listingId", f"{TEXT_AD_PREFIX}… ids are the market's, for unsigned plain-text ads: "
+                                           "choose another")
     seller = identity.sender(conn, message["seller"]["agentId"], message)
     owner_mandate = message["ownerMandate"]
     identity.check_owner_signed(seller, owner_mandate, "the listing's ownerMandate")
@@ -177,7 +195,10 @@ def _end_of_day(value: str | None) -> datetime | None:
 
 
 def listing_row(conn: Connection, listing_id: str, now: datetime, *, lock: bool = False, live: bool = True) -> Any:
-    """The listing (404 if unknown); with ``live``, 409 once sold and 410 once expired."""
+    """The listing (404 if unknown, 409 for an unsigned ad's ``txt_…`` id); with ``live``, 409 once
+    sold and 410 once expired."""
+    if listing_id.startswith(TEXT_AD_PREFIX):
+        raise UnsignedAd(listing_id)
     row = row_by_id(conn, market_listings, listing_id, "listing", lock=lock)
     if live:
         ensure_live(row, now)
@@ -233,8 +254,7 @@ def search(conn: Connection, params: dict[str, str], now: datetime) -> dict[str,
     condition wanted (``good`` finds new, like_new and good); ``maxPrice`` in major units."""
     allowed = ("category", "subcategory", "name", "condition", "maxPrice", "currency", "limit", "offset")
     only_params(params, allowed)
-    query = select(market_listings).where(market_listings.c.status == LIVE)
-    query = query.where((market_listings.c.available_until.is_(None)) | (market_listings.c.available_until > now))
+    query = live_listings(now)
     for field in ("category", "subcategory", "name", "currency"):
         if field in params:
             query = query.where(getattr(market_listings.c, field) == params[field])
@@ -244,12 +264,24 @@ def search(conn: Connection, params: dict[str, str], now: datetime) -> dict[str,
         acceptable = CONDITIONS[: CONDITIONS.index(params["condition"]) + 1]
         query = query.where(market_listings.c.condition.in_(acceptable))
     if "maxPrice" in params:
-        query = query.where(market_listings.c.ask_cents <= _query_cents(params["maxPrice"], "maxPrice"))
-    limit = query_integer(params.get("limit"), "limit", low=1, high=MAX_PAGE) or 50
-    offset = query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
+        query = query.where(market_listings.c.ask_cents <= query_cents(params["maxPrice"], "maxPrice"))
+    limit, offset = page_of(params)
     rows = conn.execute(query.order_by(market_listings.c.ask_cents, market_listings.c.id)
                         .limit(limit).offset(offset)).all()
     return {"listings": [public_view(row, now) for row in rows], "offset": offset, "limit": limit}
+
+
+def live_listings(now: datetime) -> Select[Any]:
+    """The listings a buyer can still act on: live, and not past their availableUntil."""
+    return select(market_listings).where(
+        market_listings.c.status == LIVE,
+        (market_listings.c.available_until.is_(None)) | (market_listings.c.available_until > now))
+
+
+def page_of(params: dict[str, str]) -> tuple[int, int]:
+    """A search's ``?limit=`` (1 to MAX_PAGE, default 50) and ``?offset=`` (default 0)."""
+    limit = query_integer(params.get("limit"), "limit", low=1, high=MAX_PAGE) or 50
+    return limit, query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
 
 
 def only_params(params: dict[str, str], allowed: tuple[str, ...]) -> None:
@@ -262,7 +294,7 @@ def only_params(params: dict[str, str], allowed: tuple[str, ...]) -> None:
 _AMOUNT = re.compile(r"[0-9]{1,10}(?:\.[0-9]{1,2})?")
 
 
-def _query_cents(raw: str, name: str) -> int:
+def query_cents(raw: str, name: str) -> int:
     """A query amount exactly as a body's: major units, at most two decimals, nothing rounded."""
     if not _AMOUNT.fullmatch(raw):
         raise InvalidInput(f"{name} must be an amount in major units with at most two decimals, e.g. 180 or 179.99")
@@ -321,17 +353,24 @@ def search_wanted(conn: Connection, params: dict[str, str], now: datetime) -> di
     """``GET /market/wanted``: active wanted ads, newest first; ``category``/``subcategory``/``name``
     keep those with an interest in that item."""
     only_params(params, ("category", "subcategory", "name", "limit", "offset"))
-    limit = query_integer(params.get("limit"), "limit", low=1, high=MAX_PAGE) or 50
-    offset = query_integer(params.get("offset"), "offset", low=0, high=10**9) or 0
-    query = (select(market_wanted).where(market_wanted.c.active_until > now)
-             .order_by(market_wanted.c.created_at.desc(), market_wanted.c.id))
+    limit, offset = page_of(params)
+    query = active_wanted(now).order_by(market_wanted.c.created_at.desc(), market_wanted.c.id)
     if not any(field in params for field in ("category", "subcategory", "name")):
         page = conn.execute(query.limit(limit).offset(offset)).all()
     else:  # the interests are JSON: filtered here, read only as far as the page goes
         with conn.execute(query) as rows:
-            page = list(islice((row for row in rows if any(_names_all(interest, params)
-                                                           for interest in _interests(row))), offset, offset + limit))
+            page = list(islice((row for row in rows if names_item(row, params)), offset, offset + limit))
     return {"wanted": [wanted_public_view(row, now) for row in page], "offset": offset, "limit": limit}
+
+
+def active_wanted(now: datetime) -> Select[Any]:
+    """The wanted ads still active."""
+    return select(market_wanted).where(market_wanted.c.active_until > now)
+
+
+def names_item(wanted_row: Any, search: dict[str, Any]) -> bool:
+    """Whether one of the wanted ad's interests names every taxonomy level ``search`` asks for."""
+    return any(_names_all(interest, search) for interest in _interests(wanted_row))
 
 
 def _interests(row: Any) -> list[dict[str, Any]]:
@@ -376,28 +415,36 @@ def _notify_buyers(conn: Connection, row: Any, now: datetime, told_before: Any =
     same goods as last posted — a revision of the price tells only the ads it fits newly, so that
     revising a listing again and again cannot flood an inbox."""
     # What the columns can tell is asked of the database; only the interests need the JSON.
-    candidates = conn.execute(select(market_wanted).where(
-        market_wanted.c.active_until > now, market_wanted.c.currency == row.currency,
-        market_wanted.c.max_cents >= row.ask_cents, market_wanted.c.buyer_id != row.seller_id)).all()
+    candidates = conn.execute(active_wanted(now).where(
+        market_wanted.c.currency == row.currency, market_wanted.c.max_cents >= row.ask_cents,
+        market_wanted.c.buyer_id != row.seller_id)).all()
     matches = [wanted for wanted in candidates
                if fits(row, wanted) and not (told_before is not None and fits(told_before, wanted))]
-    for wanted in matches:
-        inbox.notify(conn, [wanted.buyer_id], "listing_matches_wanted", now, listingId=row.id, wantedId=wanted.id,
-                     listing=public_view(row, now))
-    return len(matches)
+    return tell_buyers(conn, matches, "listing_matches_wanted", now, listingId=row.id, listing=public_view(row, now))
 
 
 def _notify_sellers(conn: Connection, wanted: Any, now: datetime) -> int:
     interests = _interests(wanted)
-    query = select(market_listings).where(
-        market_listings.c.status == LIVE, market_listings.c.ask_cents <= wanted.max_cents,
-        (market_listings.c.available_until.is_(None)) | (market_listings.c.available_until > now),
+    query = live_listings(now).where(
+        market_listings.c.ask_cents <= wanted.max_cents,
         market_listings.c.category.in_({interest["category"] for interest in interests}))
     if all("name" in interest for interest in interests):  # only category is required of an interest
         query = query.where(market_listings.c.name.in_({interest["name"] for interest in interests}))
     rows = conn.execute(query).all()
     matches = [row for row in rows if row.seller_id != wanted.buyer_id and fits(row, wanted)]
-    for row in matches:
-        inbox.notify(conn, [row.seller_id], "wanted_matches_listing", now, listingId=row.id, wantedId=wanted.id,
-                     wanted=wanted_public_view(wanted, now))
-    return len(matches)
+    return tell_sellers(conn, matches, "wanted_matches_listing", now, wantedId=wanted.id,
+                        wanted=wanted_public_view(wanted, now))
+
+
+def tell_buyers(conn: Connection, wanted_rows: Sequence[Any], event: str, now: datetime, **facts: Any) -> int:
+    """Notify the buyer of each wanted ad of ``event`` about it (its ``wantedId``, and ``facts``); how many."""
+    for wanted in wanted_rows:
+        inbox.notify(conn, [wanted.buyer_id], event, now, wantedId=wanted.id, **facts)
+    return len(wanted_rows)
+
+
+def tell_sellers(conn: Connection, listing_rows: Sequence[Any], event: str, now: datetime, **facts: Any) -> int:
+    """Notify the seller of each listing of ``event`` about it (its ``listingId``, and ``facts``); how many."""
+    for listing in listing_rows:
+        inbox.notify(conn, [listing.seller_id], event, now, listingId=listing.id, **facts)
+    return len(listing_rows)

@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from haggler.errors import Forbidden, NotFound
 from haggler.protocols.fields import bearer_credential, query_integer
-from haggler.protocols.market import audit, books, deals, identity, inbox, listings, requests
+from haggler.protocols.market import audit, books, deals, identity, inbox, listings, requests, text_ads
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.identity import Agent
 from haggler.protocols.market.messages import schema, schema_names
@@ -216,7 +216,8 @@ class Market:
 
         # listings and wanted ads
         write("/listings", lambda conn, body, events: listings.post_listing(conn, body, events, now()), limit=message)
-        get("/listings", lambda conn, request: JSON(listings.search(conn, dict(request.query_params), now())))
+        get("/listings", lambda conn, request: JSON(text_ads.search_with_unsigned(
+            conn, text_ads.SELLING, dict(request.query_params), now())))
 
         def one_listing(conn: Connection, request: Request, listing_id: str) -> Response:
             viewer = self._caller(conn, request) \
@@ -229,7 +230,11 @@ class Market:
               limit=message)
         write("/wanted", lambda conn, body, events: (201, listings.post_wanted(conn, body, events, now())),
               limit=message)
-        get("/wanted", lambda conn, request: JSON(listings.search_wanted(conn, dict(request.query_params), now())))
+        get("/wanted", lambda conn, request: JSON(text_ads.search_with_unsigned(
+            conn, text_ads.BUYING, dict(request.query_params), now())))
+
+        # unsigned plain-text ads from the Matrix market room (posted by the market bot, not here)
+        get("/ads/{ad_id}", lambda conn, request, ad_id: JSON(text_ads.view(conn, ad_id)))
 
         # the inbox
         def read_inbox(conn: Connection, request: Request) -> Response:

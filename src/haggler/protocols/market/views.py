@@ -214,10 +214,46 @@ class MarketListing(WireModel):
     status: Literal["live", "sold", "expired"]
 
 
+class MarketTextAdItem(WireModel):
+    words: str = Field(description="The item words as the line wrote them.")
+    name: str | None = Field(description="The item as a market item name (nintendo_switch), when the words make one.")
+
+
+class MarketTextAd(WireModel):
+    """An unsigned plain-text classified ad from the Matrix market room (SELLING: … / BUYING: …):
+    its poster's own words. No agent signed it and no owner's mandate binds it (``mandate`` is
+    null), so the market binds no price to it: negotiate with ``poster`` in a Matrix DM. ``item``,
+    ``price``, ``currency`` and ``negotiable`` are the market's reading of ``text``, null where the
+    line does not state them plainly."""
+
+    adId: str
+    kind: Literal["selling", "buying"]
+    unsigned: Literal[True]
+    source: Literal["matrix"]
+    mandate: None
+    poster: str = Field(description="The Matrix user who posted it.")
+    roomId: str
+    eventId: str
+    text: str
+    item: MarketTextAdItem
+    price: Amount | None
+    currency: str | None
+    negotiable: bool | None
+    postedAt: str
+    status: Literal["live"]
+
+
+#: What ``?include=unsigned`` adds to a listings or wanted page.
+_UNSIGNED = ("With ?include=unsigned only: the unsigned plain-text ads of the same kind (selling with listings, "
+             "buying with wanted) the same parameters select, newest first; none when the search names a category, "
+             "subcategory or condition, which no such ad states.")
+
+
 class MarketListingPage(WireModel):
     listings: list[MarketListing]
     offset: int
     limit: int
+    unsigned: list[MarketTextAd] | None = Field(None, description=_UNSIGNED)
 
 
 class MarketWantedPosted(WireModel):
@@ -247,6 +283,7 @@ class MarketWantedPage(WireModel):
     wanted: list[MarketWanted]
     offset: int
     limit: int
+    unsigned: list[MarketTextAd] | None = Field(None, description=_UNSIGNED)
 
 
 # -- the inbox and the audit log --------------------------------------------------------------------
@@ -258,7 +295,9 @@ class MarketDelivery(WireModel):
     at: str
     body: dict[str, Any] = Field(description="A message: the signed message another agent sent. A notification: "
                                              "{event, …facts}, event one of listing_matches_wanted, "
-                                             "wanted_matches_listing, sealed_bid_waiting, negotiation_failed "
+                                             "wanted_matches_listing, text_listing_matches_wanted, "
+                                             "text_wanted_matches_listing (an unsigned ad, adId and ad), "
+                                             "sealed_bid_waiting, negotiation_failed "
                                              "(reason no_overlap, mandate, rejected, turn_cap or listing_revised), "
                                              "deal_closed, deal_confirmed, deal_expired, deal_cancelled, "
                                              "deal_void.")
@@ -470,6 +509,9 @@ def openapi_operations(prefix: str) -> dict[tuple[str, str], Operation]:
     listing_page = (Param("limit", {"type": "integer", "minimum": 1, "maximum": listings.MAX_PAGE}),) + page
     item = tuple(Param(name, {"type": "string"}, description=f"keep only this item {name}")
                  for name in ("category", "subcategory", "name"))
+    unsigned = Param("include", {"type": "string", "enum": ["unsigned"]},
+                     description="unsigned: also the unsigned plain-text ads from the Matrix market room, under "
+                                 "`unsigned`")
     cursor = Param("after", {"type": "integer", "minimum": 0, "maximum": MAX_CURSOR},
                    description="the last cursor read (0, or absent, from the start)")
     return {
@@ -502,10 +544,11 @@ def openapi_operations(prefix: str) -> dict[tuple[str, str], Operation]:
                                 description="the worst condition wanted: good finds new, like_new and good"),
                           Param("maxPrice", {"type": "number", "minimum": 0},
                                 description="the highest ask, in major units"),
-                          Param("currency", {"type": "string"})) + listing_page, tags=tag),
+                          Param("currency", {"type": "string"})) + listing_page + (unsigned,), tags=tag),
         ("get", listing): Operation(
-            "One listing: the public view, or the whole signed message for its seller (agent token optional)",
-            {200: MarketListing, **e401, **e404}, tags=tag),
+            "One listing: the public view, or the whole signed message for its seller (agent token optional); "
+            "409 for an unsigned ad's txt_… id",
+            {200: MarketListing, **e401, **e404, **e409}, tags=tag),
         ("post", f"{listing}/instant_match"): Operation(
             "Buy at the live ask: a signed instant_match closes the deal at once",
             {201: MarketDealClosed, **signed, **e404, **e409, **e410}, body=MarketInstantMatch, tags=tag),
@@ -513,7 +556,11 @@ def openapi_operations(prefix: str) -> dict[tuple[str, str], Operation]:
                                                 {201: MarketWantedPosted, **signed, **e409},
                                                 body=MarketWantedMessage, tags=tag),
         ("get", f"{prefix}/wanted"): Operation("Active wanted ads, newest first (public view)",
-                                               {200: MarketWantedPage, **e400}, query=item + listing_page, tags=tag),
+                                               {200: MarketWantedPage, **e400},
+                                               query=item + listing_page + (unsigned,), tags=tag),
+        ("get", f"{prefix}/ads/{{ad_id}}"): Operation(
+            "One unsigned plain-text ad from the Matrix market room (no mandate binds it)",
+            {200: MarketTextAd, **e404}, tags=tag),
         # the inbox
         ("get", f"{prefix}/inbox"): Operation(
             "Your messages and notifications after a cursor, oldest first (agent token)",

@@ -67,9 +67,11 @@ def upgrade() -> None:
         sa.Column("room_id", sa.String(255), nullable=False),
         sa.Column("event_id", sa.String(255), nullable=False, unique=True),
         sa.Column("text", sa.Text(), nullable=False),
+        sa.Column("item", sa.String(200), nullable=False),
         sa.Column("name", sa.String(64), nullable=True),
         sa.Column("price_cents", sa.BigInteger(), nullable=True),
         sa.Column("currency", sa.String(3), nullable=True),
+        sa.Column("negotiable", sa.Boolean(), nullable=True),
         sa.Column("posted_at", _UTC, nullable=False),
         sa.Column("status", sa.String(16), nullable=False),
     )
