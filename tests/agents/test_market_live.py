@@ -7,14 +7,19 @@ The same agents over Matrix, and across the two doors, are in ``tests/matrix/tes
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
 from typing import Any
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
 from haggler.agents.market import Interest
 from haggler.agents.market_live import CONFIRMED, NO_DEAL, TIMED_OUT, LiveBuyer, LiveResult, LiveSeller
@@ -131,3 +136,48 @@ def test_a_buyer_no_seller_answers_stops_at_its_duration(http, store) -> None:
     result = buyer.run(0.3)
     assert result.outcome == TIMED_OUT and slept and set(slept) == {0.05}
     assert result.to_json()["outcome"] == "timed_out" and result.deal is None
+
+
+# -- haggler market agent ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def real_time_store(make_store):
+    """A store on the real clock: the command's agents date their messages by it."""
+    return make_store(clock=lambda: datetime.now(timezone.utc))
+
+
+def test_market_agent_command_sells_to_a_live_buyer_and_prints_the_deal(real_time_store, tmp_path) -> None:
+    store = real_time_store
+    command = subprocess.Popen([sys.executable, "-m", "haggler", "market", "agent", "--role", "seller",
+                                "--item", "electronics.gaming_console.nintendo_switch", "--price", "200",
+                                "--limit", "150", "--server", store.base, "--duration", "60", "--poll", "0.1",
+                                "--json"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        with httpx.Client(base_url=store.base, timeout=30) as http:
+            buyer = LiveBuyer(MarketClient(http, "cli_buyer", clock=store.clock), WANTS, budget_cents=10000,
+                              limit_cents=19000, search_every=0.5, **FAST)
+            result = buyer.run(60.0)
+        out, err = command.communicate(timeout=90)
+    finally:
+        command.kill()
+    assert command.returncode == 0, err
+    printed = json.loads(out)
+    assert result.outcome == CONFIRMED and printed["outcome"] == CONFIRMED and printed["role"] == "seller"
+    assert printed["deal"]["dealId"] == result.deal["dealId"] and 15000 <= printed["priceCents"] <= 19000
+    assert printed["deal"]["status"] == "confirmed" and check_deal(printed["deal"]).valid
+
+
+def test_market_agent_command_says_why_there_is_no_deal_and_exits_1(real_time_store) -> None:
+    from haggler.cli import app
+
+    args = ["market", "agent", "--role", "buyer", "--item", "electronics.gaming_console.nintendo_switch",
+            "--price", "100", "--limit", "190"]
+    outcome = CliRunner().invoke(app, [*args, "--server", real_time_store.base, "--duration", "0.5", "--poll", "0.1"])
+    assert outcome.exit_code == 1 and "no deal (timed_out): no deal within 0.5 s" in outcome.stdout
+    for wrong, said in ((["--server", real_time_store.base, "--matrix"], "give one door"), ([], "give one door"),
+                        (["--matrix", "--homeserver", "http://127.0.0.1:9"], "--matrix needs --user, --room, --bot"),
+                        (["--server", real_time_store.base, "--limit", "90"], "cannot be above its --limit"),
+                        (["--server", real_time_store.base, "--limit", "190.001"], "whole number of cents")):
+        refused = CliRunner().invoke(app, [*args, *wrong])
+        assert refused.exit_code == 2 and said in refused.output, (wrong, refused.output)

@@ -238,7 +238,10 @@ class LiveAgent:
             self._move(side)
 
     def _move(self, side: OfferSide) -> None:
-        _, _, answer = side.move()
+        decision, _, answer = side.move()
+        said = f"offers {decision.price_cents} cents" if isinstance(decision, Terms) else \
+            "accepts" if decision is ACCEPT else "rejects"
+        log.info("%s %s %s on request %s", self.role, self.client.id, said, side.request_id)
         if answer.get("state") == "closed":
             self._sign(answer["dealId"])
         elif answer.get("state") == "failed":
@@ -258,6 +261,7 @@ class LiveAgent:
             self._end(NO_DEAL, f"its agent would not confirm deal {deal_id}")
             return
         self.signed.add(deal_id)
+        log.info("%s %s signs deal %s at %s cents", self.role, self.client.id, deal_id, deal_cents(terms))
         document = self.client.sign_deal(deal_id, self.role)
         status = document.get("status")
         if status == "confirmed":
@@ -307,6 +311,7 @@ class LiveSeller(LiveAgent):
             log.info("seller %s declined request %s: no protocol its mandate permits", self.client.id, request_id)
             return
         self.client.agree(request_id, agreed)
+        log.info("seller %s agrees %s on request %s", self.client.id, agreed, request_id)
         self.requests.add(request_id)
         self._agreed(request_id, agreed, facts)
 
