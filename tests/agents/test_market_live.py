@@ -8,6 +8,7 @@ The same agents over Matrix, and across the two doors, are in ``tests/matrix/tes
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -181,3 +182,29 @@ def test_market_agent_command_says_why_there_is_no_deal_and_exits_1(real_time_st
                         (["--server", real_time_store.base, "--limit", "190.001"], "whole number of cents")):
         refused = CliRunner().invoke(app, [*args, *wrong])
         assert refused.exit_code == 2 and said in refused.output, (wrong, refused.output)
+
+
+def test_market_agent_command_on_a_model_asks_it_and_trades_as_the_built_in_agent_when_it_refuses(
+        real_time_store, tmp_path) -> None:
+    from tests.support.fake_llm import FakeLLM, status
+
+    store = real_time_store
+    with FakeLLM() as fake, httpx.Client(base_url=store.base, timeout=30) as http:
+        fake.script(*[status(400, "no such model")] * 20)  # a 400 is not retried: each call fails at once
+        command = subprocess.Popen(
+            [sys.executable, "-m", "haggler", "market", "agent", "--role", "buyer", "--item",
+             "electronics.gaming_console.nintendo_switch", "--price", "100", "--limit", "190", "--server", store.base,
+             "--duration", "60", "--poll", "0.1", "--json", "--llm-provider", "anthropic", "--llm-model", "fake-model",
+             "--llm-base-url", fake.base], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "ANTHROPIC_API_KEY": "test-key"})
+        try:
+            seller = live_seller(http, store, permissions={"canNegotiate": False})
+            result = seller.run(60.0)
+            out, err = command.communicate(timeout=90)
+        finally:
+            command.kill()
+        assert command.returncode == 0, err
+        assert fake.requests and all(path == "/v1/messages" for path, _ in fake.requests)  # it asked the model
+    printed = json.loads(out)
+    assert printed["outcome"] == result.outcome == CONFIRMED and printed["deal"]["deal"]["protocol"] == "sealed_bid"
+    assert printed["priceCents"] == 17000  # the built-in agent's bid at its limit: (150 + 190) / 2

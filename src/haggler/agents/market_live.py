@@ -300,12 +300,18 @@ class LiveSeller(LiveAgent):
         facts = self.engaged[listing["listingId"]] = ListingFacts.from_listing(listing)
         return Trader(client, agent, listing=listing, facts=facts)
 
+    @property
+    def agent(self) -> MarketSeller:
+        agent = super().agent
+        assert isinstance(agent, MarketSeller)
+        return agent
+
     def on_message(self, body: Mapping[str, Any]) -> None:
         assert self.trader is not None and self.trader.listing is not None and self.trader.facts is not None
         if body.get("type") != "contact_request" or body.get("listingId") != self.trader.listing["listingId"]:
             return
         request_id, facts = body["requestId"], self.trader.facts
-        agreed = self.trader.agent.agree_protocol(str(body.get("protocol")), facts)
+        agreed = self.agent.agree_protocol(str(body.get("protocol")), facts)
         if agreed is None:
             self.declined.append(request_id)
             log.info("seller %s declined request %s: no protocol its mandate permits", self.client.id, request_id)
@@ -363,6 +369,12 @@ class LiveBuyer(LiveAgent):
                            budget=self.budget_cents, max_spend=self.limit_cents, currency=self.currency)
         return Trader(client, agent)
 
+    @property
+    def agent(self) -> MarketBuyer:
+        agent = super().agent
+        assert isinstance(agent, MarketBuyer)
+        return agent
+
     def on_message(self, body: Mapping[str, Any]) -> None:
         if body.get("type") == "protocol_agreement" and self._request and body.get("requestId") == self._request[0]:
             request_id, listing_id, facts = self._request
@@ -406,9 +418,7 @@ class LiveBuyer(LiveAgent):
     def _consider(self, listing_id: str, facts: ListingFacts, *, competing: int) -> None:
         """Propose its agent's protocol for the listing (or pass on it)."""
         self._considered.add(listing_id)
-        agent = self.agent
-        assert isinstance(agent, MarketBuyer)
-        protocol = agent.choose_protocol(facts, competing_listings=competing)
+        protocol = self.agent.choose_protocol(facts, competing_listings=competing)
         log.info("buyer %s: listing %s, protocol %s", self.client.id, listing_id, protocol or "none (pass)")
         if protocol is None:
             return
@@ -423,9 +433,7 @@ class LiveBuyer(LiveAgent):
             self._request = (request_id, listing_id, facts)
 
     def _instant(self, listing_id: str, facts: ListingFacts) -> None:
-        agent = self.agent
-        assert isinstance(agent, MarketBuyer)
-        if agent.instant_match(facts, at=self.clock()) is None:
+        if self.agent.instant_match(facts, at=self.clock()) is None:
             self._end(NO_DEAL, "its mandate allows no instant match on this listing")
             return
         answer = self.client.instant_match(listing_id, facts.ask_cents)
@@ -449,13 +457,11 @@ class LiveBuyer(LiveAgent):
         assert self.chat is not None
         lines = self.chat.texts(self.chat.market_room, self._ads_read)
         self._ads_read += len(lines)
-        agent = self.agent
-        assert isinstance(agent, MarketBuyer)
         for poster, text in lines:
             ad = TextAd.from_line(poster, text)
             if ad is None or ad.name != self.wants.name or ad.price_cents is None:
                 continue
-            haggle = PlainTextHaggle(agent, ad, clock=self.clock, shopper=self.shopper)
+            haggle = PlainTextHaggle(self.agent, ad, clock=self.clock, shopper=self.shopper)
             room = self.chat.open_chat(poster)
             log.info("buyer %s: haggling in words with %s in %s", self.client.id, poster, room)
             self._haggle = (room, haggle)
