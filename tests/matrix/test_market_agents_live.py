@@ -39,25 +39,6 @@ def db_url(tmp_path) -> str:
     return f"sqlite:///{tmp_path}/market.db"
 
 
-@pytest.fixture
-def store(make_store, db_url):
-    return make_store(db_url=db_url)
-
-
-@pytest.fixture
-def bot(synapse: LocalSynapse, store, db_url) -> Iterator[BotThread]:
-    running = BotThread(synapse, db_url, store.clock).start()
-    yield running
-    running.close()
-
-
-@pytest.fixture
-def agents(synapse: LocalSynapse, bot: BotThread) -> Iterator[Agents]:
-    made = Agents(synapse, bot)
-    yield made
-    made.close()
-
-
 def matrix_seller(agents: Agents, store, *, floor: int = 15000, **options: Any) -> LiveSeller:
     return LiveSeller(agents.agent(clock=store.clock), SWITCH, ask_cents=20000, floor_cents=floor, poll=0.1,
                       **options)
