@@ -4,6 +4,7 @@ Synapse with the market bot, each in a thread of its own.
 * Two haggler agents on Matrix reach a deal both signed and the market confirmed, by offers and by
   sealed bid; with the buyer's ceiling below the seller's floor there is no deal and no mandate
   violation; a seller on Matrix sells to a buyer over HTTP (one market, two doors).
+* ``haggler market agent --matrix`` sells as its own Matrix user, its password from the environment.
 * A haggler buyer buys from a plain-text, clawlist-style seller (``tests/support/clawlist_agent.py``)
   by haggling in words in a chat the market bot witnesses: within both limits when the ranges
   overlap; when they do not, no deal, and none of its messages in that chat states a price above
@@ -11,11 +12,17 @@ Synapse with the market bot, each in a thread of its own.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from haggler.agents.market import Interest
 from haggler.agents.market_live import AGREED_IN_TEXT, CONFIRMED, NO_DEAL, LiveBuyer, LiveResult, LiveSeller
@@ -24,9 +31,10 @@ from haggler.language.parse import parse_shopper_turn
 from haggler.matrix.homeserver import LocalSynapse
 from haggler.protocols.market.client import MarketClient
 from haggler.protocols.market.offline_check import check_deal
+from haggler.storage.schema import market_agents
 from tests.support.clawlist_agent import PRESSURE, ClawlistSeller
 from tests.support.live_agents import SWITCH, Gullible, run_together, violations
-from tests.support.market_matrix import Agents, BotThread
+from tests.support.market_matrix import PASSWORD, Agents, BotThread, unique
 
 pytestmark = pytest.mark.slow
 
@@ -160,3 +168,35 @@ def test_a_price_the_mandate_forbids_never_reaches_the_chat_whatever_the_seller_
     said = [event["content"]["body"] for event in events if event["sender"] != seller.user_id]
     assert said[-1] == WALK_AWAY and not any("500" in line for line in said)
     assert max(buyer_prices(events, seller)) <= 17000
+
+
+def test_market_agent_command_on_matrix_sells_to_a_live_buyer(synapse: LocalSynapse, make_store, tmp_path) -> None:
+    """The command's own door: its Matrix user's password from the environment, the real clock."""
+    db_url = f"sqlite:///{tmp_path}/market.db"
+    store = make_store(db_url=db_url, clock=lambda: datetime.now(timezone.utc))
+    bot = BotThread(synapse, db_url, store.clock).start()
+    agents = Agents(synapse, bot)
+    try:
+        seller = synapse.register(unique("cli-seller"), PASSWORD)
+        command = subprocess.Popen(
+            [sys.executable, "-m", "haggler", "market", "agent", "--role", "seller", "--item",
+             "electronics.gaming_console.nintendo_switch", "--price", "200", "--limit", "150", "--duration", "60",
+             "--poll", "0.1", "--json", "--matrix", "--homeserver", synapse.url, "--user", seller.user_id,
+             "--room", bot.room, "--bot", bot.user_id], cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env={**os.environ, "HAGGLER_MATRIX_PASSWORD": PASSWORD})
+        try:
+            buyer = matrix_buyer(agents, store, limit=19000)
+            result = buyer.run(60.0)
+            out, err = command.communicate(timeout=90)
+        finally:
+            command.kill()
+        assert command.returncode == 0, err
+        printed = json.loads(out)
+        assert printed["outcome"] == result.outcome == CONFIRMED and printed["deal"]["dealId"] == result.deal["dealId"]
+        with bot.database.read() as conn:
+            bound = conn.execute(select(market_agents.c.matrix_id)
+                                 .where(market_agents.c.id == printed["agentId"])).scalar()
+        assert bound == seller.user_id  # it spoke as its own Matrix user
+    finally:
+        agents.close()
+        bot.close()
