@@ -166,7 +166,7 @@ class LiveAgent:
                     self.step()
             except MarketError as exc:
                 error = exc.body.get("error") if isinstance(exc.body, dict) else exc.body
-                self._end(NO_DEAL, f"the market refused: {exc.status} {error}")
+                self._end(NO_DEAL, f"the market answered {exc.status}: {error}")
             if self.result is None:
                 if self.monotonic() >= deadline:
                     self._end(TIMED_OUT, f"no deal within {duration:g} s")
