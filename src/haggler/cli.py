@@ -1097,6 +1097,195 @@ def _matrix_demo(stack: contextlib.ExitStack, homeserver: str | None, **demo: An
         raise _fail(f"the market on Matrix failed the demo: {exc}") from None
 
 
+@market_app.command("agent")
+def market_agent(
+    role: Annotated[str, typer.Option(help="seller (lists the item) or buyer (posts a wanted ad and shops).")],
+    item: Annotated[str, typer.Option(help="The item as category.subcategory.name (lowercase slugs), e.g. "
+                                           "electronics.gaming_console.nintendo_switch.")],
+    price: Annotated[str, typer.Option(help="A seller's ask; a buyer's start, the budget its wanted ad states. "
+                                            "In major units, e.g. 180.")],
+    limit: Annotated[str, typer.Option(help="The owner's limit, signed into the agent's mandate and never "
+                                            "shown: a seller's floor, a buyer's ceiling (maxSpend).")],
+    duration: Annotated[float, typer.Option(help="Seconds to trade before giving up.")] = 300.0,
+    condition: Annotated[str, typer.Option(help="A seller's item condition: new, like_new, good, fair or poor.")]
+        = "good",
+    currency: Annotated[str, typer.Option(help="The currency of the prices and the mandate.")] = "EUR",
+    agent_id: Annotated[Optional[str], typer.Option(help="The agent's market id (default: role and a random "
+                                                          "suffix).")] = None,
+    server: Annotated[Optional[str], typer.Option(help="Trade over HTTP: the market's base URL "
+                                                        "(haggler serve).")] = None,
+    matrix: Annotated[bool, typer.Option("--matrix", help="Trade over Matrix, through the market bot "
+                                                          "(docs/market-matrix.md).")] = False,
+    homeserver: Annotated[Optional[str], typer.Option(help="With --matrix: the homeserver's client API base URL.")]
+        = None,
+    user: Annotated[Optional[str], typer.Option(help="With --matrix: the agent's Matrix user, e.g. @seller:example.org. "
+                                                     "Its password (HAGGLER_MATRIX_PASSWORD) or access token "
+                                                     "(HAGGLER_MATRIX_ACCESS_TOKEN) is read from the environment.")]
+        = None,
+    room: Annotated[Optional[str], typer.Option(help="With --matrix: the market room, e.g. '#market:example.org'.")]
+        = None,
+    bot: Annotated[Optional[str], typer.Option(help="With --matrix: the market bot's user, e.g. @market:example.org.")]
+        = None,
+    device_id: Annotated[str, typer.Option(help="With --matrix: the agent's device id.")] = "HAGGLER_AGENT",
+    poll: Annotated[float, typer.Option(help="Seconds between two reads of the agent's inbox.")] = 0.5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON for scripts.")] = False,
+    llm_provider: LLMProvider = None,
+    llm_model: LLMModel = None,
+    llm_base_url: LLMBaseURL = None,
+    llm_token_budget: LLMTokenBudget = DEFAULT_TOKEN_BUDGET,
+    llm_timeout: LLMTimeout = 20.0,
+    llm_prices: LLMPrices = None,
+) -> None:
+    """Run one market agent on its own (spec 003), over HTTP (--server) or Matrix (--matrix): it files
+    its owner's mandate, lists the item or posts a wanted ad, then answers what reaches its inbox
+    until its deal is confirmed, its negotiation fails, or --duration runs out. A buyer on Matrix
+    also haggles in words with plain-text sellers (SELLING: lines), every price checked against its
+    mandate before it is sent. With --llm-*, a model makes the agent's choices, each checked the same
+    way. Exit 0 with a deal, 1 without one."""
+    import logging
+
+    import httpx
+
+    from haggler.agents.market import Interest
+    from haggler.agents.market_live import LiveBuyer, LiveSeller
+    from haggler.errors import InvalidInput
+    from haggler.protocols.market.client import MarketError
+
+    if role not in ("seller", "buyer"):
+        raise _fail(f"--role must be seller or buyer, not {role!r}")
+    if not (duration > 0 and poll > 0):
+        raise _fail("--duration and --poll must be positive numbers of seconds")
+    price_cents, limit_cents = _major_units("--price", price), _major_units("--limit", limit)
+    if role == "seller" and price_cents < limit_cents:
+        raise _fail("a seller's --price (its ask) cannot be below its --limit (the floor)")
+    if role == "buyer" and price_cents > limit_cents:
+        raise _fail("a buyer's --price (its start) cannot be above its --limit (the ceiling)")
+    slugs = item.split(".")
+    try:
+        wants = Interest(*slugs) if len(slugs) == 3 else None
+    except InvalidInput:
+        wants = None
+    if wants is None:
+        raise _fail(f"--item must be category.subcategory.name in lowercase slugs, not {item!r}")
+    if llm_token_budget < 0:
+        raise _fail("--llm-token-budget must not be negative (0: no limit)")
+    backend = llm_backend(llm_provider, llm_model, llm_base_url, llm_timeout, llm_prices)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    with contextlib.ExitStack() as stack:
+        if not as_json:  # what the agent does, as it does it, on stderr
+            said = logging.StreamHandler()
+            said.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+            agent_log = logging.getLogger("haggler.market.agent")
+            stack.callback(agent_log.setLevel, agent_log.level)
+            stack.callback(agent_log.removeHandler, said)
+            agent_log.addHandler(said)
+            agent_log.setLevel(logging.INFO)
+        client, chat = _market_door(stack, agent_id or f"{role}_{os.urandom(4).hex()}", server=server, matrix=matrix,
+                                    homeserver=homeserver, user=user, room=room, bot=bot, device_id=device_id)
+        options: dict[str, Any] = {"poll": poll, **_llm_market_agent(backend, llm_token_budget, role, wants.name)}
+        if role == "seller":
+            agent: Any = LiveSeller(client, {"category": wants.category, "subcategory": wants.subcategory,
+                                             "name": wants.name, "condition": condition},
+                                    ask_cents=price_cents, floor_cents=limit_cents, currency=currency, **options)
+        else:
+            agent = LiveBuyer(client, wants, budget_cents=price_cents, limit_cents=limit_cents, currency=currency,
+                              chat=chat, **options)
+        try:
+            result = agent.run(duration)
+        except (MarketError, InvalidInput, httpx.HTTPError) as exc:
+            raise _fail(f"the agent could not start on the market: {exc}", code=1) from None
+    if as_json:
+        json.dump(result.to_json(), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        typer.echo(_live_outcome(result, wants.name, currency))
+    if result.price_cents is None:
+        raise typer.Exit(1)
+
+
+def _major_units(option: str, text: str) -> int:
+    """A price option in cents: positive, and no fraction of a cent (a limit is not rounded)."""
+    from haggler.money import is_exact_cents, positive_cents
+
+    try:
+        cents = positive_cents(text, allow_strings=True)
+    except ValueError as exc:
+        raise _fail(f"{option} {exc}") from None
+    if not is_exact_cents(text, cents):
+        raise _fail(f"{option} must be a whole number of cents, not {text!r}")
+    return cents
+
+
+def _market_door(stack: contextlib.ExitStack, agent_id: str, *, server: str | None, matrix: bool,
+                 homeserver: str | None, user: str | None, room: str | None, bot: str | None,
+                 device_id: str) -> tuple[Any, Any]:
+    """``market agent``'s client (HTTP or Matrix), and its plain-text chat (Matrix only)."""
+    if matrix == (server is not None):
+        raise _fail("give one door: --server URL (HTTP), or --matrix with --homeserver, --user, --room and --bot")
+    if not matrix:
+        import httpx
+
+        from haggler.protocols.market.client import MarketClient
+
+        if not server.startswith(("http://", "https://")):  # type: ignore[union-attr]
+            raise _fail(f"--server must be an http(s) URL, got {server!r}")
+        return MarketClient(stack.enter_context(httpx.Client(base_url=server, timeout=30)), agent_id), None
+    missing = [name for name, value in (("--homeserver", homeserver), ("--user", user), ("--room", room),
+                                        ("--bot", bot)) if not value]
+    if missing:
+        raise _fail(f"--matrix needs {', '.join(missing)}")
+    try:
+        from haggler.matrix.agent_client import MatrixMarketClient, MatrixSession
+        from haggler.matrix.connection import MatrixError, MatrixLogin
+    except ImportError as exc:
+        raise _fail(f"--matrix needs the matrix extra: pip install 'haggler[matrix]' ({exc})") from None
+    try:
+        login = MatrixLogin.from_env(homeserver, user, device_id=device_id)  # type: ignore[arg-type]
+        session = MatrixSession(login, bot, room).start()  # type: ignore[arg-type]
+    except (ValueError, MatrixError, TimeoutError) as exc:
+        raise _fail(f"could not join the market on Matrix: {exc}") from None
+    stack.callback(session.close)
+    return MatrixMarketClient(session, agent_id), session
+
+
+def _llm_market_agent(backend: LLMBackend | None, token_budget: int, role: str, product: str) -> dict[str, Any]:
+    """With a model: the decider a live agent of ``role`` runs on (as ``market demo`` builds it),
+    and a buyer's shopper in a plain-text haggle; nothing without one (the built-in agents)."""
+    if backend is None:
+        return {}
+    import functools
+
+    from haggler.agents.llm_market import LLMMarketBuyer, LLMMarketSeller
+    from haggler.agents.llm_proposals import Proposer
+    from haggler.agents.llm_shopper import LLMShopper
+    from haggler.agents.shopper import ShopperAgent
+
+    proposer = Proposer(backend, token_budget or None)
+    if role == "seller":
+        return {"seller_agent": functools.partial(LLMMarketSeller, proposer=proposer)}
+    return {"buyer_agent": functools.partial(LLMMarketBuyer, proposer=proposer),
+            "shopper": lambda goal, transcript: LLMShopper(ShopperAgent(goal), backend, product=product,
+                                                           transcript=transcript, token_budget=token_budget or None)}
+
+
+def _live_outcome(result: Any, item: str, currency: str) -> str:
+    """``market agent``'s outcome in a few lines."""
+    lines = [f"refused to send {format_money(refusal.price_cents, currency)}: {refusal.constraint} "
+             f"({refusal.reason})" for refusal in result.refused]
+    if result.deal is not None:
+        deal = result.deal.get("deal", {})
+        verb = "sold" if result.role == "seller" else "bought"
+        lines.append(f"deal {result.deal['dealId']} confirmed: {result.agent_id} {verb} {item} at "
+                     f"{format_money(result.price_cents, currency)} by {deal.get('protocol')}, signed by both")
+    elif result.text_deal is not None:
+        lines.append(f"agreed in words with {result.text_deal.seller} at {format_money(result.price_cents, currency)} "
+                     f"in {result.text_deal.room_id}: unsigned, no market deal")
+    else:
+        lines.append(f"no deal ({result.outcome}): {result.reason}")
+    return "\n".join(lines)
+
+
 def _stdout_console(**piped: Any) -> Console:
     """Standard output's console: Rich's own on a terminal; piped, made with ``piped``, so that
     what scripts read stays one line (Rich would break it at 80 columns)."""

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from haggler.agents.decider import ACCEPT, REJECT, DeciderView
+from haggler.agents.decider import ACCEPT, REJECT, DeciderView, Decision
 from haggler.agents.llm_market import LLMMarketNegotiator
 from haggler.agents.market import (
     DOUBLE_AUCTION,
@@ -128,6 +128,71 @@ def _now() -> datetime:
 def _said(negotiator: MarketNegotiator) -> str | None:
     """What a negotiator says with its decision: a model's message; the built-in one says nothing."""
     return negotiator.message if isinstance(negotiator, LLMMarketNegotiator) else None
+
+
+def deal_cents(deal: dict[str, Any]) -> int:
+    """A deal's unit price (``finalPrice``, in major units on the wire) in cents."""
+    return round(deal["finalPrice"] * 100)
+
+
+def would_confirm(agent: MarketSeller | MarketBuyer, facts: ListingFacts, deal: dict[str, Any], at: datetime) -> bool:
+    """Whether ``agent`` may sign ``deal`` (the terms the market wrote) on ``facts``: its own check
+    against its mandate and limit, made before its signature is sent, never after."""
+    return agent.confirm(facts, deal_cents(deal), deal["protocol"], at=at) is not None
+
+
+class OfferSide:
+    """One party's side of a natural-language negotiation (spec 003, Protocol 1, structured offers):
+    its negotiator, the offers each side has made, and the count of messages on the request.
+
+    The demo runs one per party in a single loop; a live agent (:mod:`haggler.agents.market_live`)
+    runs its own and moves when the counterpart's offer reaches its inbox. Both build the
+    negotiator's view the same way here, so a live negotiation is played as the demo plays it."""
+
+    def __init__(self, client: MarketClient, agent: MarketSeller | MarketBuyer, facts: ListingFacts,
+                 request_id: str, clock: Callable[[], datetime]) -> None:
+        self.client = client
+        self.agent = agent
+        self.facts = facts
+        self.request_id = request_id
+        self.negotiator = agent.negotiator(facts, clock=clock)
+        self.mine: list[Terms] = []
+        self.theirs: list[Terms] = []
+        #: Messages on the request so far, both parties': a round is one of each.
+        self.turn = 0
+
+    @property
+    def party(self) -> str:
+        return self.agent.role
+
+    def move(self) -> tuple[Decision, str | None, dict[str, Any]]:
+        """Decide this party's next message and send it: the decision, the words sent with it (a
+        model's), and the market's answer."""
+        facts, party = self.facts, self.party
+        view = DeciderView(party, self.agent.limit_cents, facts.ask_cents, self.turn // 2, DEFAULT_OFFER_TURN_CAP // 2,
+                           tuple(self.mine), tuple(self.theirs), currency=facts.currency)
+        decision = self.negotiator.decide(view)
+        said = _said(self.negotiator)
+        if decision is ACCEPT:
+            answer = self.client.offer(self.request_id, party, action="accept", message=said)
+        elif decision is REJECT:
+            answer = self.client.offer(self.request_id, party, action="reject", message=said)
+        else:
+            assert isinstance(decision, Terms)
+            self.mine.append(decision)
+            answer = self.client.offer(self.request_id, party, price=decision.price_cents, message=said)
+        self.turn += 1
+        return decision, said, answer
+
+    def hear(self, decision: Decision | None, said: str | None) -> None:
+        """The counterpart's message, as the market delivered it: the terms it offered (what an
+        ACCEPT of this side agrees to) and its words, which only a model's negotiator reads (as
+        untrusted data)."""
+        if isinstance(decision, Terms):
+            self.theirs.append(decision)
+        if said and isinstance(self.negotiator, LLMMarketNegotiator):
+            self.negotiator.hear(said)
+        self.turn += 1
 
 
 class MarketDemo:
@@ -270,36 +335,17 @@ class MarketDemo:
             self.result.failures["sealed bids did not overlap"] += 1
 
     def _offers(self, buyer: Trader, seller: Trader, facts: ListingFacts, request_id: str) -> None:
-        negotiators = {t.role: t.agent.negotiator(facts, clock=self.clock) for t in (buyer, seller)}
-        offers: dict[str, list[Terms]] = {"buyer": [], "seller": []}
-        max_rounds = DEFAULT_OFFER_TURN_CAP // 2
-        turn, party = 0, "buyer"
+        mover, listener = (OfferSide(t.client, t.agent, facts, request_id, self.clock) for t in (buyer, seller))
         while True:
-            trader = buyer if party == "buyer" else seller
-            other = "seller" if party == "buyer" else "buyer"
-            view = DeciderView(party, trader.limit_cents, facts.ask_cents, turn // 2, max_rounds,
-                               tuple(offers[party]), tuple(offers[other]), currency=facts.currency)
-            decision = negotiators[party].decide(view)
-            said = _said(negotiators[party])
-            if decision is ACCEPT:
-                answer = trader.client.offer(request_id, party, action="accept", message=said)
-            elif decision is REJECT:
-                answer = trader.client.offer(request_id, party, action="reject", message=said)
-            else:
-                assert isinstance(decision, Terms)
-                offers[party].append(decision)
-                answer = trader.client.offer(request_id, party, price=decision.price_cents, message=said)
-            listener = negotiators[other]
-            if said and isinstance(listener, LLMMarketNegotiator):
-                listener.hear(said)  # what the market delivered to the counterparty's inbox
+            decision, said, answer = mover.move()
+            listener.hear(decision, said)  # what the market delivered to the counterparty's inbox
             if answer["state"] == "closed":
                 self._sign(answer["dealId"], buyer, seller, facts)
                 return
             if answer["state"] == "failed":
                 self.result.failures[f"offers {answer['reason']}"] += 1
                 return
-            turn += 1
-            party = other
+            mover, listener = listener, mover
 
     def _auctions(self) -> None:
         """Each book gets its buyers' bids and its unsold sellers' asks, clears once, and every
@@ -338,13 +384,10 @@ class MarketDemo:
     # -- signing ----------------------------------------------------------------------------------------
 
     def _sign(self, deal_id: str, buyer: Trader, seller: Trader, facts: ListingFacts) -> None:
-        document = buyer.client.deal(deal_id)
-        deal = document["deal"]
-        price = round(deal["finalPrice"] * 100)
-        for trader in (buyer, seller):
-            if trader.agent.confirm(facts, price, deal["protocol"], at=self.clock()) is None:
-                self.result.failures["a party would not confirm"] += 1
-                return
+        deal = buyer.client.deal(deal_id)["deal"]
+        if not all(would_confirm(trader.agent, facts, deal, self.clock()) for trader in (buyer, seller)):
+            self.result.failures["a party would not confirm"] += 1
+            return
         for trader in (buyer, seller):
             document = trader.client.sign_deal(deal_id, trader.role)
         seller.sold = True
@@ -352,7 +395,7 @@ class MarketDemo:
 
     def _record(self, document: dict[str, Any], buyer: Trader, seller: Trader) -> None:
         deal = document["deal"]
-        price = round(deal["finalPrice"] * 100)
+        price = deal_cents(deal)
         item = seller.listing["item"]["name"] if seller.listing else deal["listingId"]
         self.result.documents[document["dealId"]] = document
         self.result.deals.append(DealRow(

@@ -27,6 +27,7 @@ import asyncio
 import itertools
 import re
 import threading
+import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from datetime import datetime
@@ -72,7 +73,12 @@ class MatrixSession:
         self.notices: list[dict[str, Any]] = []
         self.inbox: dict[int, dict[str, Any]] = {}
         self.negotiations: dict[str, str] = {}
+        #: Plain text others (people, plain-text agents; not the bot) said, by room: (sender, text).
+        self.said: dict[str, list[tuple[str, str]]] = {}
         self.changed = threading.Condition()
+        #: Transaction ids of plain text: unique to this session, or a homeserver that saw the same
+        #: id from this device before (an earlier run) would keep the old message for the new one.
+        self._says = (f"say-{uuid.uuid4().hex}-{n}" for n in itertools.count(1))
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"matrix {login.user_id}", daemon=True)
         self._syncing: Future[None] | None = None
@@ -122,6 +128,7 @@ class MatrixSession:
             for room_id in batch.invites:
                 await self.connection.accept_invite(room_id)
             self._take(batch)
+            self._hear(batch)
             since = batch.next_batch
 
     def _take(self, batch: SyncBatch) -> None:
@@ -143,6 +150,19 @@ class MatrixSession:
                     self.negotiations[message["requestId"]] = event.room_id
             self.changed.notify_all()
 
+    def _hear(self, batch: SyncBatch) -> None:
+        """Keep the plain text of everyone but the bot and this agent: the market room's
+        classified lines, and what a plain-text counterpart says in a chat. Read as the bot
+        reads it (``wire.read_content``): a market message or an edit is not text."""
+        with self.changed:
+            for event in batch.events:
+                if event.type != "m.room.message" or event.sender in (self.bot, self.user_id):
+                    continue
+                reading = wire.read_content(event.content)
+                if isinstance(reading, wire.Text):
+                    self.said.setdefault(event.room_id, []).append((event.sender, reading.text))
+            self.changed.notify_all()
+
     def wait(self, ready: Callable[[], T | None], timeout: float) -> T | None:
         """The first non-None ``ready()`` within ``timeout`` seconds, re-checked as events arrive."""
         with self.changed:
@@ -153,6 +173,22 @@ class MatrixSession:
 
     def send(self, room_id: str, content: dict[str, Any], txn_id: str) -> str:
         return self.run(self.connection.send(room_id, content, txn_id), ANSWER_TIMEOUT)
+
+    # -- plain text (``haggler.agents.market_live.PlainTextChat``) -----------------------------------
+
+    def texts(self, room_id: str, after: int = 0) -> list[tuple[str, str]]:
+        """What others (not the bot) said in plain text in ``room_id``, from the ``after``-th line on."""
+        with self.changed:
+            return list(self.said.get(room_id, ())[after:])
+
+    def open_chat(self, user: str) -> str:
+        """A direct chat with ``user``, the market bot invited as witness: the room's id."""
+        return self.run(self.connection.create_room(invite=[user, self.bot], name="market: chat", direct=True),
+                        ANSWER_TIMEOUT)
+
+    def say(self, room_id: str, text: str) -> None:
+        """Plain text (``m.text``) in ``room_id``."""
+        self.send(room_id, {"msgtype": "m.text", "body": text}, next(self._says))
 
 
 class MatrixMarketClient(MarketClient):
