@@ -948,6 +948,67 @@ def market_matrix(
         database.dispose()
 
 
+@market_app.command("scenario")
+def market_scenario(
+    path: Annotated[Path, typer.Argument(help="A clawlist-shaped scenario JSON file (item, seller.anchorPrice/"
+                                              "floorPrice, buyer.startOffer/ceilingPrice, durationSec, "
+                                              "seed.bodyTemplate).")],
+    out: Annotated[Path, typer.Option(help="Where to write market.jsonl, dm.jsonl, meta.json and summary.json "
+                                           "(with --sweep, one folder per run and aggregate.json).")] = Path("runs"),
+    homeserver: Annotated[Optional[str], typer.Option(
+        help="The Synapse to run on (its registration shared secret in HAGGLER_MATRIX_REGISTRATION_SECRET); "
+             "default: a throwaway local one, started and stopped here.")] = None,
+    sweep_runs: Annotated[int, typer.Option("--sweep", min=0, max=1000,
+                                            help="Run the scenario N times and write aggregate.json (0: once).")] = 0,
+) -> None:
+    """Run a clawlist scenario on Matrix between a haggler seller and buyer, and score it as clawlist
+    does (summary.json: result, dealReached, finalPrice, violations, metrics, quality), truthfully: a
+    deal counts only when both agents signed it (docs/market-matrix.md)."""
+    import os
+
+    try:
+        from haggler.matrix.homeserver import HomeserverError, LocalSynapse
+        from haggler.matrix.local_market import Homeserver
+        from haggler.matrix.scenario import ScenarioError, read_scenario
+        from haggler.matrix.scenario_run import run_once, sweep
+    except ImportError as exc:
+        raise _fail(f"scenarios need the matrix extra: pip install 'haggler[matrix]' ({exc})") from None
+    from haggler.server.config import utc_now
+
+    try:
+        scenario = read_scenario(path)
+    except (OSError, ScenarioError) as exc:
+        raise _fail(str(exc)) from None
+    console = _wide_console()
+    for ignored in scenario.ignored:
+        console.print(f"[yellow]ignored field {ignored} (not a field haggler reads)[/yellow]")
+    with contextlib.ExitStack() as stack:
+        if homeserver is not None:
+            secret = os.environ.get("HAGGLER_MATRIX_REGISTRATION_SECRET")
+            if not secret:
+                raise _fail("--homeserver needs its registration shared secret in HAGGLER_MATRIX_REGISTRATION_SECRET")
+            server = Homeserver(homeserver.rstrip("/"), secret)
+        else:
+            try:
+                local = stack.enter_context(LocalSynapse())
+            except HomeserverError as exc:
+                raise _fail(f"could not start a local Synapse ({exc}); pip install 'haggler[matrix-homeserver]' or "
+                            "give --homeserver") from None
+            server = Homeserver(local.url, local.registration_shared_secret)
+        if sweep_runs:
+            result = sweep(scenario, server, out, sweep_runs, started=utc_now())
+            console.print(f"{result['passCount']}/{result['totalRuns']} pass, {result['noDealCount']} no deal, "
+                          f"{result['failCount']} fail; average price {result['avgFinalPrice']}; "
+                          f"{out / 'aggregate.json'}")
+            return
+        run_id = f"run_{utc_now().strftime('%Y%m%d_%H%M%S')}"
+        summary = run_once(scenario, server, out, run_id)
+    console.print(f"{summary['result']}: deal {'reached' if summary['dealReached'] else 'not reached'}"
+                  f"{' at ' + str(summary['finalPrice']) if summary['finalPrice'] is not None else ''}; "
+                  f"{summary['metrics']['offerCount']} offers; violations: {summary['violations'] or 'none'}; "
+                  f"{out / 'summary.json'}")
+
+
 @market_app.command("demo")
 def market_demo(
     sellers: Annotated[int, typer.Option(min=1, max=500, help="Seller agents, each listing one item.")] = 8,

@@ -12,6 +12,7 @@ import asyncio
 import secrets
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -21,6 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from haggler.matrix import store
 from haggler.matrix.agent_client import MatrixMarketClient, MatrixSession
 from haggler.matrix.bot import MarketBot, market_on
 from haggler.matrix.connection import Connection, MatrixLogin
@@ -90,6 +92,17 @@ class BotThread:
     def market_room(self) -> str:
         assert self.bot is not None and self.bot.market_room, "the bot has not started"
         return self.bot.market_room
+
+    def settle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds until the bot owes nothing: every event taken, every
+        inbox delivery relayed, the outbox sent. Whether it got there."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self.database.read() as conn:
+                if store.owes_nothing(conn, self.user_id):
+                    return True
+            time.sleep(0.1)
+        return False
 
     def stop(self) -> None:
         thread, self._thread = self._thread, None

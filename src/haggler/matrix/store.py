@@ -25,7 +25,7 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from haggler.storage.schema import matrix_events, matrix_outbox, matrix_rooms, matrix_state
+from haggler.storage.schema import market_inbox, matrix_events, matrix_outbox, matrix_rooms, matrix_state
 
 PENDING, DONE, DROPPED = "pending", "done", "dropped"
 #: The most events one sender may have waiting: past it, more are dropped (with one answer
@@ -214,6 +214,17 @@ def failed(conn: Connection, outgoing_id: int, error: str, now: datetime, *, fin
     if final:
         values["sent_at"] = now
     conn.execute(update(matrix_outbox).where(matrix_outbox.c.id == outgoing_id).values(**values))
+
+
+def owes_nothing(conn: Connection, bot: str) -> bool:
+    """No event waiting, every market inbox delivery relayed, nothing left in the outbox."""
+    waiting = conn.execute(select(func.count()).select_from(matrix_events).where(
+        matrix_events.c.bot == bot, matrix_events.c.status == PENDING)).scalar_one()
+    unsent = conn.execute(select(func.count()).select_from(matrix_outbox).where(
+        matrix_outbox.c.bot == bot, matrix_outbox.c.sent_at.is_(None))).scalar_one()
+    relayed = conn.execute(select(matrix_state.c.inbox_seq).where(matrix_state.c.bot == bot)).scalar() or 0
+    delivered = conn.execute(select(func.max(market_inbox.c.seq))).scalar() or 0
+    return waiting == 0 and unsent == 0 and relayed >= delivered
 
 
 def advance_inbox(conn: Connection, bot: str, seq: int, now: datetime) -> None:
