@@ -218,3 +218,31 @@ def test_restarting_the_bot_loses_nothing_and_takes_no_event_twice(
     answers = [e for e in room_messages(synapse, bot, seller.session.private_room)
                if (e["content"].get("m.relates_to") or {}).get("m.in_reply_to", {}).get("event_id") == event_id]
     assert len(answers) == 1
+
+
+def test_a_selling_line_in_the_market_room_is_an_unsigned_ad_no_mandate_binds(
+        store, bot: BotThread, agents: Agents) -> None:
+    """spec 003, Phase 2 ("natural language listings still work"): a person's plain-text line in
+    the market room becomes an unsigned ad, answered in the room, visible over HTTP only when
+    asked for, told to the buyer whose wanted ad names the item — and nothing binds a price to it."""
+    buyer = buyer_on(agents, store)
+    interest = {field: SWITCH[field] for field in ("category", "subcategory", "name")}
+    wanted_id = buyer.post_wanted(interest, budget=19000, max_spend=20000)["wantedId"]
+    person = agents.session("alice")
+    line = "RUN_ID:abc SELLING: nintendo switch — asking 200€ (can negotiate). DM me."
+    event_id = person.send(person.market_room, {"msgtype": "m.text", "body": line}, "ad-1")
+    answer = person.wait(lambda: person.answers.get(event_id), 20)
+    assert answer is not None and answer["status"] == 201, answer
+    ad = answer["body"]["ad"]
+    assert (ad["unsigned"], ad["mandate"], ad["poster"], ad["eventId"]) == (True, None, person.user_id, event_id)
+    assert (ad["item"]["name"], ad["price"], ad["currency"], ad["negotiable"]) == ("nintendo_switch", 200, "EUR", True)
+
+    assert store.http.get(f"/market/ads/{ad['adId']}").json() == ad
+    assert store.http.get("/market/listings").json()["listings"] == []
+    assert store.http.get("/market/listings", params={"include": "unsigned"}).json()["unsigned"] == [ad]
+    told = buyer.session.wait(lambda: next((d["body"] for d in buyer.session.inbox.values()
+                                            if d["body"].get("event") == "text_listing_matches_wanted"), None), 20)
+    assert told == {"event": "text_listing_matches_wanted", "wantedId": wanted_id, "adId": ad["adId"], "ad": ad}
+    with pytest.raises(MarketError) as refused:
+        buyer.contact(ad["adId"], "natural_language")
+    assert refused.value.status == 409 and "Matrix DM" in refused.value.body["error"]

@@ -32,9 +32,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from haggler.errors import Forbidden, HagglerError, InvalidInput
+from haggler.language.classifieds import read_classified
 from haggler.matrix import store, wire
 from haggler.matrix.store import Incoming
-from haggler.protocols.market import books, deals, identity, listings, requests
+from haggler.protocols.market import books, deals, identity, listings, requests, text_ads
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.routes import Market
 from haggler.server.errors import status_for
@@ -324,9 +325,6 @@ class MarketDoor:
     def _text(self, event: Incoming, text: str) -> str:
         """A plain-text ``SELLING:``/``BUYING:`` line in the market room becomes an unsigned ad;
         other text, and any text elsewhere (free-text haggling in a DM), is chat."""
-        from haggler.language.classifieds import read_classified  # (lands with the text ads)
-        from haggler.protocols.market import text_ads
-
         if event.room_id != self.market_room or read_classified(text) is None:
             return self._finish(event, "chat", lambda conn: None)
 
