@@ -69,6 +69,10 @@ class MarketBot:
         self._members: dict[str, frozenset[str]] = {}
         self._work = asyncio.Event()
         self._send = asyncio.Event()
+        #: Set when the bot is told to stop. The loops check it besides being cancelled: Python
+        #: 3.11's ``asyncio.wait_for`` can swallow a cancellation that lands as its call completes
+        #: (gh-86296), and a loop that missed it would run on.
+        self._stopping = asyncio.Event()
         self.ready = asyncio.Event()
 
     @property
@@ -88,13 +92,14 @@ class MarketBot:
         self._work.set()
         self._send.set()
         self.ready.set()
+        self._stopping = stop
         loops = [asyncio.create_task(loop) for loop in
                  (self._sync_loop(), self._work_loop(door), self._relay_loop(), self._send_loop())]
         stopped = asyncio.create_task(stop.wait())
         try:
             done, _ = await asyncio.wait([stopped, *loops], return_when=asyncio.FIRST_COMPLETED)
             for task in done:
-                if task is not stopped:
+                if task is not stopped and not stop.is_set():
                     task.result()  # a loop that ended on its own failed: say why
         finally:
             for task in (stopped, *loops):
@@ -106,7 +111,7 @@ class MarketBot:
 
     async def _sync_loop(self) -> None:
         since = await asyncio.to_thread(self._read_since)
-        while True:
+        while not self._stopping.is_set():
             batch = await self.connection.sync(since, SYNC_TIMEOUT_MS)
             for room_id in batch.invites:
                 try:
@@ -171,7 +176,7 @@ class MarketBot:
     # -- work --------------------------------------------------------------------------------------------
 
     async def _work_loop(self, door: MarketDoor) -> None:
-        while True:
+        while not self._stopping.is_set():
             await self._work.wait()
             self._work.clear()
             while True:
@@ -199,7 +204,7 @@ class MarketBot:
     async def _relay_loop(self) -> None:
         assert self.market_room is not None
         room = self.market_room
-        while True:
+        while not self._stopping.is_set():
             while await asyncio.to_thread(self._relay_once, room):
                 self._send.set()
             await asyncio.sleep(self.relay_interval)
@@ -211,7 +216,7 @@ class MarketBot:
     # -- send --------------------------------------------------------------------------------------------
 
     async def _send_loop(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             await self._send.wait()
             self._send.clear()
             while True:
