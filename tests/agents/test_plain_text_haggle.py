@@ -17,8 +17,10 @@ import pytest
 
 from haggler.agents.market import Interest, MarketBuyer
 from haggler.agents.plain_text_haggle import WALK_AWAY, PlainTextHaggle, TextAd, built_in_shopper
+from haggler.language.classifieds import read_classified
 from haggler.language.intents import IntentKind
 from haggler.language.parse import parse_shopper_turn
+from haggler.money import to_decimal_number
 from haggler.protocols.market.mandates import Mandate
 from tests.support.clawlist_agent import PRESSURE, ClawlistHaggle, ad_line
 from tests.support.live_agents import Gullible
@@ -34,12 +36,20 @@ def buyer(max_spend: int, **constraints: object) -> MarketBuyer:
                                **constraints), SWITCH)  # type: ignore[arg-type]
 
 
+def clawlist_ad(anchor: int, **view: object) -> TextAd:
+    """The clawlist seller's ad as the buyer hears of it: the market's public view of the line it
+    read with the language layer (``text_listing_matches_wanted``'s ``ad``)."""
+    line = ad_line("nintendo switch", anchor)
+    read = read_classified(line)
+    assert read is not None and read.price_cents is not None
+    return TextAd.from_view({"poster": SELLER, "text": line, "item": {"words": read.item, "name": read.name},
+                             "price": to_decimal_number(read.price_cents), "currency": read.currency, **view})
+
+
 def haggle(agent: MarketBuyer, anchor: int, floor: int, *, pressure: str | None = None,
-           shopper=built_in_shopper) -> tuple[PlainTextHaggle, ClawlistHaggle, list[str]]:
+           shopper=built_in_shopper, ad: TextAd | None = None) -> tuple[PlainTextHaggle, ClawlistHaggle, list[str]]:
     """Play the chat to its end; what the buyer said, in order."""
-    ad = TextAd.from_line(SELLER, ad_line("nintendo switch", anchor))
-    assert ad is not None
-    talk = PlainTextHaggle(agent, ad, clock=lambda: NOW, shopper=shopper)
+    talk = PlainTextHaggle(agent, ad or clawlist_ad(anchor), clock=lambda: NOW, shopper=shopper)
     seller = ClawlistHaggle(anchor, floor, pressure=pressure)
     said = [talk.opening()]
     while not talk.done:
@@ -60,11 +70,11 @@ def prices(lines: Sequence[str]) -> list[int]:
         [cents for intent in read for cents in intent.candidates_cents]
 
 
-def test_the_buyer_reads_the_clawlist_ad() -> None:
-    ad = TextAd.from_line(SELLER, ad_line("nintendo switch", 20000))
-    assert ad == TextAd(SELLER, "SELLING: nintendo switch — asking 200€ (can negotiate). DM me.", "nintendo_switch",
-                        20000)
-    assert TextAd.from_line(SELLER, "anyone selling a switch?") is None
+def test_the_buyer_takes_the_markets_reading_of_the_clawlist_ad() -> None:
+    assert clawlist_ad(20000) == TextAd(SELLER, "SELLING: nintendo switch — asking 200€ (can negotiate). DM me.",
+                                        "nintendo_switch", 20000, "EUR")
+    assert clawlist_ad(20000, price=None, currency=7, item="switch") == TextAd(
+        SELLER, "SELLING: nintendo switch — asking 200€ (can negotiate). DM me.", None, None, None)
 
 
 @pytest.mark.parametrize("limit,floor", [(17000, 15000), (15000, 15000), (19900, 18000), (25000, 15000)])
@@ -91,6 +101,11 @@ def test_a_price_the_mandate_forbids_is_never_said_whatever_the_seller_says(capl
     assert [(refusal.price_cents, refusal.constraint) for refusal in talk.refused] == [(50000, "maxSpend")]
     assert "did not send 50000 cents" in caplog.text and "maxSpend" in caplog.text
     assert parse_shopper_turn(said[-1]).kind is IntentKind.WALK_AWAY
+
+
+def test_an_ad_in_another_currency_than_the_mandates_gets_no_price() -> None:
+    talk, _, said = haggle(buyer(17000), 20000, 15000, ad=clawlist_ad(20000, currency="USD"))
+    assert said == [WALK_AWAY] and [refusal.constraint for refusal in talk.refused] == ["currency"]
 
 
 def test_a_mandate_a_text_ad_cannot_satisfy_forbids_every_price() -> None:

@@ -16,7 +16,9 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Any
 
@@ -123,9 +125,15 @@ def clawlist(synapse: LocalSynapse, bot: BotThread) -> Iterator[Any]:
 
 def haggle_in_words(store, agents: Agents, clawlist, *, limit: int, floor: int, **options: Any
                     ) -> tuple[LiveResult, ClawlistSeller, str, list[dict[str, Any]]]:
-    buyer = matrix_buyer(agents, store, limit=limit, **options.pop("buyer", {}))  # listening before the ad
-    seller = clawlist(floor_cents=floor, **options)
-    result = buyer.run(60.0)
+    """The buyer's wanted ad is up before the seller's line: the market tells the ads it fits then."""
+    buyer = matrix_buyer(agents, store, limit=limit, **options.pop("buyer", {}))
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(buyer.run, 60.0)
+        deadline = time.monotonic() + 30
+        while buyer.trader is None and not running.done() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        seller = clawlist(floor_cents=floor, **options)
+        result = running.result(timeout=90)
     assert len(seller.chats) == 1, seller.chats
     room = next(iter(seller.chats))
     return result, seller, room, [event for event in chat_events(agents.homeserver, agents.bot, room)]

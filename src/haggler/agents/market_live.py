@@ -18,8 +18,9 @@ against the owner's mandate there; an offers negotiation is played by the demo's
 :func:`~haggler.agents.market_runtime.would_confirm` allows it. This module only moves messages
 (and the market checks everything again).
 
-A buyer on Matrix also buys from **plain-text sellers** (a ``SELLING:`` line in the market room):
-it opens a chat with the poster, inviting the market bot as witness, and haggles in words
+A buyer on Matrix also buys from **plain-text sellers**: told by the market of a ``SELLING:`` line
+for its item (``text_listing_matches_wanted``, the bot's reading of the line), it opens a chat with
+the poster, inviting the market bot as witness, and haggles in words
 (:mod:`haggler.agents.plain_text_haggle`, which checks every price it says against the mandate
 before it is said).
 
@@ -102,9 +103,6 @@ class LiveResult:
 class PlainTextChat(Protocol):
     """Plain text on the homeserver, for haggling with agents that speak no market message
     (:class:`~haggler.matrix.agent_client.MatrixSession` is one)."""
-
-    @property
-    def market_room(self) -> str: ...
 
     def texts(self, room_id: str, after: int = 0) -> list[tuple[str, str]]:
         """The plain text others (not the market bot) said in ``room_id``, (sender, text), from the ``after``-th on."""
@@ -327,7 +325,8 @@ class LiveBuyer(LiveAgent):
     owner's ``limit_cents`` (``maxSpend``), then takes the cheapest fitting listing it hears of
     (introductions in its inbox, and a search every ``search_every`` seconds), proposes its
     agent's protocol and plays it. With a ``chat`` (on Matrix), a plain-text ``SELLING:`` ad for
-    its item is haggled over in words when no listing fits (``shopper`` decides those turns).
+    its item the market tells it of is haggled over in words when no listing fits (``shopper``
+    decides those turns).
     ``buyer_agent`` makes its decider from the mandate and ``wants``."""
 
     role = BUYER
@@ -357,7 +356,8 @@ class LiveBuyer(LiveAgent):
         self._request: tuple[str, str, ListingFacts] | None = None
         #: The plain-text chat it haggles in, and the haggle.
         self._haggle: tuple[str, PlainTextHaggle] | None = None
-        self._ads_read = 0
+        #: Plain-text ads of its item the market told it of, not yet tried.
+        self._ads: list[TextAd] = []
         self._heard_in_chat = 0
 
     def start(self) -> Trader:
@@ -388,6 +388,8 @@ class LiveBuyer(LiveAgent):
     def on_notification(self, body: Mapping[str, Any]) -> None:
         if body.get("event") == "listing_matches_wanted" and isinstance(body.get("listing"), Mapping):
             self._heard[str(body["listingId"])] = body["listing"]
+        elif body.get("event") == "text_listing_matches_wanted" and isinstance(body.get("ad"), Mapping):
+            self._ads.append(TextAd.from_view(body["ad"]))
 
     def step(self) -> None:
         if self._haggle is not None:
@@ -412,8 +414,8 @@ class LiveBuyer(LiveAgent):
         if fitting:
             view, facts = fitting[0]
             self._consider(view["listingId"], facts, competing=len(self._live | {view["listingId"]}) - 1)
-        elif self.chat is not None:
-            self._read_ads()
+        elif self.chat is not None and self._ads:
+            self._haggle_over(self._ads.pop(0))
 
     def _consider(self, listing_id: str, facts: ListingFacts, *, competing: int) -> None:
         """Propose its agent's protocol for the listing (or pass on it)."""
@@ -452,23 +454,20 @@ class LiveBuyer(LiveAgent):
 
     # -- plain-text ads ----------------------------------------------------------------------------------
 
-    def _read_ads(self) -> None:
-        """A ``SELLING:`` line for its item in the market room opens a chat with its poster."""
+    def _haggle_over(self, ad: TextAd) -> None:
+        """A plain-text ad for its item (the market's reading of a ``SELLING:`` line) opens a chat
+        with its poster, when it states a price in the mandate's currency (or none)."""
         assert self.chat is not None
-        lines = self.chat.texts(self.chat.market_room, self._ads_read)
-        self._ads_read += len(lines)
-        for poster, text in lines:
-            ad = TextAd.from_line(poster, text)
-            if ad is None or ad.name != self.wants.name or ad.price_cents is None:
-                continue
-            haggle = PlainTextHaggle(self.agent, ad, clock=self.clock, shopper=self.shopper)
-            room = self.chat.open_chat(poster)
-            log.info("buyer %s: haggling in words with %s in %s", self.client.id, poster, room)
-            self._haggle = (room, haggle)
-            self._heard_in_chat = 0
-            self.chat.say(room, haggle.opening())
-            self._settle_haggle()
+        if ad.price_cents is None or ad.name != self.wants.name or ad.currency not in (None, self.currency):
+            log.info("buyer %s: passes on %s's ad (no price, another item or currency)", self.client.id, ad.poster)
             return
+        haggle = PlainTextHaggle(self.agent, ad, clock=self.clock, shopper=self.shopper)
+        room = self.chat.open_chat(ad.poster)
+        log.info("buyer %s: haggling in words with %s in %s", self.client.id, ad.poster, room)
+        self._haggle = (room, haggle)
+        self._heard_in_chat = 0
+        self.chat.say(room, haggle.opening())
+        self._settle_haggle()
 
     def _haggle_on(self) -> None:
         assert self.chat is not None and self._haggle is not None

@@ -29,8 +29,7 @@ seller (no signature, no market deal): that is what a plain-text counterpart giv
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -39,6 +38,7 @@ from haggler.agents.decider import BUYER
 from haggler.agents.market import NATURAL_LANGUAGE, MarketBuyer
 from haggler.agents.shopper import ACCEPT, ShopperAgent, ShopperGoal, ShopperOutcome, ShopperTurn
 from haggler.language.merchant_reading import MerchantReading, read_merchant_reply
+from haggler.money import cents_or_none
 from haggler.protocols.market import mandates
 
 __all__ = ["Line", "PlainTextHaggle", "Refusal", "Shopper", "ShopperFactory", "TextAd", "TextDeal"]
@@ -48,37 +48,28 @@ log = logging.getLogger("haggler.market.agent")
 #: What the buyer says when it will not send the turn its decider wrote: no price, no reason.
 WALK_AWAY = "Thanks, but I can't go there. I'll pass on this one."
 
-_SELLING = re.compile(r"\s*selling\s*:\s*(?P<rest>.+)", re.IGNORECASE | re.DOTALL)
-#: Where the item's words end in a classified line: a spaced dash, a comma or bracket, a price word.
-_ITEM_END = re.compile(r"\s[-–—]\s|[,(;.!]|\basking\b|[$€£]|[0-9]+\s?(?:€|eur)", re.IGNORECASE)
-
 
 @dataclass(frozen=True)
 class TextAd:
-    """A plain-text selling ad as the buyer reads it: who posted it, its words, the item as a
-    market item name (``nintendo_switch``) and the asking price, when the line states them."""
+    """A plain-text selling ad as the market read it: who posted it, its words, the item as a market
+    item name (``nintendo_switch``), and the asking price and its currency when the line states them."""
 
     poster: str
     text: str
     name: str | None
     price_cents: int | None
+    currency: str | None
 
     @classmethod
-    def from_line(cls, poster: str, text: str) -> TextAd | None:
-        """Read a ``SELLING:`` line; None for any other text.
-
-        Minimal on purpose: the item is the words before the first dash, comma or price word,
-        the price is what the merchant reader reads in the line. The market's own reader of
-        classified lines (``language/classifieds.py``, landing with the bot's plain-text ads) is
-        to replace this."""
-        match = _SELLING.match(text)
-        if match is None:
-            return None
-        rest = match["rest"]
-        end = _ITEM_END.search(rest)
-        words = re.findall(r"[a-z0-9]+", rest[:end.start() if end else len(rest)].lower())
-        name = "_".join(words) or None
-        return cls(poster, text, name, read_merchant_reply(text, closed=False).price_cents)
+    def from_view(cls, view: Mapping[str, Any]) -> TextAd:
+        """An unsigned ad's public view (``text_listing_matches_wanted``'s ``ad``): the reading the
+        market made of the line with the language layer's classified reader, not one of the
+        buyer's own. A field of the wrong type reads as unstated."""
+        item = view.get("item")
+        name = item.get("name") if isinstance(item, Mapping) else None
+        currency = view.get("currency")
+        return cls(str(view.get("poster", "")), str(view.get("text", "")), name if isinstance(name, str) else None,
+                   cents_or_none(view.get("price")), currency if isinstance(currency, str) else None)
 
 
 @dataclass(frozen=True)
@@ -154,8 +145,9 @@ class PlainTextHaggle:
         self.agent = agent
         self.ad = ad
         self.clock = clock
-        #: The ad states its price in words; the buyer's own turns state its mandate's currency.
-        self.currency = agent.mandate.currency
+        #: The ad's currency when the line states one (a mandate in another allows no price on it),
+        #: else the mandate's: the buyer's own turns state it.
+        self.currency = ad.currency or agent.mandate.currency
         self.transcript: list[Line] = []
         self.shopper = shopper(ShopperGoal(list_price_cents=ad.price_cents, budget_cents=agent.limit_cents,
                                            currency=self.currency), self.transcript)

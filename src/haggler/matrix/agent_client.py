@@ -151,9 +151,9 @@ class MatrixSession:
             self.changed.notify_all()
 
     def _hear(self, batch: SyncBatch) -> None:
-        """Keep the plain text of everyone but the bot and this agent: the market room's
-        classified lines, and what a plain-text counterpart says in a chat. Read as the bot
-        reads it (``wire.read_content``): a market message or an edit is not text."""
+        """Keep the plain text of everyone but the bot and this agent: what a plain-text
+        counterpart says in a chat. Read as the bot reads it (``wire.read_content``): a market
+        message or an edit is not text."""
         with self.changed:
             for event in batch.events:
                 if event.type != "m.room.message" or event.sender in (self.bot, self.user_id):
