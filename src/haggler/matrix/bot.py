@@ -210,6 +210,9 @@ class MarketBot:
             await asyncio.sleep(self.relay_interval)
 
     def _relay_once(self, room: str) -> int:
+        with self.market.db.read() as conn:
+            if not store.inbox_behind(conn, self.user_id):
+                return 0
         with self.market.db.write() as conn:
             return relay.relay(conn, self.user_id, room, self._now())
 

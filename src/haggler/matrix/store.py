@@ -222,9 +222,15 @@ def owes_nothing(conn: Connection, bot: str) -> bool:
         matrix_events.c.bot == bot, matrix_events.c.status == PENDING)).scalar_one()
     unsent = conn.execute(select(func.count()).select_from(matrix_outbox).where(
         matrix_outbox.c.bot == bot, matrix_outbox.c.sent_at.is_(None))).scalar_one()
+    return waiting == 0 and unsent == 0 and not inbox_behind(conn, bot)
+
+
+def inbox_behind(conn: Connection, bot: str) -> bool:
+    """Whether the market inbox holds deliveries the bot has not relayed yet (a read, so that the
+    relay's polling opens a write transaction only when there is something to relay)."""
     relayed = conn.execute(select(matrix_state.c.inbox_seq).where(matrix_state.c.bot == bot)).scalar() or 0
     delivered = conn.execute(select(func.max(market_inbox.c.seq))).scalar() or 0
-    return waiting == 0 and unsent == 0 and relayed >= delivered
+    return delivered > relayed
 
 
 def advance_inbox(conn: Connection, bot: str, seq: int, now: datetime) -> None:
