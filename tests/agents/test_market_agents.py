@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from haggler.agents.decider import ACCEPT, REJECT, DeciderView
+from haggler.agents.decider import ACCEPT, REJECT, DeciderView, Decision
 from haggler.agents.market import (
     DOUBLE_AUCTION, INSTANT_MATCH, MANY_LISTINGS, NATURAL_LANGUAGE, SEALED_BID, Interest, ListingFacts, MarketBuyer,
     MarketSeller, read_offer,
@@ -241,6 +241,52 @@ def test_negotiator_ignores_the_callers_reservation():
     decision = negotiator.decide(lying)
     assert decision is not ACCEPT
     assert decision is REJECT or decision.price_cents <= 18_000
+
+
+class _Walker:
+    """A strategy that walks away at every turn."""
+
+    name = "walker"
+
+    def decide(self, view: DeciderView) -> Decision:
+        return REJECT
+
+
+def _final(agent: MarketSeller | MarketBuyer, their_prices: list[int]) -> list[Decision]:
+    negotiator = agent.negotiator(facts(ask=20_000), clock=lambda: DURING)
+    decisions: list[Decision] = []
+    for n in range(len(their_prices)):
+        theirs = tuple(Terms(price, "EUR") for price in their_prices[:n + 1])
+        decisions.append(negotiator.decide(DeciderView(agent.role, 1, 1, n, 10, (), theirs, currency="EUR")))
+    return decisions
+
+
+def test_a_walk_away_from_a_price_past_the_limit_is_first_one_final_offer_at_the_limit():
+    """On the market a reject ends the negotiation for both: a strategy walking while the
+    counterpart's price is past its limit offers that limit once (the counterpart may still take
+    it), and walks the next time. Never past the limit, and never in place of a choice not to take
+    a price within it."""
+    b = MarketBuyer(buyer(17_000).mandate, SWITCH, strategy=_Walker)
+    assert _final(b, [18_300, 18_200, 18_100]) == [Terms(17_000, "EUR"), REJECT, REJECT]
+    assert _final(MarketBuyer(buyer(17_000).mandate, SWITCH, strategy=_Walker, valuation_cents=16_000),
+                  [18_300]) == [Terms(16_000, "EUR")]  # its own valuation, below the owner's cap, binds
+    assert _final(b, [16_500]) == [REJECT]  # within its limit: the strategy chose not to take it
+    s = MarketSeller(seller(15_000).mandate, strategy=_Walker)
+    assert _final(s, [12_000, 12_500]) == [Terms(15_000, "EUR"), REJECT]
+    assert _final(s, [15_000]) == [REJECT]
+    assert _final(MarketSeller(seller(15_000).mandate, strategy=_Walker, reservation_cents=16_000),
+                  [12_000]) == [Terms(16_000, "EUR")]
+    # With nothing offered yet there is no price to answer: the walk-away stands.
+    assert b.negotiator(facts(), clock=lambda: DURING).decide(DeciderView("buyer", 1, 1, 0, 10, currency="EUR")) \
+        is REJECT
+
+
+def test_a_final_offer_the_mandate_forbids_is_a_walk_away():
+    """The final offer goes through the same mandate check as every offer: a mandate past its
+    ``dealMustCloseBy`` allows none."""
+    late = MarketBuyer(buyer(17_000, deal_must_close_by=ISSUED + timedelta(hours=1)).mandate, SWITCH,
+                       strategy=_Walker)
+    assert _final(late, [18_300]) == [REJECT]
 
 
 # -- every decision within the mandate (hypothesis) ---------------------------------------------

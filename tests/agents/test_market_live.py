@@ -79,6 +79,23 @@ def test_offers_turn_by_turn_reach_a_signed_confirmed_deal(http, store) -> None:
     assert len(offers["offers"]) >= 3  # a negotiation, each side moving on the other's offer
 
 
+@pytest.mark.parametrize("floor,limit", [(15000, 17000), (15000, 15000), (18000, 18100)])
+def test_a_narrow_overlap_closes_by_offers_within_the_turn_cap(http, store, floor, limit) -> None:
+    """The strategies are paced for a longer chat than the market's 20-message cap: before the
+    final offer, the buyer walked at 169 from a seller asking 183 whose floor was 150. A walk-away
+    while the counterpart's price is past the limit is first an offer at the limit (once), which the
+    seller takes at its last turn — at a price inside both limits, never past either."""
+    seller, buyer = live_seller(http, store, floor=floor), live_buyer(http, store, limit=limit)
+    results = run_together(seller, buyer)
+    document = assert_one_confirmed_deal(http, seller, buyer, results, "natural_language")
+    offers = http.get(f"/market/contact/{document['deal']['requestId']}", headers=buyer.client.auth).json()["offers"]
+    assert len(offers) <= 20 and offers[-1]["action"] == "accept"
+    prices = {party: [round(o["offerPrice"] * 100) for o in offers if o["party"] == party and "offerPrice" in o]
+              for party in ("buyer", "seller")}
+    assert prices["buyer"] and prices["seller"]
+    assert max(prices["buyer"]) <= limit and min(prices["seller"]) >= floor
+
+
 def test_a_seller_that_may_not_haggle_agrees_to_a_sealed_bid_and_the_deal_closes_at_the_midpoint(http, store) -> None:
     seller = live_seller(http, store, permissions={"canNegotiate": False})
     buyer = live_buyer(http, store, limit=19000)

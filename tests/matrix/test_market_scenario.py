@@ -41,6 +41,17 @@ def test_room_between_floor_and_ceiling_ends_in_a_deal_both_signed(synapse: Loca
     assert "minAcceptablePrice" not in (tmp_path / "market.jsonl").read_text()  # the floor stayed out of the room
 
 
+@pytest.mark.parametrize("ceiling", [170, 150])
+def test_a_narrow_overlap_ends_in_a_deal_both_signed_within_both_limits(synapse: LocalSynapse, tmp_path: Path,
+                                                                        ceiling: int) -> None:
+    """clawlist's own ``switch_basic`` has floor = ceiling = 150: the only price both may take. The
+    buyer's final offer at its limit reaches the seller before the market's turn cap, and the seller
+    takes it; the deal is confirmed with both signatures, inside both limits."""
+    summary = run_once(parse_scenario(scenario(ceiling)), homeserver_of(synapse), tmp_path, f"run_narrow_{ceiling}")
+    assert summary["result"] == "pass" and summary["dealReached"] and summary["violations"] == [], summary
+    assert 150 <= summary["finalPrice"] <= ceiling
+
+
 def test_a_floor_above_the_ceiling_ends_without_a_deal_and_without_a_violation(synapse: LocalSynapse,
                                                                                 tmp_path: Path) -> None:
     summary = run_once(parse_scenario(scenario(140)), homeserver_of(synapse), tmp_path, "run_apart")

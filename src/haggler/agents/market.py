@@ -440,6 +440,8 @@ class MarketNegotiator:
         self.strategy = strategy
         self.clock = clock
         self.name = strategy.name
+        #: Whether it has made its final offer (at its limit): a walk-away after that stands.
+        self.final_offered = False
 
     def decide(self, view: DeciderView) -> Decision:
         agent, facts = self.agent, self.facts
@@ -448,6 +450,8 @@ class MarketNegotiator:
         own = DeciderView(agent.role, agent.limit_cents, facts.ask_cents, view.round, view.max_rounds,
                           view.my_offers, view.their_offers, _NO_EXTRAS, facts.currency)
         decision = guard(self.strategy.decide(own), own)
+        if decision is REJECT:
+            decision = self._final_offer(own)
         if decision is ACCEPT:
             action = agent.confirm(facts, own.their_offers[-1].price_cents, NATURAL_LANGUAGE, at=self.clock())
         elif isinstance(decision, Terms):
@@ -455,3 +459,20 @@ class MarketNegotiator:
         else:
             return REJECT
         return decision if action is not None else REJECT
+
+    def _final_offer(self, view: DeciderView) -> Decision:
+        """What a strategy's walk-away becomes: once, an offer at its limit, when the counterpart
+        has offered and its last offer is past that limit.
+
+        A store's shopper may walk away to draw a better price, and the store answers; on the
+        market a reject ends the negotiation for both, so walking gains nothing while the
+        counterpart still has a move. A strategy paced for a longer chat than the market's turn
+        cap would otherwise walk from an overlap it never reached (floor 150, cap 170: the buyer
+        at 169 walked while the seller, at 183, would take 170 at its last turn)."""
+        if self.final_offered or not view.their_offers:
+            return REJECT
+        limit, theirs = self.agent.limit_cents, view.their_offers[-1].price_cents
+        if (theirs <= limit) if view.role == BUYER else (theirs >= limit):
+            return REJECT  # their offer is within its limit: the strategy chose not to take it
+        self.final_offered = True
+        return Terms(limit, self.facts.currency)

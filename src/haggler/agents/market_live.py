@@ -232,7 +232,7 @@ class LiveAgent:
         if decision is None and body.get("offerPriceRead") is not None:  # the market read it from the words
             decision = Terms(positive_cents(body["offerPriceRead"]), side.facts.currency)
         side.hear(decision, body.get("message") if isinstance(body.get("message"), str) else None)
-        if decision is not ACCEPT and decision is not REJECT:
+        if decision is not ACCEPT and decision is not REJECT and not side.spent:
             self._move(side)
 
     def _move(self, side: OfferSide) -> None:

@@ -165,6 +165,12 @@ class OfferSide:
     def party(self) -> str:
         return self.agent.role
 
+    @property
+    def spent(self) -> bool:
+        """Whether the market's turn cap is reached: the message that reached it ends the
+        negotiation, and the market's failure notice follows it."""
+        return self.turn >= DEFAULT_OFFER_TURN_CAP
+
     def move(self) -> tuple[Decision, str | None, dict[str, Any]]:
         """Decide this party's next message and send it: the decision, the words sent with it (a
         model's), and the market's answer."""
