@@ -119,6 +119,34 @@ def test_a_message_from_another_matrix_user_than_its_agents_is_refused(store, bo
         impostor.post_listing(SWITCH, ask=18000, floor=15000)
     assert refused.value.status == 403 and refused.value.body["error"] == "matrix_sender_mismatch"
     assert store.http.get("/market/listings").json()["listings"] == []
+    # The seller's owner finds the attempt in its audit log, over HTTP, naming who tried.
+    entries = store.http.get("/market/audit", headers=seller.auth).json()["entries"]
+    assert [(e["event"], e["detail"]["action"], e["detail"]["sender"], e["detail"]["claimed"]) for e in entries] == \
+        [("matrix_sender_mismatch", "listing", impostor.session.user_id, seller.session.user_id)]
+    assert store.http.get("/market/audit", headers=bystander_auth(store)).json()["entries"] == []
+
+
+def test_a_message_carrying_another_matrix_id_is_refused_and_audited(store, bot: BotThread, agents: Agents) -> None:
+    """The ``matrixId`` a message carries is the event's sender, or the message is refused: the
+    impostor is the seller's own agent here (bound to it), claiming to speak as someone else."""
+    seller = seller_on(agents, store)
+    listing = {"type": "listing", "version": "0.1.0", "listingId": "lst_claimed", "timestamp": seller.now(),
+               "seller": {"agentId": seller.id, "matrixId": "@someone_else:localhost"}, "item": SWITCH,
+               "pricing": {"askPrice": 180, "currency": "EUR", "negotiable": True}}
+    with pytest.raises(MarketError) as refused:
+        seller.call("POST", "/market/listings", listing, sign=True)
+    assert refused.value.status == 403 and refused.value.body["error"] == "matrix_sender_mismatch"
+    with bot.database.read() as conn:
+        logged = conn.execute(select(market_audit.c.agent_id, market_audit.c.event, market_audit.c.detail)).all()
+    assert [(agent, event, json.loads(detail)["claimed"]) for agent, event, detail in logged] == \
+        [(seller.id, "matrix_sender_mismatch", "@someone_else:localhost")]
+
+
+def bystander_auth(store) -> dict[str, str]:
+    """The token of a fresh agent registered over HTTP: one who may read only its own audit log."""
+    client = MarketClient(store.http, "bystander_1", clock=store.clock)
+    client.register()
+    return client.auth
 
 
 def test_two_matrix_agents_negotiate_in_a_room_with_the_bot_and_both_sign_the_deal(

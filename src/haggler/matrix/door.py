@@ -36,7 +36,7 @@ from haggler.language.classifieds import read_classified
 from haggler.matrix import store, wire
 from haggler.matrix.store import Incoming
 from haggler.protocols.market import books, deals, identity, listings, requests, text_ads
-from haggler.protocols.market.audit import AuditEvents
+from haggler.protocols.market.audit import MATRIX_SENDER_MISMATCH, AuditEvents
 from haggler.protocols.market.routes import Market
 from haggler.server.errors import status_for
 from haggler.storage.rows import row_by_id
@@ -57,7 +57,14 @@ QUIET_OUTCOMES = ("ignored", "chat", "edit", "redaction", "flood", "duplicate")
 
 
 class SenderMismatch(Forbidden):
-    """The event's sender is not the Matrix user the message's agent is bound to (HTTP 403)."""
+    """The event's sender is not the Matrix user the message's agent is bound to (HTTP 403).
+    ``agent_id``: the agent it named, whose owner the audit entry is for (None for a registration);
+    ``claimed``: the Matrix id the message carried, or the one the agent is bound to."""
+
+    def __init__(self, message: str, *, agent_id: str | None, claimed: str | None) -> None:
+        super().__init__(message)
+        self.agent_id = agent_id
+        self.claimed = claimed
 
     def fields(self) -> dict[str, Any]:
         return {"error": "matrix_sender_mismatch", "reason": self.message}
@@ -132,7 +139,12 @@ class MarketDoor:
                 kind, redact=True)
 
         def act(conn: Connection, audit: AuditEvents) -> tuple[int, dict[str, Any]]:
-            status, data = handler(conn, audit, event, message)
+            try:
+                status, data = handler(conn, audit, event, message)
+            except SenderMismatch as exc:  # an impersonation: its owner most wants to hear of it
+                audit.add(exc.agent_id, MATRIX_SENDER_MISMATCH,
+                          {"action": kind, "sender": event.sender, "claimed": exc.claimed, "eventId": event.event_id})
+                raise
             if not store.finish(conn, event.event_id, str(kind), self.now):
                 raise _AlreadyTaken()
             if _hidden(message) and not event.private:
@@ -172,11 +184,13 @@ class MarketDoor:
             ref = message.get(who)
             claimed = ref.get("matrixId") if isinstance(ref, dict) else None
             if claimed is not None and claimed != event.sender:
-                raise SenderMismatch(f"{who}.matrixId is {claimed!r}, but {event.sender} sent this message")
+                raise SenderMismatch(f"{who}.matrixId is {claimed!r}, but {event.sender} sent this message",
+                                     agent_id=agent_id if isinstance(agent_id, str) else None, claimed=str(claimed))
         agent = identity.find(conn, agent_id) if isinstance(agent_id, str) else None
         if agent is not None and agent.matrix_id != event.sender:
             bound = f"is bound to {agent.matrix_id}" if agent.matrix_id else "has no Matrix id: it acts over HTTP only"
-            raise SenderMismatch(f"agent {agent.id} {bound}, but {event.sender} sent this message")
+            raise SenderMismatch(f"agent {agent.id} {bound}, but {event.sender} sent this message",
+                                 agent_id=agent.id, claimed=agent.matrix_id)
 
     def _party(self, conn: Connection, table: Any, row_id: object, what: str, party: object) -> str | None:
         """The agent id of ``party`` (buyer or seller) of a request or deal, if both exist."""
@@ -194,7 +208,8 @@ class MarketDoor:
                   message: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         body = {key: value for key, value in message.items() if key != "type"}
         if body.setdefault("matrixId", event.sender) != event.sender:
-            raise SenderMismatch(f"matrixId is {body['matrixId']!r}, but {event.sender} sent this registration")
+            raise SenderMismatch(f"matrixId is {body['matrixId']!r}, but {event.sender} sent this registration",
+                                 agent_id=None, claimed=str(body["matrixId"]))
         agent, token = identity.register(conn, body, self.now)
         store.remember_room(conn, self.bot, f"inbox:{agent.id}", event.room_id, self.now)
         return 201, {**agent.view(), "token": token}

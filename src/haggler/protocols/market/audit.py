@@ -22,6 +22,8 @@ from haggler.storage.schema import market_audit
 from haggler.timestamps import utc_z
 
 MANDATE_VIOLATION, SUSPICIOUS_TEXT, BAD_SIGNATURE = "mandate_violation", "suspicious_text", "bad_signature"
+#: A Matrix message naming an agent (or carrying a ``matrixId``) its sender is not bound to.
+MATRIX_SENDER_MISMATCH = "matrix_sender_mismatch"
 
 
 @dataclass

@@ -311,7 +311,7 @@ class MarketInbox(WireModel):
 class MarketAuditEntry(WireModel):
     seq: int
     agentId: str | None
-    event: Literal["mandate_violation", "suspicious_text", "bad_signature"]
+    event: Literal["mandate_violation", "suspicious_text", "bad_signature", "matrix_sender_mismatch"]
     detail: dict[str, Any]
     at: str
 
