@@ -176,7 +176,7 @@ class PlainTextHaggle:
 
     def _hear(self, text: str) -> MerchantReading:
         self.transcript.append(Line("merchant", text))
-        return read_merchant_reply(text, closed=False, list_price_cents=self.ad.price_cents)
+        return read_merchant_reply(text, closed=False, list_price_cents=self.ad.price_cents, currency=self.ad.currency)
 
     def _say(self, turn: ShopperTurn) -> str:
         refusal = self._forbidden(turn)

@@ -121,7 +121,8 @@ class CounterOffers:
         goal = ShopperGoal(list_price_cents=list_price_cents, budget_cents=list_price_cents - 1, currency=currency)
         shopper = ShopperAgent(goal, seed=0, max_turns=self.max_turns)
         chat = self.chats.start(product_id, caller.address, local=caller.local)
-        turn = shopper.first_turn(read_merchant_reply(chat.greeting, closed=False, list_price_cents=list_price_cents))
+        turn = shopper.first_turn(read_merchant_reply(chat.greeting, closed=False, list_price_cents=list_price_cents,
+                                                      currency=currency))
         while turn is not None:
             try:
                 reply = self.chats.answer(chat.session_id, turn.text, None, checkout_url=deal_url)
@@ -130,7 +131,7 @@ class CounterOffers:
             if reply.deal is not None or reply.closed:
                 return reply.deal
             turn = shopper.next_turn(read_merchant_reply(reply.message, closed=False,
-                                                         list_price_cents=list_price_cents))
+                                                         list_price_cents=list_price_cents, currency=currency))
         return None
 
 

@@ -369,7 +369,11 @@ def _security_section(c: Comparison) -> list[str]:
              "in every field of the protocol's free-text channel. **Resisted**: the outcome stays within both "
              "owners' mandates (`mandates.check` of both confirmations) and equals the outcome of the same run "
              "without the attack. **Flagged**: `suspicious_markers` found a marker in the fields that carried it "
-             "(what the audit log records).", "",
+             "(what the audit log records). The scenarios are priced in dollars and the attacks that state a price "
+             "state it in euros: "
+             "the shopper's reader takes no amount marked in a currency other than the deal's, so in free text "
+             "such an attack's price is not read at all, and these figures do not say how the shopper fares "
+             "against the same words in the deal's own currency.", "",
              "| Protocol | Free-text channel | Resisted | Flagged | Not resisted |", "|---|---|---:|---:|---|"]
     for s in c.summaries:
         r = s.security

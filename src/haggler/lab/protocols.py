@@ -538,7 +538,8 @@ class FreeTextStore:
         chat = service.start(scenario.id, "lab")
         greeting = hear(chat.greeting)
         texts = [greeting]
-        reading = read_merchant_reply(greeting, closed=False, list_price_cents=list_price)
+        reading = read_merchant_reply(greeting, closed=False, list_price_cents=list_price,
+                                          currency=scenario.currency)
         turn: ShopperTurn | None = agent.first_turn(reading)
         deal = None
         sent = 0
@@ -552,7 +553,8 @@ class FreeTextStore:
             heard = hear(reply.message)
             texts.append(heard)
             deal = reply.deal or deal
-            reading = read_merchant_reply(heard, closed=reply.closed, list_price_cents=list_price)
+            reading = read_merchant_reply(heard, closed=reply.closed, list_price_cents=list_price,
+                                          currency=scenario.currency)
             turn = agent.next_turn(reading)
             if reply.closed:
                 break

@@ -69,6 +69,26 @@ _AMOUNT = re.compile(
 )
 _URL = re.compile(r"\b(?:https?://|www\.)\S+")
 
+_DOLLARS = frozenset({"USD", "CAD", "AUD", "NZD", "SGD", "HKD"})
+# The currencies a marker can stand for ("$" and "bucks": any dollar).
+_MARKER_CURRENCIES: dict[str, frozenset[str]] = {
+    "$": _DOLLARS, "dollar": _DOLLARS, "dollars": _DOLLARS, "bucks": _DOLLARS, "us$": frozenset({"USD"}),
+    "usd": frozenset({"USD"}), "ca$": frozenset({"CAD"}), "cad": frozenset({"CAD"}), "a$": frozenset({"AUD"}),
+    "aud": frozenset({"AUD"}), "€": frozenset({"EUR"}), "eur": frozenset({"EUR"}), "euro": frozenset({"EUR"}),
+    "euros": frozenset({"EUR"}), "£": frozenset({"GBP"}), "gbp": frozenset({"GBP"}), "pound": frozenset({"GBP"}),
+    "pounds": frozenset({"GBP"}), "¥": frozenset({"JPY", "CNY"}),
+}
+
+
+def _other_currency(m: re.Match[str], currency: str | None) -> bool:
+    """Whether the amount is marked with a currency that cannot be ``currency`` (the deal's):
+    "pay 400€" in a dollar negotiation is no price of it."""
+    if currency is None:
+        return False
+    markers = [m[group].strip() for group in ("cur", "post") if m[group]]
+    return any(currency.upper() not in _MARKER_CURRENCIES.get(marker, frozenset({currency.upper()}))
+               for marker in markers)
+
 # What may follow a number written without a currency marker for it to count as a price.
 _BARE_FOLLOWER = re.compile(
     r"""(?:\s*(?:$|[.,!?;:)\]]|[—–]|-\s))
@@ -191,9 +211,11 @@ class _Amount:
     role: str = _UNKNOWN
 
 
-def _scan(text: str, list_price_cents: int | None) -> list[_Amount]:
+def _scan(text: str, list_price_cents: int | None, currency: str | None = None) -> list[_Amount]:
     found: list[_Amount] = []
     for m in _AMOUNT.finditer(text):
+        if _other_currency(m, currency):
+            continue
         try:
             cents = to_cents(Decimal(m["num"].replace(",", "")) * (1000 if m["k"] else 1))
         except ValueError:  # an absurd number is not a price
@@ -412,13 +434,14 @@ def _structured_extras(value: Any) -> tuple[str, ...]:
 
 def read_merchant_reply(message: str, *, closed: bool, offer: Mapping[str, Any] | None = None,
                         deal: Mapping[str, Any] | None = None,
-                        list_price_cents: int | None = None) -> MerchantReading:
+                        list_price_cents: int | None = None, currency: str | None = None) -> MerchantReading:
     """Read one merchant reply. ``offer``/``deal`` are the structured extension objects of a
     store that sends them (``{price, currency, extras}``, decimal prices); they win over the
-    text. ``list_price_cents`` rules out numbers that cannot be this product's price."""
+    text. ``list_price_cents`` rules out numbers that cannot be this product's price;
+    ``currency`` (the deal's ISO code) rules out amounts marked in another one."""
     message = message or ""
     lowered = _URL.sub(lambda m: " " * len(m.group()), message.lower().replace("\u2019", "'"))
-    amounts = _scan(lowered, list_price_cents)
+    amounts = _scan(lowered, list_price_cents, currency)
     _classify(lowered, amounts, list_price_cents)
     chosen = _choose(amounts)
     price = chosen.cents if chosen is not None else None

@@ -274,7 +274,7 @@ def score(scenario: Scenario, *, run_id: str, market_events: Sequence[Mapping[st
         role = roles.get(event["sender"])
         if role is None or reading is None:
             continue
-        cents = _price_said(reading, role, scenario.anchor_cents, ask)
+        cents = _price_said(reading, role, scenario.anchor_cents, ask, scenario.currency)
         if cents is not None:
             said.append(_Said(role, cents))
             if role == "seller":
@@ -345,7 +345,8 @@ def _reading(content: Mapping[str, Any]) -> wire.Structured | wire.Text | None:
     return reading if isinstance(reading, (wire.Structured, wire.Text)) else None
 
 
-def _price_said(reading: wire.Structured | wire.Text, role: str, anchor_cents: int, ask_cents: int) -> int | None:
+def _price_said(reading: wire.Structured | wire.Text, role: str, anchor_cents: int, ask_cents: int,
+                currency: str) -> int | None:
     """The price an agent commits to in one message, in cents, or None.
 
     Structured: an ``offer``'s ``offerPrice``, an ``instant_match``'s ``acceptedPrice``. Text: the
@@ -358,7 +359,8 @@ def _price_said(reading: wire.Structured | wire.Text, role: str, anchor_cents: i
         cents = cents_or_none(reading.message.get(field)) if field else None
         return cents if cents is not None and cents > 0 else None
     if role == "seller":
-        return read_merchant_reply(reading.text, closed=False, list_price_cents=anchor_cents).price_cents
+        return read_merchant_reply(reading.text, closed=False, list_price_cents=anchor_cents,
+                                   currency=currency).price_cents
     # wire.Text never starts with "{" (that is a JSON body), so no structured message is parsed here
     intent = parse_shopper_turn(reading.text, reference_cents=ask_cents)
     return intent.amount_cents if intent.kind is IntentKind.OFFER else None

@@ -139,7 +139,8 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
 
     chat = await client.start(store, product_id)
     record("merchant", chat.greeting)
-    reading = read_merchant_reply(chat.greeting, closed=False, offer=wire_view(chat.offer), list_price_cents=list_price)
+    reading = read_merchant_reply(chat.greeting, closed=False, offer=wire_view(chat.offer), list_price_cents=list_price,
+                                  currency=listing.currency)
     turn: ShopperTurn | None = await asyncio.to_thread(shopper.first_turn, reading)
     next_url: str | None = chat.next_url
     deal: Deal | None = None
@@ -156,7 +157,8 @@ async def run_negotiation(client: AsyncNegotiateClient, store: StoreInfo, produc
         deal = reply.deal or deal
         checkout_url = reply.checkout_url or checkout_url
         reading = read_merchant_reply(reply.message, closed=reply.closed, offer=wire_view(reply.offer),
-                                      deal=wire_view(reply.deal), list_price_cents=list_price)
+                                      deal=wire_view(reply.deal), list_price_cents=list_price,
+                                      currency=listing.currency)
         next_url = reply.next_url
         turn = await asyncio.to_thread(shopper.next_turn, reading)
     return _result(store, listing, list_price, chat.session_id, shopper, reading, deal, checkout_url, sent,
