@@ -12,6 +12,7 @@ Synapse with the market bot, each in a thread of its own.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -35,6 +36,7 @@ from haggler.protocols.market.client import MarketClient
 from haggler.protocols.market.offline_check import check_deal
 from haggler.storage.schema import market_agents
 from tests.support.clawlist_agent import PRESSURE, ClawlistSeller
+from tests.support.fake_llm import FakeLLM, status
 from tests.support.live_agents import SWITCH, Gullible, run_together, violations
 from tests.support.market_matrix import PASSWORD, Agents, BotThread, unique
 
@@ -178,20 +180,33 @@ def test_a_price_the_mandate_forbids_never_reaches_the_chat_whatever_the_seller_
     assert max(buyer_prices(events, seller)) <= 17000
 
 
-def test_market_agent_command_on_matrix_sells_to_a_live_buyer(synapse: LocalSynapse, make_store, tmp_path) -> None:
-    """The command's own door: its Matrix user's password from the environment, the real clock."""
+@pytest.mark.parametrize("with_model", [False, True], ids=["built-in", "llm"])
+def test_market_agent_command_on_matrix_sells_to_a_live_buyer(synapse: LocalSynapse, make_store, tmp_path,
+                                                              with_model: bool) -> None:
+    """The command's own door: its Matrix user's password from the environment, the real clock.
+    With ``--llm-*`` it asks the model (here one that answers every call with a 400) and trades
+    as the built-in agent whenever the model fails, on Matrix as over HTTP."""
     db_url = f"sqlite:///{tmp_path}/market.db"
     store = make_store(db_url=db_url, clock=lambda: datetime.now(timezone.utc))
-    bot = BotThread(synapse, db_url, store.clock).start()
-    agents = Agents(synapse, bot)
-    try:
+    with contextlib.ExitStack() as stack:
+        bot = BotThread(synapse, db_url, store.clock).start()
+        stack.callback(bot.close)
+        agents = Agents(synapse, bot)
+        stack.callback(agents.close)
+        model: list[str] = []
+        env = {**os.environ, "HAGGLER_MATRIX_PASSWORD": PASSWORD}
+        if with_model:
+            fake = stack.enter_context(FakeLLM())
+            fake.script(*[status(400, "no such model")] * 20)  # a 400 is not retried: each call fails at once
+            model = ["--llm-provider", "anthropic", "--llm-model", "fake-model", "--llm-base-url", fake.base]
+            env["ANTHROPIC_API_KEY"] = "test-key"
         seller = synapse.register(unique("cli-seller"), PASSWORD)
         command = subprocess.Popen(
             [sys.executable, "-m", "haggler", "market", "agent", "--role", "seller", "--item",
              "electronics.gaming_console.nintendo_switch", "--price", "200", "--limit", "150", "--duration", "60",
              "--poll", "0.1", "--json", "--matrix", "--homeserver", synapse.url, "--user", seller.user_id,
-             "--room", bot.room, "--bot", bot.user_id], cwd=tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True, env={**os.environ, "HAGGLER_MATRIX_PASSWORD": PASSWORD})
+             "--room", bot.room, "--bot", bot.user_id, *model], cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env)
         try:
             buyer = matrix_buyer(agents, store, limit=19000)
             result = buyer.run(60.0)
@@ -199,12 +214,11 @@ def test_market_agent_command_on_matrix_sells_to_a_live_buyer(synapse: LocalSyna
         finally:
             command.kill()
         assert command.returncode == 0, err
+        if with_model:
+            assert fake.requests and all(path == "/v1/messages" for path, _ in fake.requests)  # it asked the model
         printed = json.loads(out)
         assert printed["outcome"] == result.outcome == CONFIRMED and printed["deal"]["dealId"] == result.deal["dealId"]
         with bot.database.read() as conn:
             bound = conn.execute(select(market_agents.c.matrix_id)
                                  .where(market_agents.c.id == printed["agentId"])).scalar()
         assert bound == seller.user_id  # it spoke as its own Matrix user
-    finally:
-        agents.close()
-        bot.close()
