@@ -104,7 +104,12 @@ def test_a_price_the_mandate_forbids_is_never_said_whatever_the_seller_says(capl
 
 
 def test_an_ad_in_another_currency_than_the_mandates_gets_no_price() -> None:
-    talk, _, said = haggle(buyer(17000), 20000, 15000, ad=clawlist_ad(20000, currency="USD"))
+    line = "SELLING: nintendo switch — asking $200 (can negotiate). DM me."
+    read = read_classified(line)
+    assert read is not None and read.currency == "USD"
+    ad = TextAd.from_view({"poster": SELLER, "text": line, "item": {"words": read.item, "name": read.name},
+                           "price": to_decimal_number(read.price_cents), "currency": read.currency})
+    talk, _, said = haggle(buyer(17000), 20000, 15000, ad=ad)
     assert said == [WALK_AWAY] and [refusal.constraint for refusal in talk.refused] == ["currency"]
 
 
