@@ -93,7 +93,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from haggler.agents.match_context import UserContext
+from haggler.agents.match_context import UserContext, per_user
 from haggler.agents import match_lexicon
 from haggler.agents.match_text import sentences
 
@@ -951,6 +951,7 @@ _DEPENDANT = re.compile(r"\bmy\s+(?:\w+\s+)?(?:son|daughter|child|children|kids?
                         re.I)
 
 
+@per_user
 def conditions(user: UserContext) -> tuple[Condition, ...]:
     """Every condition ``user`` states, in the order its profile and intents state them."""
     found: list[Condition] = []

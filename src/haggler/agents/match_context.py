@@ -9,16 +9,20 @@ people's agents and a bare ``KeyError`` says nothing about which of them sent wh
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from functools import wraps
+from typing import Any, TypeVar
 
 from haggler.errors import InvalidInput
 
 __all__ = [
     "ROLES", "Assessment", "MatchAction", "MatchContext", "MatchTurn", "Roles", "SeedAssessment",
-    "UserContext", "UserIntent", "parse_context", "parse_seed",
+    "UserContext", "UserIntent", "fingerprint", "parse_context", "parse_seed", "per_user",
 ]
 
 #: agent: gives what the other seeks; patient: receives it; peer: mutual exchange.
@@ -54,6 +58,43 @@ class UserContext:
     #: Free-form profile: name, bio, skills, offers, seeks, role, location, stage, ...
     profile: Mapping[str, Any]
     intents: tuple[UserIntent, ...] = ()
+
+
+def fingerprint(user: UserContext) -> Hashable:
+    """What a user's reading depends on, hashable: its id, profile and intents. The profile is a
+    free-form mapping, so a :class:`UserContext` has no hash of its own; its canonical JSON (C's
+    encoder, keys sorted) stands for it."""
+    return user.user_id, json.dumps(user.profile, sort_keys=True, default=str), user.intents
+
+
+#: How many users' readings :func:`per_user` keeps, per function.
+USER_MEMO_SIZE = 4_096
+
+_R = TypeVar("_R")
+
+
+def per_user(reading: Callable[[UserContext], _R]) -> Callable[[UserContext], _R]:
+    """Memoize ``reading`` (a pure function of one user that returns an immutable value) by the
+    user's :func:`fingerprint`, least recently used first out. A match negotiation reads the same
+    two users on every turn, and the matching service decides every system turn: reading their
+    texts again each time was most of a turn's cost."""
+    memo: OrderedDict[Hashable, _R] = OrderedDict()
+    lock = threading.Lock()
+
+    @wraps(reading)
+    def memoized(user: UserContext) -> _R:
+        key = fingerprint(user)
+        with lock:
+            if key in memo:
+                memo.move_to_end(key)
+                return memo[key]
+        value = reading(user)
+        with lock:
+            memo[key] = value
+            if len(memo) > USER_MEMO_SIZE:
+                memo.popitem(last=False)
+        return value
+    return memoized
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,10 +75,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from haggler.agents.match_context import (
-    ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext,
+    ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext, per_user,
 )
 from haggler.agents import match_lexicon
 from haggler.agents.match_conditions import Conflict, conditions, conflicts
@@ -133,6 +134,7 @@ _BOUNDS = frozenset({"minimum", "maximum", "min", "max", "least", "most", "base"
                      "pay", "price", "hour", "hourly", "week", "month", "year", "annum"})
 
 
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
 def _only_condition(text: str) -> bool:
     """Whether a seek states a condition and nothing else ("minimum £13.50 an hour"): the
     conditions compare it (:mod:`~haggler.agents.match_conditions`); it is no need of its own."""
@@ -140,6 +142,7 @@ def _only_condition(text: str) -> bool:
     return bool(spans) and not concepts(text) - _concepts_of(spans) - _BOUNDS
 
 
+@per_user
 def _needs(user: UserContext) -> tuple[Need, ...]:
     """A user's needs: its profile's seeks and its intents' descriptions, each with some
     substance — "a co-founder" alone asks for nothing anyone can check, and "minimum £13.50 an
@@ -400,23 +403,25 @@ def _met_by_wanting(need: Need, other_needs: Sequence[Need]) -> bool:
     return bool(wanted) and any(wanted & _agentive(_head(m)) for m in other_needs)
 
 
-def _compounds(text: str) -> set[tuple[str, str]]:
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
+def _compounds(text: str) -> frozenset[tuple[str, str]]:
     """(modifier, head) concept pairs of adjacent words that each carry a concept: "drum
     teacher" → (drum, teacher), "motion designer" → (motion, design)."""
-    found = set()
+    found: set[tuple[str, str]] = set()
     for part in re.split(r"[,;/()]|\band\b|\bor\b", text):
         words = [c for w in part.split() for c in [concepts(w)] if c]
         for first, second in zip(words, words[1:]):
             found |= {(m, h) for m in first for h in second if m != h}
-    return found
+    return frozenset(found)
 
 
-def _offered_compounds(user: UserContext) -> set[tuple[str, str]]:
+@per_user
+def _offered_compounds(user: UserContext) -> frozenset[tuple[str, str]]:
     """The compounds of what a user offers and who it is (see :func:`_compounds`)."""
-    return set().union(*(_compounds(t) for t in _texts(user.profile, _DECLARED + _IDENTITY)))
+    return frozenset().union(*(_compounds(t) for t in _texts(user.profile, _DECLARED + _IDENTITY)))
 
 
-def _other_kind(need: Need, theirs: set[tuple[str, str]], about: frozenset[str]) -> bool:
+def _other_kind(need: Need, theirs: frozenset[tuple[str, str]], about: frozenset[str]) -> bool:
     """Whether the other user offers or is another kind of what ``need`` names: the same head
     with another modifier (``theirs``: :func:`_offered_compounds`), and the need's modifier
     nowhere in its profile ("a drum teacher" against a "Violin teacher"; "a motion designer"

@@ -218,6 +218,7 @@ def _concept(word: str) -> str | None:
     return _SYNONYMS.get(stem) or _wordnet_concept(word) or stem
 
 
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
 def concepts(text: str) -> frozenset[str]:
     """The substantive concepts in ``text`` (generic words dropped), WordNet phrases added."""
     words = _tokens(text)
