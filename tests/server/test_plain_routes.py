@@ -1,12 +1,18 @@
-"""negotiate.v1's routes are plain Starlette routes served by the plain-route lane
-(server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
+"""negotiate.v1's routes, and a polling match agent's pickup and respond, are plain Starlette routes
+served by the plain-route lane (server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
 JSON 405, errors come out in the app's shapes, and the OpenAPI document still describes every one
 of them. (Counting by route template: tests/server/test_prometheus_metrics.py.)"""
 
 from __future__ import annotations
 
+from haggler.protocols.matching import views as matching_views
+from haggler.protocols.matching.routes import PREFIX as MATCHING_PREFIX
 from haggler.protocols.negotiate_v1 import views
 from haggler.server.plain_routes import PlainRoute
+
+#: The match turn's two routes: the rest of the matching API is FastAPI's.
+MATCH_TURN = {("post", MATCHING_PREFIX + "/agents/{agent_id}/negotiations/pickup"),
+              ("post", MATCHING_PREFIX + "/agents/{agent_id}/negotiations/{negotiation_id}/respond")}
 
 
 def test_head_is_refused_and_takes_no_turn(store):
@@ -29,7 +35,8 @@ def test_a_wrong_method_is_the_usual_json_405(store):
 def test_the_openapi_document_describes_every_plain_route(store):
     document = store.http.get("/openapi.json").json()
     plain = [route for route in store.app.routes if isinstance(route, PlainRoute)]
-    assert {(next(iter(r.methods)).lower(), r.path) for r in plain} == set(views.openapi_operations())
+    assert MATCH_TURN <= set(matching_views.openapi_operations(MATCHING_PREFIX))
+    assert {(next(iter(r.methods)).lower(), r.path) for r in plain} == set(views.openapi_operations()) | MATCH_TURN
     ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
     assert len(ids) == len(set(ids))
     for route in plain:
@@ -59,3 +66,13 @@ def test_an_unexpected_error_on_a_plain_route_is_the_error_edges_json_500(store,
     monkeypatch.undo()
     assert store.say(started["next"], "hello").status_code == 200  # the same connection goes on
 
+
+
+def test_the_match_turn_routes_answer_a_wrong_method_and_a_bad_key_as_before(store):
+    pickup = "/api/agents/agt_nobody/negotiations/pickup"
+    for response in (store.http.get(pickup), store.http.head(pickup),
+                     store.http.get("/api/agents/agt_nobody/negotiations/neg_x/respond")):
+        assert response.status_code == 405
+    refused = store.http.post(pickup, headers={"Authorization": "Bearer agt_key_not_issued"})
+    assert refused.status_code == 401
+    assert refused.json()["error"] == "unknown key"

@@ -90,3 +90,46 @@ def test_a_row_count_is_the_number_of_rows_changed(db_url):
             assert close.run(conn, {"status": "closed"}) == 0
     finally:
         db.dispose()
+
+
+def test_named_rows_read_like_sqlalchemy_rows(db_url):
+    """``row``/``rows`` give what ``Connection.execute`` gives, by attribute, index and ``_mapping``."""
+    db = open_database(db_url)
+    by_status = Prepared(select(chats.c.id, chats.c.created_at, chats.c.shopper_messages)
+                         .where(chats.c.status == bindparam("status")).order_by(chats.c.id))
+    try:
+        with db.write() as conn:
+            for chat_id in ("a", "b"):
+                Prepared(insert(chats)).run(conn, _chat(chat_id, AT))
+        with db.read() as conn:
+            expected = conn.execute(select(chats.c.id, chats.c.created_at, chats.c.shopper_messages)
+                                    .where(chats.c.status == "open").order_by(chats.c.id)).all()
+            rows = by_status.rows(conn, {"status": "open"})
+            assert [tuple(r) for r in rows] == [tuple(r) for r in expected]
+            first = by_status.row(conn, {"status": "open"})
+            assert first is not None
+            assert (first.id, first.created_at, first[2]) == ("a", AT, 0)
+            assert dict(first._mapping) == dict(expected[0]._mapping)
+            assert by_status.row(conn, {"status": "closed"}) is None
+            assert by_status.rows(conn, {"status": "closed"}) == []
+    finally:
+        db.dispose()
+
+
+def test_literal_values_and_a_parameter_used_twice(db_url):
+    """A literal in ``values()`` (an anonymous parameter, here None) is sent as SQLAlchemy would
+    send it, and one named parameter may appear in several places of the statement."""
+    db = open_database(db_url)
+    close = Prepared(update(chats).where(chats.c.id == bindparam("chat_id"), chats.c.created_at <= bindparam("now"))
+                     .values(status="closed", state=None, closed_at=bindparam("now"), last_activity_at=bindparam("now")))
+    later = AT + timedelta(minutes=5)
+    try:
+        with db.write() as conn:
+            Prepared(insert(chats)).run(conn, _chat("c", AT))
+            assert close.run(conn, {"chat_id": "c", "now": later}) == 1
+            assert close.run(conn, {"chat_id": "c", "now": AT - timedelta(days=1)}) == 0  # created after "now"
+        with db.read() as conn:
+            row = conn.execute(select(chats).where(chats.c.id == "c")).one()
+            assert (row.status, row.state, row.closed_at, row.last_activity_at) == ("closed", None, later, later)
+    finally:
+        db.dispose()

@@ -209,7 +209,8 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits (PostgreSQL's turns run on the event loop: storage/database.py, run_on_loop).
     # First: the lane that serves them is the innermost middleware.
-    install_plain_routes(app, negotiate_v1_routes(service, base_url, client_of, is_local, write_slots=2))
+    install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, write_slots=2),
+                               *matching.plain_routes()])
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),

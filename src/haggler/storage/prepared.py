@@ -12,10 +12,14 @@ under the caller's SQLAlchemy transaction. A driver error is raised as SQLAlchem
 (``storage/outages.py``) see no difference.
 
 Only for statements on the paths measured hot; everything else goes through SQLAlchemy as usual.
+:meth:`Prepared.row` and :meth:`Prepared.rows` give a SELECT's rows as named tuples that read
+like SQLAlchemy's ``Row`` (``row.state``, ``row[0]``, ``row._mapping``), so code written against
+``Connection.execute`` takes them unchanged.
 """
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
@@ -40,6 +44,14 @@ class _Compiled:
     binds: tuple[tuple[str, Processor], ...]
     #: One conversion per result column (None: the driver's value as it is).
     results: tuple[Processor | None, ...]
+    #: The class of a named row: the result columns' keys.
+    row_type: type
+
+
+def _row_type(keys: Sequence[str]) -> type:
+    """A named tuple of ``keys`` with SQLAlchemy ``Row``'s ``_mapping``."""
+    base = namedtuple("PreparedRow", keys, rename=True)  # type: ignore[misc]
+    return type("PreparedRow", (base,), {"__slots__": (), "_mapping": property(lambda self: self._asdict())})
 
 
 class Prepared:
@@ -54,12 +66,15 @@ class Prepared:
         if found is None:
             compiled = self.statement.compile(dialect=dialect)
             assert isinstance(compiled, SQLCompiler)
-            binds = tuple((name, processor) for name, bind in compiled.binds.items()
+            # By the names the parameters take in the SQL (an anonymous one's, as for a literal
+            # None in ``values()``, is resolved: ``compiled.binds`` keys it by its template).
+            binds = tuple((compiled.bind_names[bind], processor) for bind in compiled.binds.values()
                           if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None)
             columns = getattr(self.statement, "selected_columns", ())
             results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns)
             order = tuple(compiled.positiontup) if compiled.positional and compiled.positiontup else None
-            found = _Compiled(compiled, compiled.string, order, binds, results)
+            found = _Compiled(compiled, compiled.string, order, binds, results,
+                              _row_type([column.key for column in columns]))
             self._compiled[type(dialect)] = found
         return found
 
@@ -94,7 +109,26 @@ class Prepared:
             cursor.close()
         if row is None:
             return None
-        return tuple(value if convert is None else convert(value) for convert, value in zip(prepared.results, row))
+        return _converted(prepared.results, row)
+
+    def row(self, conn: Connection, params: Mapping[str, Any]) -> Any:
+        """The first row of a SELECT as a named row (see the module's docstring), or None."""
+        cursor, prepared = self._execute(conn, params)
+        try:
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+        return None if row is None else prepared.row_type._make(_converted(prepared.results, row))
+
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
+        """Every row of a SELECT, as named rows."""
+        cursor, prepared = self._execute(conn, params)
+        try:
+            found = cursor.fetchall()
+        finally:
+            cursor.close()
+        make, results = prepared.row_type._make, prepared.results
+        return [make(_converted(results, row)) for row in found]
 
     def run(self, conn: Connection, params: Mapping[str, Any]) -> int:
         """Run a statement that returns no rows; the number of rows it changed."""
@@ -103,6 +137,10 @@ class Prepared:
             return int(cursor.rowcount)
         finally:
             cursor.close()
+
+
+def _converted(results: Sequence[Processor | None], row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(value if convert is None else convert(value) for convert, value in zip(results, row))
 
 
 @lru_cache(maxsize=32)

@@ -3,18 +3,27 @@ naming what was asked for (``unknown user: usr_…``), optionally locked for a c
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Table, select
+from sqlalchemy import Connection, Table, bindparam, select
 
 from haggler.errors import NotFound
+from haggler.storage.prepared import Prepared
+
+
+@lru_cache(maxsize=128)
+def _by_id(table: Table, lock: bool) -> Prepared:
+    """The statement, compiled once per table: every protocol's turn reads rows by id, and
+    building the SELECT again each time cost more than running it."""
+    query = select(table).where(table.c.id == bindparam("row_id"))
+    return Prepared(query.with_for_update() if lock else query)
 
 
 def row_by_id(conn: Connection, table: Table, row_id: str, what: str, *, lock: bool = False) -> Any:
     """The row of ``table`` whose ``id`` is ``row_id``; ``lock`` takes it ``FOR UPDATE``
     (PostgreSQL; SQLite's write transactions are already exclusive)."""
-    query = select(table).where(table.c.id == row_id)
-    row = conn.execute(query.with_for_update() if lock else query).first()
+    row = _by_id(table, lock).row(conn, {"row_id": row_id})
     if row is None:
         raise NotFound(f"unknown {what}: {row_id}")
     return row

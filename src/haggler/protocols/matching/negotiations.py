@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, insert, or_, select, union, update
+from functools import lru_cache
+
+from sqlalchemy import Connection, bindparam, insert, or_, select, union, update
 
 from haggler.agents.match_context import (
     Assessment,
@@ -46,6 +48,7 @@ from haggler.protocols.matching import turns, v2
 from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.database import lock_key
+from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
 
@@ -122,15 +125,31 @@ def task_row(conn: Connection, task_id: str, *, lock: bool = False) -> Any:
     return row_by_id(conn, a2a_tasks, task_id, "negotiation", lock=lock)
 
 
+# The statements of a turn (pickup, respond, the system's turns, the view that answers) are compiled
+# once and run on the driver (storage/prepared.py): built and run through SQLAlchemy on every call,
+# they were most of a turn's server CPU.
+_TURNS = Prepared(select(a2a_messages).where(a2a_messages.c.task_id == bindparam("task_id"))
+                  .order_by(a2a_messages.c.seq))
+_ARTIFACT = Prepared(select(a2a_artifacts.c.id, a2a_artifacts.c.data)
+                     .where(a2a_artifacts.c.task_id == bindparam("task_id")))
+_SEED = Prepared(select(opportunities.c.seed, opportunities.c.discovery_query)
+                 .where(opportunities.c.id == bindparam("opportunity_id")))
+_INSERT_MESSAGE = Prepared(insert(a2a_messages))
+_INSERT_ARTIFACT = Prepared(insert(a2a_artifacts))
+_SET_STATUS = Prepared(update(opportunities).where(opportunities.c.id == bindparam("opportunity_id"))
+                       .values(status=bindparam("status"), updated_at=bindparam("now"),
+                               agreed_roles=bindparam("agreed_roles")))
+
+
 def stored_turns(conn: Connection, task_id: str) -> list[StoredTurn]:
-    rows = conn.execute(select(a2a_messages).where(a2a_messages.c.task_id == task_id).order_by(a2a_messages.c.seq))
+    rows = _TURNS.rows(conn, {"task_id": task_id})
     return [StoredTurn(row.seq, turns.turn_from_json(row.sender, json.loads(row.data)), row.taken_by,
                        row.agent_id, row.created_at, row.id) for row in rows]
 
 
 def artifact_of(conn: Connection, task_id: str) -> tuple[str, dict[str, Any]] | None:
     """The outcome artifact's id and data, once the negotiation has ended."""
-    row = conn.execute(select(a2a_artifacts.c.id, a2a_artifacts.c.data).where(a2a_artifacts.c.task_id == task_id)).first()
+    row = _ARTIFACT.row(conn, {"task_id": task_id})
     return None if row is None else (row.id, json.loads(row.data))
 
 
@@ -166,8 +185,9 @@ class _Parties:
     def load(cls, conn: Connection, task: Any) -> "_Parties":
         users = {user_id: user_context(user_row(conn, user_id))
                  for user_id in (task.source_user_id, task.candidate_user_id)}
-        opportunity = conn.execute(select(opportunities.c.seed, opportunities.c.discovery_query)
-                                   .where(opportunities.c.id == task.opportunity_id)).one()
+        opportunity = _SEED.row(conn, {"opportunity_id": task.opportunity_id})
+        if opportunity is None:
+            raise NotFound(f"unknown opportunity: {task.opportunity_id}")
         seed_json = json.loads(opportunity.seed)
         return cls(users, seed_json, parse_seed(seed_json), opportunity.discovery_query)
 
@@ -291,9 +311,9 @@ def _record(conn: Connection, task: Any, negotiation: Negotiation, history: list
     # A pause is no engine turn: its time is its own, never before the last message's.
     at = max([now, *(t.at for t in history[-1:])]) if turns.is_pause(turn) else negotiation.turns[-1].at
     message_id = "msg_" + secrets.token_urlsafe(12)
-    conn.execute(insert(a2a_messages).values(task_id=task.id, seq=number, id=message_id, sender=turn.speaker,
-                                             taken_by=taken_by, agent_id=agent_id,
-                                             data=json.dumps(turn.to_json()), created_at=at))
+    _INSERT_MESSAGE.run(conn, {"task_id": task.id, "seq": number, "id": message_id, "sender": turn.speaker,
+                               "taken_by": taken_by, "agent_id": agent_id, "data": json.dumps(turn.to_json()),
+                               "created_at": at})
     return StoredTurn(number, turn, taken_by, agent_id, at, message_id)
 
 
@@ -340,16 +360,15 @@ def _finalize(conn: Connection, task: Any, history: list[StoredTurn], negotiatio
     personal-vs-personal one, or v2's wall clock) or v2's screen (``screened_out``)."""
     kind = negotiation.outcome.kind if negotiation is not None and negotiation.outcome else None
     outcome = compute_outcome(task, history, kind, reason=reason)
-    conn.execute(insert(a2a_artifacts).values(id="art_" + secrets.token_urlsafe(12), task_id=task.id,
-                                              name=OUTCOME_ARTIFACT, data=json.dumps(outcome), created_at=now))
+    _INSERT_ARTIFACT.run(conn, {"id": "art_" + secrets.token_urlsafe(12), "task_id": task.id,
+                                "name": OUTCOME_ARTIFACT, "data": json.dumps(outcome), "created_at": now})
     _set(conn, task.id, now, state=COMPLETED, waiting_user_id=None, claimed_by=None, claim_deadline=None,
          park_deadline=None, turn_context=None, answer_deadline=None)
     # accept → pending; reject, withdraw, decline and a screen's pass → rejected; cap, timeout → stalled.
     status = ("pending" if outcome["hasOpportunity"]
               else "stalled" if outcome.get("reason") in (TURN_CAP, TIMEOUT) else "rejected")
-    conn.execute(update(opportunities).where(opportunities.c.id == task.opportunity_id).values(
-        status=status, updated_at=now,
-        agreed_roles=json.dumps(outcome["agreedRoles"]) if outcome["hasOpportunity"] else None))
+    _SET_STATUS.run(conn, {"opportunity_id": task.opportunity_id, "status": status, "now": now,
+                           "agreed_roles": json.dumps(outcome["agreedRoles"]) if outcome["hasOpportunity"] else None})
 
 
 def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | None, *,
@@ -382,7 +401,14 @@ def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | No
 
 
 def _set(conn: Connection, task_id: str, now: datetime, **values: Any) -> None:
-    conn.execute(update(a2a_tasks).where(a2a_tasks.c.id == task_id).values(updated_at=now, **values))
+    _setter(tuple(sorted(values))).run(conn, {**values, "task_id": task_id, "updated_at": now})
+
+
+@lru_cache(maxsize=64)
+def _setter(columns: tuple[str, ...]) -> Prepared:
+    """The UPDATE of a task's ``columns`` and ``updated_at``, compiled once per set of columns."""
+    return Prepared(update(a2a_tasks).where(a2a_tasks.c.id == bindparam("task_id"))
+                    .values({name: bindparam(name) for name in (*columns, "updated_at")}))
 
 
 # -- deadlines ------------------------------------------------------------------------------------
@@ -426,6 +452,14 @@ def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, li
     those that could put a turn in that user's queue or take one out of it — turns parked for the
     user, and starts not yet run that involve the user. Each part is a search of one index (a
     union rather than one OR), so completed negotiations piling up cost the sweep nothing."""
+    if user_id is None:
+        return list(conn.execute(_due(None, now, limit)).scalars())
+    return [row.id for row in _DUE_FOR_USER.rows(conn, {"user_id": user_id, "now": now, "limit": limit})]
+
+
+def _due(user_id: Any | None, now: Any, limit: Any) -> Any:
+    """The query of :func:`due_tasks` (``user_id`` None: every user's); ``now`` and ``limit`` are
+    values or bound parameters."""
     tasks = a2a_tasks.c
     parts = [select(tasks.id, tasks.created_at).where(tasks.state == SUBMITTED)]
     if user_id is None:
@@ -437,12 +471,17 @@ def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, li
     else:
         parts[0] = parts[0].where(or_(tasks.source_user_id == user_id, tasks.candidate_user_id == user_id))
         parts.append(select(tasks.id, tasks.created_at).where(
-            tasks.waiting_user_id == user_id, tasks.state.in_((WAITING, CLAIMED, INPUT_REQUIRED)),
+            tasks.waiting_user_id == user_id,
+            # = in turn, not IN: a prepared statement takes no list (storage/prepared.py).
+            or_(tasks.state == WAITING, tasks.state == CLAIMED, tasks.state == INPUT_REQUIRED),
             or_(tasks.expires_at <= now, (tasks.state == CLAIMED) & (tasks.claim_deadline <= now),
                 (tasks.state == WAITING) & (tasks.park_deadline <= now),
                 (tasks.state == INPUT_REQUIRED) & (tasks.answer_deadline <= now))))
     due = union(*parts).subquery()
-    return list(conn.execute(select(due.c.id).order_by(due.c.created_at, due.c.id).limit(limit)).scalars())
+    return select(due.c.id).order_by(due.c.created_at, due.c.id).limit(limit)
+
+
+_DUE_FOR_USER = Prepared(_due(bindparam("user_id"), bindparam("now"), bindparam("limit")))
 
 
 # -- polling --------------------------------------------------------------------------------------
@@ -454,27 +493,48 @@ def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: dateti
     One agent's pickups are serialized (the CAS only keeps two agents apart): otherwise two
     pickups of one agent at once both find no claim held and, on PostgreSQL, claim two turns."""
     lock_key(conn, f"match-pickup:{agent.id}")
-    held = conn.execute(select(a2a_tasks.c.id).where(
-        a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == agent.id, a2a_tasks.c.claim_deadline > now)
-        .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(1)).scalar()
+    held = _HELD.row(conn, {"agent_id": agent.id, "now": now})
     if held is not None:
-        return claim_view(task_row(conn, held))
+        return claim_view(task_row(conn, held.id))
     lost: list[str] = []
     while True:
         # The oldest turn still waiting. An UPDATE that lost waited for the winner's commit, so
         # the next SELECT sees that turn claimed; ``lost`` only guards against looping on it.
-        task_id = conn.execute(select(a2a_tasks.c.id).where(
-            a2a_tasks.c.waiting_user_id == agent.user_id, a2a_tasks.c.state == WAITING, a2a_tasks.c.id.not_in(lost))
-            .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id).limit(1)).scalar()
+        if lost:
+            task_id = conn.execute(_waiting(agent.user_id).where(a2a_tasks.c.id.not_in(lost))).scalar()
+        else:
+            row = _WAITING.row(conn, {"user_id": agent.user_id})
+            task_id = None if row is None else row.id
         if task_id is None:
             return None
-        won = conn.execute(update(a2a_tasks).where(
-            a2a_tasks.c.id == task_id, a2a_tasks.c.state == WAITING, a2a_tasks.c.waiting_user_id == agent.user_id)
-            .values(state=CLAIMED, claimed_by=agent.id, updated_at=now,
-                    claim_deadline=now + timedelta(seconds=settings.claim_timeout_seconds))).rowcount
+        won = _CLAIM.run(conn, {"task_id": task_id, "user_id": agent.user_id, "agent_id": agent.id, "now": now,
+                                "deadline": now + timedelta(seconds=settings.claim_timeout_seconds)})
         if won:
             return claim_view(task_row(conn, task_id))
         lost.append(task_id)  # another agent of this user claimed it first: try the next one
+
+
+def _waiting(user_id: Any) -> Any:
+    """The oldest turn waiting for ``user_id``."""
+    return (select(a2a_tasks.c.id).where(a2a_tasks.c.waiting_user_id == user_id, a2a_tasks.c.state == WAITING)
+            .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id).limit(1))
+
+
+_WAITING = Prepared(_waiting(bindparam("user_id")))
+_HELD = Prepared(select(a2a_tasks.c.id).where(
+    a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == bindparam("agent_id"),
+    a2a_tasks.c.claim_deadline > bindparam("now")).order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(1))
+_CLAIM = Prepared(update(a2a_tasks).where(
+    a2a_tasks.c.id == bindparam("task_id"), a2a_tasks.c.state == WAITING,
+    a2a_tasks.c.waiting_user_id == bindparam("user_id"))
+    .values(state=CLAIMED, claimed_by=bindparam("agent_id"), updated_at=bindparam("now"),
+            claim_deadline=bindparam("deadline")))
+#: respond's compare-and-swap: the caller's unexpired claim → working.
+_TAKE = Prepared(update(a2a_tasks).where(
+    a2a_tasks.c.id == bindparam("task_id"), a2a_tasks.c.state == CLAIMED,
+    a2a_tasks.c.claimed_by == bindparam("agent_id"), a2a_tasks.c.claim_deadline > bindparam("now")).values(
+    state=WORKING, claimed_by=None, claim_deadline=None, waiting_user_id=None, park_deadline=None,
+    turn_context=None, updated_at=bindparam("now")))
 
 
 def claim_view(task: Any) -> dict[str, Any]:
@@ -496,11 +556,7 @@ def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], se
         raise Conflict(_not_yours(task))
     if task.expires_at is not None and task.expires_at <= now:
         raise Conflict("the negotiation timed out; it takes no more turns")
-    won = conn.execute(update(a2a_tasks).where(
-        a2a_tasks.c.id == task_id, a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == agent.id,
-        a2a_tasks.c.claim_deadline > now).values(
-        state=WORKING, claimed_by=None, claim_deadline=None, waiting_user_id=None, park_deadline=None,
-        turn_context=None, updated_at=now)).rowcount
+    won = _TAKE.run(conn, {"task_id": task_id, "agent_id": agent.id, "now": now})
     if not won:
         raise Conflict("your claim on this turn expired; pick the turn up again")
     history = stored_turns(conn, task_id)

@@ -14,7 +14,7 @@ import secrets
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from haggler.agents.match_context import ROLES
 from haggler.agents.match_evaluator import DEFAULT_THRESHOLD, discover
@@ -23,6 +23,7 @@ from haggler.protocols.fields import integer, json_object, only, text
 from haggler.protocols.matching import a2a, negotiations, v2
 from haggler.protocols.matching.participants import Principal, has_personal_agent, user_context, user_row
 from haggler.protocols.matching.settings import MatchingSettings
+from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import a2a_conversations, match_users, opportunities
 
@@ -171,6 +172,11 @@ def answer(conn: Connection, caller: Principal, opportunity_id: str, accept: boo
     return view(_row(conn, opportunity_id))
 
 
+#: The view answers every respond: compiled once (storage/prepared.py).
+_PARTICIPANTS = Prepared(select(a2a_conversations.c.participants)
+                         .where(a2a_conversations.c.id == bindparam("conversation_id")))
+
+
 def negotiation_view(conn: Connection, caller: Principal, task_id: str) -> dict[str, Any]:
     """The negotiation: conversation, A2A task, turns, outcome artifact and trace."""
     task = negotiations.task_row(conn, task_id)
@@ -178,8 +184,7 @@ def negotiation_view(conn: Connection, caller: Principal, task_id: str) -> dict[
     viewer = None if caller.is_operator else caller.user_id
     history = negotiations.visible_history(task, negotiations.stored_turns(conn, task_id), viewer)
     artifact = negotiations.artifact_of(conn, task_id)
-    participants = json.loads(conn.execute(select(a2a_conversations.c.participants)
-                                           .where(a2a_conversations.c.id == task.conversation_id)).scalar_one())
+    participants = json.loads(_PARTICIPANTS.row(conn, {"conversation_id": task.conversation_id}).participants)
     view = {
         "id": task.id, "opportunityId": task.opportunity_id, "protocolVersion": task.protocol_version,
         "state": task.state, "maxTurns": task.max_turns,

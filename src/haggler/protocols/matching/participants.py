@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Table, insert, select
+from sqlalchemy import Connection, Table, bindparam, insert, select
 
 from haggler.agents.match_context import UserContext, UserIntent
 from haggler.errors import Forbidden, InvalidInput, Unauthorized
 from haggler.protocols.fields import bearer_credential, json_object, one_of, only, text
+from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import match_agents, match_users
 from haggler.trust.hashing import is_secret, secret_hash
@@ -53,14 +54,18 @@ class Principal:
 OPERATOR = Principal("operator")
 
 
+#: Every agent request looks its key up: compiled once (storage/prepared.py).
+_AGENT_BY_KEY = Prepared(select(match_agents.c.id, match_agents.c.user_id)
+                         .where(match_agents.c.key_hash == bindparam("key_hash")))
+
+
 def authenticate(conn: Connection, authorization: str | None, operator_token: str | None) -> Principal:
     """The principal an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
     credential = bearer_credential(authorization, "your key")
     if is_secret(credential, operator_token):
         return OPERATOR
     if credential.startswith(AGENT_KEY_PREFIX):
-        row = conn.execute(select(match_agents.c.id, match_agents.c.user_id)
-                           .where(match_agents.c.key_hash == secret_hash(credential))).first()
+        row = _AGENT_BY_KEY.row(conn, {"key_hash": secret_hash(credential)})
         if row is not None:
             return Principal("agent", user_id=row.user_id, agent_id=row.id)
     elif credential.startswith(USER_KEY_PREFIX):

@@ -26,6 +26,7 @@ from haggler.protocols.matching.participants import Principal
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.json_body import BodyWording, parse_json_body
 from haggler.server.limits import Limits
+from haggler.server.plain_routes import PlainRoute
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
 
@@ -37,6 +38,13 @@ PATH_PREFIXES = tuple(PREFIX + part for part in ("/users", "/agents", "/opportun
 #: How the matching API words a refused body (the request edge uses it for bodies over the size cap).
 BODY_WORDING = BodyWording()
 WAITING_FILTER = negotiations.WAITING
+#: Who sent a request, told inside an operation's own transaction (:meth:`Matching.identify`).
+Identify = Callable[[Connection], Principal]
+
+
+def _principal(caller: Principal | Identify, conn: Connection) -> Principal:
+    """The caller, already known (an MCP tool's) or told in ``conn`` (a route's request)."""
+    return caller if isinstance(caller, Principal) else caller(conn)
 
 
 class Matching:
@@ -95,33 +103,47 @@ class Matching:
     # -- operations, shared by the routes and the MCP tools ------------------------------------------
 
     def caller(self, request: HTTPConnection | None) -> Principal:
-        """Who sent ``request`` (None: a call with no HTTP request, which carries no key). A wrong
-        key or operator token counts toward the store's wrong-token limit (429 past it); the right
-        one is always let through (``server/limits.py``)."""
+        """Who sent ``request`` (None: a call with no HTTP request, which carries no key)."""
+        with self.db.read() as conn:
+            return self.identify(request)(conn)
+
+    def identify(self, request: HTTPConnection | None) -> Identify:
+        """How to tell who sent ``request`` inside a transaction the operation opens anyway (a
+        polling agent's turn reads its key, its agent and its deadlines in one). A wrong key or
+        operator token counts toward the store's wrong-token limit (429 past it); the right one is
+        always let through (``server/limits.py``)."""
         authorization = request.headers.get("authorization") if request is not None else None
 
-        def authenticate() -> Principal:
-            with self.db.read() as conn:
+        def within(conn: Connection) -> Principal:
+            def authenticate() -> Principal:
                 return participants.authenticate(conn, authorization, self.settings.operator_token)
-        if request is None or self.limits is None:
-            return authenticate()
-        return self.limits.authenticated(request, authorization, authenticate)
+            if request is None or self.limits is None:
+                return authenticate()
+            return self.limits.authenticated(request, authorization, authenticate)
+        return within
 
-    def pickup(self, caller: Principal, agent_id: str) -> dict[str, Any] | None:
+    def pickup(self, caller: Principal | Identify, agent_id: str) -> dict[str, Any] | None:
+        """The agent's next parked turn, claimed (None: nothing waits). One read finds the caller,
+        its agent and the deadlines due for its user; those are applied; one write claims."""
+        now = self.clock()
         with self.db.read() as conn:
-            agent = participants.calling_agent(conn, caller, agent_id)
-        self.enforce_for_user(agent.user_id)
+            agent = participants.calling_agent(conn, _principal(caller, conn), agent_id)
+            due = negotiations.due_tasks(conn, now, user_id=agent.user_id)
+        self._enforce_all(due, now)
         with self.db.write() as conn:
             return negotiations.pickup(conn, agent, self.settings, self.clock())
 
-    def respond(self, caller: Principal, agent_id: str, negotiation_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    def respond(self, caller: Principal | Identify, agent_id: str, negotiation_id: str,
+                body: dict[str, Any]) -> dict[str, Any]:
+        """Take the agent's claimed turn; the negotiation's view after it (and the system's turns)."""
         with self.db.read() as conn:
-            agent = participants.calling_agent(conn, caller, agent_id)
+            principal = _principal(caller, conn)
+            agent = participants.calling_agent(conn, principal, agent_id)
             task = negotiations.task_row(conn, negotiation_id)  # 404 before anything else
         self._enforce_if_due(task)
         with self.db.write() as conn:
             negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
-            return opportunities.negotiation_view(conn, caller, negotiation_id)
+            return opportunities.negotiation_view(conn, principal, negotiation_id)
 
     def answer(self, caller: Principal, negotiation_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """A user's answer to its side's ask_user (Negotiations v2); the negotiation's view."""
@@ -272,20 +294,6 @@ class Matching:
         get("/negotiations/{negotiation_id}", lambda caller, _, negotiation_id: self.negotiation(caller, negotiation_id))
         get("/agents/{agent_id}/negotiations", list_view)
 
-        async def pickup(request: Request, agent_id: str) -> Response:
-            def handle() -> Response:
-                claim = self.pickup(self.caller(request), agent_id)
-                return Response(status_code=204) if claim is None else JSON(claim)
-            return await run_in_threadpool(handle)
-
-        async def respond(request: Request, agent_id: str, negotiation_id: str) -> JSON:
-            raw = await request.body()
-
-            def handle() -> JSON:
-                caller = self.caller(request)
-                return JSON(self.respond(caller, agent_id, negotiation_id, parse_json_body(raw, BODY_WORDING)))
-            return await run_in_threadpool(handle)
-
         async def answer(request: Request, negotiation_id: str) -> JSON:
             raw = await request.body()
 
@@ -295,9 +303,33 @@ class Matching:
             return await run_in_threadpool(handle)
 
         router.add_api_route("/negotiations/{negotiation_id}/answer", answer, methods=["POST"])
-        router.add_api_route("/agents/{agent_id}/negotiations/pickup", pickup, methods=["POST"])
-        router.add_api_route("/agents/{agent_id}/negotiations/{negotiation_id}/respond", respond, methods=["POST"])
         return router
+
+    def plain_routes(self) -> list[PlainRoute]:
+        """A polling agent's turn — pickup, then respond — as plain routes (``server/plain_routes.py``):
+        they read their requests themselves, so FastAPI's routing and parameter solving, a good
+        part of a turn's server CPU, are skipped. :func:`views.openapi_operations` documents them."""
+        agent = PREFIX + "/agents/{agent_id}/negotiations"
+
+        async def pickup(request: Request) -> Response:
+            agent_id = request.path_params["agent_id"]
+
+            def handle() -> Response:
+                claim = self.pickup(self.identify(request), agent_id)
+                return Response(status_code=204) if claim is None else JSON(claim)
+            return await run_in_threadpool(handle)
+
+        async def respond(request: Request) -> Response:
+            agent_id, negotiation_id = request.path_params["agent_id"], request.path_params["negotiation_id"]
+            raw = await request.body()
+
+            def handle() -> Response:
+                return JSON(self.respond(self.identify(request), agent_id, negotiation_id,
+                                         parse_json_body(raw, BODY_WORDING)))
+            return await run_in_threadpool(handle)
+
+        return [PlainRoute("POST", f"{agent}/pickup", pickup),
+                PlainRoute("POST", agent + "/{negotiation_id}/respond", respond)]
 
     def _caller_of(self, request: Request, *, operator: bool) -> Principal:
         """The caller; on an operator-only route, refused (403) up front when the server has no
