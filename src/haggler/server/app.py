@@ -68,6 +68,7 @@ from haggler.server.limits import Limits
 from haggler.server.metrics import METRICS_PATH, Metrics
 from haggler.server.openapi import Operation, install_openapi
 from haggler.server.plain_routes import install_plain_routes
+from haggler.server.write_lane import WriteLane
 from haggler.server.request_log import RequestLog
 from haggler.server.responses import JSON
 from haggler.storage.database import Database, open_database
@@ -209,8 +210,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # SQLite takes one writer at a time: two slots keep one thread ready while another
     # commits (PostgreSQL's turns run on the event loop: storage/database.py, run_on_loop).
     # First: the lane that serves them is the innermost middleware.
-    install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, write_slots=2),
-                               *matching.plain_routes()])
+    writes = WriteLane(db, slots=2)
+    install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, writes),
+                               *matching.plain_routes(writes)])
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),

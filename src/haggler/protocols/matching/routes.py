@@ -27,6 +27,7 @@ from haggler.protocols.matching.settings import MatchingSettings
 from haggler.server.json_body import BodyWording, parse_json_body
 from haggler.server.limits import Limits
 from haggler.server.plain_routes import PlainRoute
+from haggler.server.write_lane import WriteLane
 from haggler.server.responses import JSON
 from haggler.storage.database import Database
 
@@ -305,28 +306,29 @@ class Matching:
         router.add_api_route("/negotiations/{negotiation_id}/answer", answer, methods=["POST"])
         return router
 
-    def plain_routes(self) -> list[PlainRoute]:
+    def plain_routes(self, in_writer: WriteLane) -> list[PlainRoute]:
         """A polling agent's turn — pickup, then respond — as plain routes (``server/plain_routes.py``):
         they read their requests themselves, so FastAPI's routing and parameter solving, a good
-        part of a turn's server CPU, are skipped. :func:`views.openapi_operations` documents them."""
+        part of a turn's server CPU, are skipped, and they run in ``in_writer``
+        (``server/write_lane.py``): on the event loop unless the database is busy. Both may run
+        again from the start in a thread: what they do before their write (a read, deadlines
+        applied) comes out the same. :func:`views.openapi_operations` documents them."""
         agent = PREFIX + "/agents/{agent_id}/negotiations"
 
-        async def pickup(request: Request) -> Response:
-            agent_id = request.path_params["agent_id"]
+        def claim(request: Request, agent_id: str) -> Response:
+            found = self.pickup(self.identify(request), agent_id)
+            return Response(status_code=204) if found is None else JSON(found)
 
-            def handle() -> Response:
-                claim = self.pickup(self.identify(request), agent_id)
-                return Response(status_code=204) if claim is None else JSON(claim)
-            return await run_in_threadpool(handle)
+        def take(request: Request, agent_id: str, negotiation_id: str, body: dict[str, Any]) -> Response:
+            return JSON(self.respond(self.identify(request), agent_id, negotiation_id, body))
+
+        async def pickup(request: Request) -> Response:
+            return await in_writer(claim, request, request.path_params["agent_id"])
 
         async def respond(request: Request) -> Response:
-            agent_id, negotiation_id = request.path_params["agent_id"], request.path_params["negotiation_id"]
-            raw = await request.body()
-
-            def handle() -> Response:
-                return JSON(self.respond(self.identify(request), agent_id, negotiation_id,
-                                         parse_json_body(raw, BODY_WORDING)))
-            return await run_in_threadpool(handle)
+            body = parse_json_body(await request.body(), BODY_WORDING)
+            return await in_writer(take, request, request.path_params["agent_id"],
+                                   request.path_params["negotiation_id"], body)
 
         return [PlainRoute("POST", f"{agent}/pickup", pickup),
                 PlainRoute("POST", agent + "/{negotiation_id}/respond", respond)]

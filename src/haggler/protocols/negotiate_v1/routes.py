@@ -17,7 +17,7 @@ from haggler.protocols.negotiate_v1.service import ChatService, Plan
 from haggler.server.json_body import BodyWording, read_json_body
 from haggler.server.plain_routes import PlainRoute
 from haggler.server.responses import JSON, dump_json
-from haggler.storage.database import WouldBlock
+from haggler.server.write_lane import WriteLane
 
 _SESSION_ID = PRODUCT_ID_PATTERN  # tokens are URL-safe base64: the same alphabet
 #: How the store words a refused body (the request edge uses it for bodies over the size cap).
@@ -25,37 +25,15 @@ BODY_WORDING = BodyWording(not_json="the request body is not valid JSON")
 
 
 def build_routes(service: ChatService, base_of: Callable[[Request], str], client_of: Callable[[Request], str],
-                 is_local: Callable[[Request], bool], write_slots: int) -> list[PlainRoute]:
+                 is_local: Callable[[Request], bool], in_writer: WriteLane) -> list[PlainRoute]:
     """negotiate.v1's routes, plain Starlette routes (``server/plain_routes.py``): the store's
     busiest paths, which read their requests themselves. ``client_of`` names a request's client
     for the chat-start limit, ``is_local`` says whether that client is this machine (exempt
     unless ``--limit-loopback``).
 
-    ``write_slots`` bounds the worker threads that run chat writes at once. Writes to one
-    SQLite database are serialized anyway; letting dozens of threads queue on that lock only
-    makes them fight the event loop for the GIL, so a small, fair limiter serves them in order.
-
-    On SQLite a chat write first runs right on the event loop, without waiting
-    (``Database.without_waiting``): a turn is a fraction of a millisecond of work, less than the
-    hop to a thread and back costs. Only when the database is busy (another write of this
-    process, another process's lock) does it go to a thread, where waiting blocks nobody else.
-    On PostgreSQL it runs on the event loop too, its round trips awaited there
-    (``Database.run_on_loop``), so ``write_slots`` only bounds SQLite's threads."""
+    Chat starts and turns run in ``in_writer`` (``server/write_lane.py``): on the event loop
+    unless the database is busy."""
     catalog = service.catalog
-    db = service.db
-    limiter: list[anyio.CapacityLimiter] = []  # created lazily, inside the event loop
-
-    async def in_writer(fn: Callable[..., JSON], *args: Any) -> JSON:
-        if not db.is_sqlite:
-            return await db.run_on_loop(fn, *args)
-        try:
-            with db.without_waiting():
-                return fn(*args)
-        except WouldBlock:  # the database is busy: wait in a thread, where waiting blocks nobody
-            pass
-        if not limiter:
-            limiter.append(anyio.CapacityLimiter(write_slots))
-        return await anyio.to_thread.run_sync(fn, *args, limiter=limiter[0])
 
     @lru_cache(maxsize=64)
     def descriptor_bytes(base: str, version: str) -> bytes:
