@@ -83,8 +83,11 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     list_price = scenario.list_price_cents
     floor, budget = scenario.seller_reservation_cents, scenario.buyer_reservation_cents
     extras = scenario.extras
-    seller_extras = {e.name: e.cost_cents for e in extras}
-    buyer_extras = {e.name: e.value_cents for e in extras}
+    if extras:
+        seller_extras = {e.name: e.cost_cents for e in extras}
+        buyer_extras = {e.name: e.value_cents for e in extras}
+    else:  # the same fresh empty dicts, without two comprehensions' frames
+        seller_extras, buyer_extras = {}, {}
     seller_decide, buyer_decide = seller.decide, buyer.decide
     seller_parity = 0 if first == SELLER else 1
     seller_offers: tuple[Terms, ...] = ()
