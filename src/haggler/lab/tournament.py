@@ -538,10 +538,14 @@ def main_tournament(
     seed: int | str,
     out_dir: str | Path,
     console: "Console",
+    *,
+    workers: int = 1,
+    write_rows: bool = True,
 ) -> TournamentResult:
     """``haggler lab tournament``: generate ``mixed_set(n_scenarios, seed)``, save it as
-    ``scenarios.json``, play the tournament with a progress bar, print the ranking and write
-    ``results.csv`` and the plots into ``out_dir``.
+    ``scenarios.json``, play the tournament with a progress bar (on ``workers`` processes), print
+    the ranking and write ``results.csv`` (unless ``write_rows`` is false: then only the tallies
+    are kept, as a tournament of millions of negotiations needs) and the plots into ``out_dir``.
 
     Raises :class:`ValueError` for unknown strategy names (before anything is written) and
     :class:`RuntimeError` when matplotlib is missing (after the CSV is written).
@@ -565,11 +569,12 @@ def main_tournament(
         def advance(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        result = run_tournament(names, scenarios, progress=advance)
+        result = run_tournament(names, scenarios, progress=advance, workers=workers, keep_rows=write_rows)
 
     render_ranking(result, console)
-    csv_path = result.write_csv(out / "results.csv")
-    written = [scenarios_path, csv_path]
+    written = [scenarios_path]
+    if write_rows:
+        written.append(result.write_csv(out / "results.csv"))
     try:
         written += write_plots(result, out)
     finally:
