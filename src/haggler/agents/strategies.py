@@ -298,6 +298,10 @@ class StoreMerchant:
         self._finals: set[int] = set()
         #: The negotiation so far, as the merchant sees it: each turn extends it (no replay).
         self._negotiation: Negotiation | None = None
+        #: The merchant's history of that negotiation, folded turn by turn as the store keeps it
+        #: (None: fold it from the turns), and the agent it was folded for.
+        self._history = None
+        self._history_agent: MerchantAgent | None = None
 
     def _agent_for(self, view: DeciderView):
         from haggler.agents.merchant import MerchantAgent
@@ -346,20 +350,29 @@ class StoreMerchant:
         if negotiation is None or len(negotiation.turns) > len(mine) + len(theirs):
             # A new negotiation (or views not continuing this one): start from scratch.
             negotiation = self._negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
+            self._history = None
+        if self._history_agent is not agent:
+            self._history = None
+        history = self._history
         merchant_terms = self._merchant_terms
         # The turns alternate, the merchant's first when it opened; apply only those not yet applied.
         merchant_parity = 0 if len(mine) == len(theirs) else 1
         for j in range(len(negotiation.turns), len(mine) + len(theirs)):
             i = j >> 1
             if (j & 1) == merchant_parity:
-                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]),
-                                       final=i in self._finals))
+                turn = Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]), final=i in self._finals)
             else:
-                negotiation.apply(Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i])))
+                turn = Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i]))
+            negotiation.apply(turn)
+            if history is not None:
+                history = history.after(turn)
+        if history is None:  # the fold of every turn: what respond would derive without it
+            history = agent.history(negotiation)
+        self._history, self._history_agent = history, agent
         last = theirs[-1]
         # The buyer answers this move and every later one, up to the last round.
         move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents),
-                             messages_left=view.max_rounds - view.round)
+                             messages_left=view.max_rounds - view.round, history=history)
         standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
         if move.action is Action.ACCEPT:
             return ACCEPT if acceptable(view, last) else standing
