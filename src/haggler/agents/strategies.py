@@ -44,7 +44,7 @@ from haggler.agents.decider import (
 from haggler.engine import Action, Negotiation, Terms
 
 if TYPE_CHECKING:  # imported where used: the lab's strategies load without the store's agents
-    from haggler.agents.merchant import MerchantAgent
+    from haggler.agents.merchant import MerchantAgent, MerchantHistory
     from haggler.agents.shopper import ShopperAgent, ShopperTurn
 
 __all__ = [
@@ -300,7 +300,7 @@ class StoreMerchant:
         self._negotiation: Negotiation | None = None
         #: The merchant's history of that negotiation, folded turn by turn as the store keeps it
         #: (None: fold it from the turns), and the agent it was folded for.
-        self._history = None
+        self._history: MerchantHistory | None = None
         self._history_agent: MerchantAgent | None = None
 
     def _agent_for(self, view: DeciderView):
