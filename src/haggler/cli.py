@@ -694,6 +694,9 @@ def tournament(
     scenarios: Annotated[int, typer.Option(help="Scenarios in the set.")] = 20,
     seed: Annotated[int, typer.Option(help="Seed of the scenario set.")] = 0,
     out: Annotated[Path, typer.Option(help="Where results.csv, scenarios.json and the plots go.")] = Path("lab-out/tournament"),
+    workers: Annotated[int, typer.Option(help="Processes to play on (the results are the same).")] = 1,
+    write_csv: Annotated[bool, typer.Option("--csv/--no-csv", help="Write results.csv, a row per negotiation "
+                                      "(--no-csv keeps only the tallies: for millions of negotiations).")] = True,
 ) -> None:
     """Every strategy against every other, in both roles, over a seeded scenario set."""
     from haggler.lab.tournament import main_tournament
@@ -701,8 +704,10 @@ def tournament(
     names = [n.strip() for n in strategies.split(",") if n.strip()] if strategies else None  # None: all
     if scenarios < 1:
         raise _fail("--scenarios must be at least 1")
+    if workers < 1:
+        raise _fail("--workers must be at least 1")
     try:
-        main_tournament(names, scenarios, seed, out, _wide_console())
+        main_tournament(names, scenarios, seed, out, _wide_console(), workers=workers, write_rows=write_csv)
     except (ValueError, RuntimeError) as exc:
         raise _fail(str(exc)) from None
 

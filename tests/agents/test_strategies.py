@@ -421,6 +421,29 @@ def test_time_dependent_fast_path_offers_its_planned_price(e, role, reservation,
     assert acceptable(v, Terms(price, "USD"))
 
 
+_SHARED_TIME_DEPENDENT = {e: TimeDependent(e) for e in (0.1, 0.2, 1.0, 3.0, 5.0)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([0.1, 0.2, 1.0, 3.0, 5.0]), st.sampled_from([SELLER, BUYER]), st.integers(1, 10**6),
+       st.integers(1, 10**6), st.integers(0, 25), st.integers(0, 30),
+       st.one_of(st.none(), st.integers(1, 10**6)), st.sampled_from(["USD", "EUR"]))
+def test_time_dependent_decides_the_same_whatever_views_it_saw_before(e, role, reservation, list_price, max_rounds,
+                                                                       round_, their_price, their_currency):
+    # decide remembers per-negotiation constants from the view before: one decider shown views
+    # of every kind, in any order (hypothesis's), decides as a fresh one does, and as the
+    # time curve (next_price) and the AC-next rule say.
+    theirs = () if their_price is None else (Terms(their_price, their_currency),)
+    v = DeciderView(role, reservation, list_price, round_, max_rounds, (), theirs, {}, "USD")
+    shared = _SHARED_TIME_DEPENDENT[e].decide(v)
+    assert shared == TimeDependent(e).decide(v)
+    planned = TimeDependent(e).next_price(v)
+    if theirs and their_currency == "USD" and (their_price >= planned if role == SELLER else their_price <= planned):
+        assert shared is ACCEPT
+    else:
+        assert shared == Terms(planned, "USD")
+
+
 def test_store_merchant_closes_after_its_last_offer_as_the_store_does():
     """The adapter tells the merchant the rounds left: against a shopper who never reaches the
     floor it holds out for the deadline and makes its last offer only in its last round — it

@@ -8,6 +8,8 @@ import copy
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from haggler.engine import (
     Action,
@@ -466,6 +468,39 @@ class TestCheck:
         with pytest.raises(RuleViolation):
             n.apply(accept(B, 1, terms(5)))
         assert snapshot(n) == before
+
+
+_turns = st.builds(
+    Turn,
+    party=st.sampled_from([A, B, "mallory"]),
+    action=st.sampled_from(list(Action)),
+    at=st.integers(0, 5).map(at),
+    terms=st.one_of(st.none(), st.builds(lambda price, extras: terms(price, *extras), st.integers(1, 3),
+                                         st.sampled_from([(), ("case",)]))),
+    final=st.booleans(),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(turns=st.lists(_turns, max_size=12), strict=st.booleans(), cap=st.sampled_from([None, 1, 3, 6]))
+def test_apply_checks_exactly_what_check_checks(turns, strict, cap):
+    # apply inlines check's rules (it runs on every turn of every negotiation): same verdict, same
+    # code, for any turn in any state, and a refused turn changes nothing.
+    n = Negotiation(Rules(parties=(A, B), strict_alternation=strict, max_turns=cap))
+    for turn in turns:
+        try:
+            n.check(turn)
+            expected = None
+        except RuleViolation as exc:
+            expected = exc.code
+        before = copy.deepcopy(snapshot(n))
+        try:
+            n.apply(turn)
+            got = None
+        except RuleViolation as exc:
+            got = exc.code
+            assert snapshot(n) == before
+        assert got == expected
 
 
 # -- replay ------------------------------------------------------------------------------------------

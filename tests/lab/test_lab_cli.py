@@ -28,6 +28,17 @@ def test_tournament_writes_results_scenarios_and_plots(tmp_path):
     assert len(list(out.glob("*.png"))) >= 2
 
 
+def test_tournament_on_two_workers_without_a_csv(tmp_path):
+    out = tmp_path / "t"
+    result = lab("tournament", "--strategies", "boulware,conceder", "--scenarios", "4", "--seed", "1",
+                 "--workers", "2", "--no-csv", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "16 negotiations, 4 scenarios" in result.stdout
+    assert (out / "scenarios.json").exists() and not (out / "results.csv").exists()
+    assert len(list(out.glob("*.png"))) == 2
+    assert lab("tournament", "--workers", "0", "--out", str(tmp_path)).returncode == 2
+
+
 def test_tournament_refuses_unknown_strategies(tmp_path):
     result = lab("tournament", "--strategies", "boulware,telepathy", "--out", str(tmp_path))
     assert result.returncode == 2 and "telepathy" in result.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import csv
+import dataclasses
 import json
 import statistics
 from pathlib import Path
@@ -201,6 +202,51 @@ def test_main_tournament_writes_everything(tmp_path):
     # The saved scenario set repeats the run.
     again = run_tournament(["linear", "store-merchant", "default-shopper"], load_scenarios(out / "scenarios.json"))
     assert _comparable(again.csv_rows()) == _comparable(r.csv_rows())
+
+
+def _without_wall(m):
+    return dataclasses.replace(m, wall_seconds=0.0)
+
+
+def _figures(r):
+    return r.ranking(), r.matrix(), r.negotiations, r.scenarios_played
+
+
+@pytest.mark.parametrize("chunk_size", [None, 7, 1000])
+def test_two_workers_give_what_one_process_gives(chunk_size):
+    # The work is split in chunks across processes and put back in play order: the same rows
+    # (all but the measured wall time), the same ranking and matrix, to the last bit.
+    scenarios = mixed_set(6, 21)
+    one = run_tournament(None, scenarios)
+    calls = []
+    two = run_tournament(None, scenarios, workers=2, chunk_size=chunk_size,
+                         progress=lambda done, total: calls.append((done, total)))
+    assert _comparable(two.csv_rows()) == _comparable(one.csv_rows())
+    assert [_without_wall(m) for m in two.rows] == [_without_wall(m) for m in one.rows]
+    assert _figures(two) == _figures(one)
+    total = len(one.rows)
+    assert calls[-1] == (total, total) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_without_rows_the_figures_are_the_same(workers):
+    scenarios = mixed_set(5, 22)
+    full = run_tournament(SOME, scenarios)
+    lean = run_tournament(SOME, scenarios, workers=workers, keep_rows=False)
+    assert lean.rows == ()
+    assert _figures(lean) == _figures(full)
+    # The ranking from the tallies is the hand aggregation over the rows, exactly.
+    for s in full.ranking():
+        games = [m.seller_utility for m in full.rows if m.seller_name == s.strategy] + \
+                [m.buyer_utility for m in full.rows if m.buyer_name == s.strategy]
+        assert s.mean_utility == statistics.fmean(games)
+    with pytest.raises(ValueError, match="kept no rows"):
+        lean.write_csv(Path("/nonexistent/results.csv"))
+
+
+def test_workers_must_be_positive(scenarios):
+    with pytest.raises(ValueError, match="workers"):
+        run_tournament(SOME, scenarios, workers=0)
 
 
 def test_module_exports():

@@ -44,7 +44,7 @@ from haggler.agents.decider import (
 from haggler.engine import Action, Negotiation, Terms
 
 if TYPE_CHECKING:  # imported where used: the lab's strategies load without the store's agents
-    from haggler.agents.merchant import MerchantAgent
+    from haggler.agents.merchant import MerchantAgent, MerchantHistory
     from haggler.agents.shopper import ShopperAgent, ShopperTurn
 
 __all__ = [
@@ -121,41 +121,84 @@ class TimeDependent(_PriceStrategy):
         self.e = e
         self._inverse = 1.0 / e
         self.name = name or f"time-dependent(e={e:g})"
+        # Per-negotiation constants, remembered from the last view (see decide), each set as one
+        # immutable tuple so that a decider shared between threads never reads half of one:
+        # (reservation, list price, side, best price, concession span) ...
+        self._plan: tuple[int, int, str | None, int, int] = (0, 0, None, 0, 0)
+        # ... and (rounds, t ** (1/e) for each round).
+        self._curve: tuple[int, tuple[float, ...]] = (0, ())
 
     def next_price(self, view: DeciderView) -> int:
         best = best_price(view)
         shift = int(abs(best - view.reservation_cents) * view.time ** self._inverse)
         return best - shift if view.role == SELLER else best + shift
 
-    def decide(self, view: DeciderView) -> Decision:
-        # The hot path of the lab's speed benchmark: next_price inlined, and no clamping needed
-        # (the target lies between the best price and the reservation by construction).
-        last_round = view.max_rounds - 1
-        round_ = view.round
-        t = 1.0 if last_round <= 0 or round_ >= last_round else round_ / last_round
-        reservation = view.reservation_cents
-        seller = view.role == SELLER
-        if seller:
-            best = view.list_price_cents
-            if best < reservation:
-                best = reservation
-            price = best - int((best - reservation) * t ** self._inverse)
+    def _plan_for(self, role: str, reservation: int, list_price: int) -> tuple[int, int, str | None, int, int]:
+        """The best price and the concession span for this side and these prices."""
+        if role == SELLER:
+            best = list_price if list_price > reservation else reservation
+            span = best - reservation
         else:
-            best = int(min(view.list_price_cents * BUYER_ANCHOR_OF_LIST, reservation * BUYER_ANCHOR_OF_RESERVATION))
+            best = int(min(list_price * BUYER_ANCHOR_OF_LIST, reservation * BUYER_ANCHOR_OF_RESERVATION))
             if best > reservation:
                 best = reservation
             if best < 1:
                 best = 1
-            price = best + int((reservation - best) * t ** self._inverse)
-        theirs = view.their_offers
-        if theirs:
-            last = theirs[-1]
-            if last.extras or last.currency != view.currency:
-                if _at_least_as_good(view, last, price):
+            span = reservation - best
+        self._plan = plan = (reservation, list_price, role, best, span)
+        return plan
+
+    def _factor(self, round_: int, max_rounds: int) -> float:
+        """``t ** (1/e)`` at ``round_`` of ``max_rounds``: 0 at the first round, 1 from the last."""
+        last_round = max_rounds - 1
+        t = 1.0 if last_round <= 0 or round_ >= last_round else round_ / last_round
+        return t ** self._inverse
+
+    def _curve_for(self, max_rounds: int) -> tuple[float, ...]:
+        """``t ** (1/e)`` for each round of ``max_rounds`` (none when that is not a whole number)."""
+        try:
+            factors = tuple(self._factor(r, max_rounds) for r in range(max_rounds))
+        except TypeError:
+            factors = ()
+        self._curve = (max_rounds, factors)
+        return factors
+
+    def decide(self, view: DeciderView) -> Decision:
+        # The hot path of the lab: the per-negotiation constants (best price, span, the time
+        # curve) are computed when a view shows other prices or rounds than the one before, so a
+        # turn is a lookup, a multiplication and the AC-next test; the arithmetic is the same
+        # as next_price's. No clamping is needed: the target lies between the best price and
+        # the reservation by construction.
+        role, reservation, list_price, round_, max_rounds, _, theirs, _, currency = view
+        plan_reservation, plan_list_price, plan_role, best, span = self._plan
+        if reservation != plan_reservation or list_price != plan_list_price or role != plan_role:
+            _, _, _, best, span = self._plan_for(role, reservation, list_price)
+        rounds, factors = self._curve
+        if max_rounds != rounds:
+            factors = self._curve_for(max_rounds)
+        try:
+            factor = factors[round_] if round_ >= 0 else self._factor(round_, max_rounds)
+        except (IndexError, TypeError):  # past the last round, or not a whole number: the curve itself
+            factor = self._factor(round_, max_rounds)
+        if role == SELLER:
+            price = best - int(span * factor)
+            if theirs:
+                last = theirs[-1]
+                if last.extras or last.currency != currency:
+                    if _at_least_as_good(view, last, price):
+                        return ACCEPT
+                elif last.price_cents >= price:
                     return ACCEPT
-            elif (last.price_cents >= price) if seller else (last.price_cents <= price):
-                return ACCEPT
-        return _new_tuple(Terms, (price, view.currency, ()))
+        else:
+            price = best + int(span * factor)
+            if theirs:
+                last = theirs[-1]
+                if last.extras or last.currency != currency:
+                    if _at_least_as_good(view, last, price):
+                        return ACCEPT
+                elif last.price_cents <= price:
+                    return ACCEPT
+        return _new_tuple(Terms, (price, currency, ()))
 
     def __repr__(self) -> str:
         return f"TimeDependent(e={self.e!r})"
@@ -255,6 +298,10 @@ class StoreMerchant:
         self._finals: set[int] = set()
         #: The negotiation so far, as the merchant sees it: each turn extends it (no replay).
         self._negotiation: Negotiation | None = None
+        #: The merchant's history of that negotiation, folded turn by turn as the store keeps it
+        #: (None: fold it from the turns), and the agent it was folded for.
+        self._history: MerchantHistory | None = None
+        self._history_agent: MerchantAgent | None = None
 
     def _agent_for(self, view: DeciderView):
         from haggler.agents.merchant import MerchantAgent
@@ -303,20 +350,29 @@ class StoreMerchant:
         if negotiation is None or len(negotiation.turns) > len(mine) + len(theirs):
             # A new negotiation (or views not continuing this one): start from scratch.
             negotiation = self._negotiation = Negotiation(Rules((MERCHANT, SHOPPER), strict_alternation=False))
+            self._history = None
+        if self._history_agent is not agent:
+            self._history = None
+        history = self._history
         merchant_terms = self._merchant_terms
         # The turns alternate, the merchant's first when it opened; apply only those not yet applied.
         merchant_parity = 0 if len(mine) == len(theirs) else 1
         for j in range(len(negotiation.turns), len(mine) + len(theirs)):
             i = j >> 1
             if (j & 1) == merchant_parity:
-                negotiation.apply(Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]),
-                                       final=i in self._finals))
+                turn = Turn(MERCHANT, Action.OFFER, _LAB_AT, terms=merchant_terms(mine[i]), final=i in self._finals)
             else:
-                negotiation.apply(Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i])))
+                turn = Turn(SHOPPER, Action.OFFER, _LAB_AT, terms=merchant_terms(theirs[i]))
+            negotiation.apply(turn)
+            if history is not None:
+                history = history.after(turn)
+        if history is None:  # the fold of every turn: what respond would derive without it
+            history = agent.history(negotiation)
+        self._history, self._history_agent = history, agent
         last = theirs[-1]
         # The buyer answers this move and every later one, up to the last round.
         move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents),
-                             messages_left=view.max_rounds - view.round)
+                             messages_left=view.max_rounds - view.round, history=history)
         standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
         if move.action is Action.ACCEPT:
             return ACCEPT if acceptable(view, last) else standing

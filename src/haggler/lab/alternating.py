@@ -32,6 +32,7 @@ _TIMES: list[datetime] = []
 _REASONS = {OutcomeKind.AGREED: "agreed", OutcomeKind.REJECTED: "rejected", OutcomeKind.TURN_CAP: "timeout",
             OutcomeKind.EXPIRED: "timeout"}
 _OFFER = Action.OFFER
+_AGREED = OutcomeKind.AGREED
 _new = tuple.__new__
 _RULES: dict[tuple[str, int], Rules] = {}
 
@@ -68,8 +69,9 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     """Run one alternating-offers negotiation of ``scenario`` to its end.
 
     The hot loop of the lab: views and turns are built with ``tuple.__new__`` (all fields
-    given), and a plain single-issue offer already within its owner's reservation skips the
-    call to :func:`guard` — exactly the case in which guard returns it unchanged."""
+    given), a plain single-issue offer already within its owner's reservation skips the call to
+    :func:`guard` — exactly the case in which guard returns it unchanged — and every other
+    decision goes through guard. Every turn goes through the engine's ``apply``."""
     if first not in (SELLER, BUYER):
         raise ValueError(f"first must be {SELLER!r} or {BUYER!r}, not {first!r}")
     started = perf_counter()
@@ -81,8 +83,11 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     list_price = scenario.list_price_cents
     floor, budget = scenario.seller_reservation_cents, scenario.buyer_reservation_cents
     extras = scenario.extras
-    seller_extras = {e.name: e.cost_cents for e in extras}
-    buyer_extras = {e.name: e.value_cents for e in extras}
+    if extras:
+        seller_extras = {e.name: e.cost_cents for e in extras}
+        buyer_extras = {e.name: e.value_cents for e in extras}
+    else:  # the same fresh empty dicts, without two comprehensions' frames
+        seller_extras, buyer_extras = {}, {}
     seller_decide, buyer_decide = seller.decide, buyer.decide
     seller_parity = 0 if first == SELLER else 1
     seller_offers: tuple[Terms, ...] = ()
@@ -91,41 +96,41 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     turn_index = 0
     for turn_index in range(max_turns):
         if (turn_index & 1) == seller_parity:
-            party = SELLER
             view = _new(DeciderView, (SELLER, floor, list_price, turn_index >> 1, max_rounds, seller_offers,
                                       buyer_offers, seller_extras, currency))
             decision = seller_decide(view)
-            if not (decision.__class__ is Terms and not decision.extras and decision.currency == currency
+            if (type(decision) is Terms and not decision.extras and decision.currency == currency
                     and decision.price_cents >= floor):
+                outcome = apply(_new(Turn, (SELLER, _OFFER, times[turn_index], decision, None, False)))
+                seller_offers += (decision,)
+            else:
                 decision = guard(decision, view)
+                if decision is ACCEPT or decision is REJECT:
+                    outcome = apply(_new(Turn, (SELLER, decision, times[turn_index], None, None, False)))
+                else:
+                    # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here
+                    # would cost the hot loop what the type checker cannot see.
+                    outcome = apply(_new(Turn, (SELLER, _OFFER, times[turn_index], decision, None, False)))
+                    seller_offers += (decision,)  # type: ignore[operator]
         else:
-            party = BUYER
             view = _new(DeciderView, (BUYER, budget, list_price, turn_index >> 1, max_rounds, buyer_offers,
                                       seller_offers, buyer_extras, currency))
             decision = buyer_decide(view)
-            if not (decision.__class__ is Terms and not decision.extras and decision.currency == currency
+            if (type(decision) is Terms and not decision.extras and decision.currency == currency
                     and decision.price_cents <= budget):
-                decision = guard(decision, view)
-        if decision is ACCEPT or decision is REJECT:
-            outcome = apply(_new(Turn, (party, decision, times[turn_index], None, None, False)))
-        else:
-            # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here would
-            # cost the hot loop what the type checker cannot see.
-            outcome = apply(_new(Turn, (party, _OFFER, times[turn_index], decision, None, False)))
-            if party is SELLER:
-                seller_offers += (decision,)  # type: ignore[operator]
+                outcome = apply(_new(Turn, (BUYER, _OFFER, times[turn_index], decision, None, False)))
+                buyer_offers += (decision,)
             else:
-                buyer_offers += (decision,)  # type: ignore[operator]
+                decision = guard(decision, view)
+                if decision is ACCEPT or decision is REJECT:
+                    outcome = apply(_new(Turn, (BUYER, decision, times[turn_index], None, None, False)))
+                else:
+                    outcome = apply(_new(Turn, (BUYER, _OFFER, times[turn_index], decision, None, False)))
+                    buyer_offers += (decision,)  # type: ignore[operator]
         if outcome is not None:
             break
     turns = turn_index + 1
     assert outcome is not None  # the turn cap closes it at the latest
-    return AlternatingResult(
-        agreed=outcome.kind is OutcomeKind.AGREED,
-        terms=outcome.terms,
-        rounds=(turns + 1) // 2,
-        turns=turns,
-        wall_seconds=perf_counter() - started,
-        reason=_REASONS[outcome.kind],
-        by=outcome.by,
-    )
+    kind = outcome.kind
+    return AlternatingResult(kind is _AGREED, outcome.terms, (turns + 1) // 2, turns, perf_counter() - started,
+                             _REASONS[kind], outcome.by)

@@ -171,20 +171,45 @@ def _nash_on(frontier: tuple[_Segment, ...]) -> tuple[float, float] | None:
 # -- one negotiation ------------------------------------------------------------------------------
 
 
-def measure(record: NegotiationRecord) -> Metrics:
+@dataclass(frozen=True, slots=True)
+class ScenarioFacts:
+    """What :func:`measure` needs of a scenario whatever the agreement: the most value any
+    agreement can create, the Pareto frontier, the Nash point and whether there was a zone of
+    agreement. A tournament plays each scenario once per strategy pair, so it computes these
+    once per scenario (:func:`scenario_facts`) instead of once per negotiation."""
+
+    total_surplus: int
+    frontier: tuple[_Segment, ...]
+    nash: tuple[float, float] | None
+    has_zopa: bool
+
+
+def scenario_facts(scenario: Scenario) -> ScenarioFacts:
+    frontier = pareto_frontier(scenario)
+    return ScenarioFacts(scenario.total_surplus, frontier, _nash_on(frontier), scenario.has_zopa)
+
+
+def measure(record: NegotiationRecord, facts: ScenarioFacts | None = None) -> Metrics:
+    """The metrics of one negotiation. ``facts``: :func:`scenario_facts` of its scenario, when
+    the caller has them (the same numbers either way)."""
     scenario, terms = record.scenario, record.terms
+    if facts is None:
+        facts = scenario_facts(scenario)
+    total = facts.total_surplus
     agreed = terms is not None
-    u_s = scenario.utility(SELLER, terms)
-    u_b = scenario.utility(BUYER, terms)
+    u_s = u_b = 0.0  # Scenario.utility: no agreement, or no surplus to split
     seller_share = buyer_share = None
     cb_seller = cb_buyer = None
     irrational = False
     if terms is not None:
         s_surplus, b_surplus = scenario.seller_surplus(terms), scenario.buyer_surplus(terms)
+        if total > 0:
+            u_s, u_b = s_surplus / total, b_surplus / total
         created = s_surplus + b_surplus
         if created > 0:
             seller_share, buyer_share = s_surplus / created, b_surplus / created
-        irrational = not (scenario.acceptable_to_seller(terms) and scenario.acceptable_to_buyer(terms))
+        # acceptable_to_seller / acceptable_to_buyer
+        irrational = not (s_surplus >= 0 and terms.price_cents <= scenario.buyer_reservation_cents)
         seller_target, buyer_target = scenario.list_price_cents, scenario.buyer_reservation_cents
         midpoint = (seller_target + buyer_target) / 2
         half_gap = abs(seller_target - midpoint)
@@ -193,11 +218,11 @@ def measure(record: NegotiationRecord) -> Metrics:
             # (even when the buyer's reservation is above list and the targets cross).
             cb_seller = (terms.price_cents - midpoint) / half_gap
             cb_buyer = -cb_seller
-    frontier = pareto_frontier(scenario)
+    frontier = facts.frontier
     pareto = nash = None
     if frontier:
         pareto = _pareto_distance(frontier, u_s, u_b)
-        point = _nash_on(frontier)
+        point = facts.nash
         assert point is not None
         nash = math.hypot(u_s - point[0], u_b - point[1])
     return Metrics(
@@ -219,7 +244,7 @@ def measure(record: NegotiationRecord) -> Metrics:
         protocol=record.protocol,
         seller_name=record.seller_name,
         buyer_name=record.buyer_name,
-        had_zopa=scenario.has_zopa,
+        had_zopa=facts.has_zopa,
         irrational=irrational,
     )
 

@@ -17,22 +17,26 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import statistics
+from array import array
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from functools import cached_property
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from haggler.agents.strategies import STRATEGIES
 from haggler.lab.alternating import run_alternating
-from haggler.lab.metrics import Metrics, NegotiationRecord, measure
+from haggler.lab.metrics import Metrics, NegotiationRecord, ScenarioFacts, measure, scenario_facts
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
     from rich.console import Console
 
 __all__ = [
-    "CSV_FIELDS", "PROTOCOL", "PairCell", "StrategyStanding", "TournamentResult", "main_tournament",
+    "CSV_FIELDS", "PROTOCOL", "CellTally", "PairCell", "StrategyStanding", "TournamentResult", "main_tournament",
     "render_ranking", "resolve_strategies", "run_tournament", "strategy_roles", "write_plots",
 ]
 
@@ -104,14 +108,74 @@ class PairCell:
     agreement_rate: float
 
 
+@dataclass
+class CellTally:
+    """What the ranking and the matrix need of one (seller, buyer) cell, negotiation by negotiation
+    in play order: each side's utility (arrays of floats), and the counts. The means are
+    ``math.fsum`` over these (as ``statistics.fmean`` over the rows), which is exact whatever
+    the order of the terms, so tallies merged from several processes give the very figures one
+    process gives."""
+
+    seller_utilities: array = field(default_factory=lambda: array("d"))
+    buyer_utilities: array = field(default_factory=lambda: array("d"))
+    agreements: int = 0
+    rounds: int = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.seller_utilities)
+
+    def add(self, m: Metrics) -> None:
+        self.seller_utilities.append(m.seller_utility)
+        self.buyer_utilities.append(m.buyer_utility)
+        self.agreements += m.agreed
+        self.rounds += m.rounds
+
+    def extend(self, other: "CellTally") -> None:
+        self.seller_utilities.extend(other.seller_utilities)
+        self.buyer_utilities.extend(other.buyer_utilities)
+        self.agreements += other.agreements
+        self.rounds += other.rounds
+
+
+def _tallies(rows: Iterable[Metrics]) -> dict[tuple[str, str], CellTally]:
+    tallies: dict[tuple[str, str], CellTally] = {}
+    for m in rows:
+        key = (m.seller_name, m.buyer_name)
+        tally = tallies.get(key)
+        if tally is None:
+            tally = tallies[key] = CellTally()
+        tally.add(m)
+    return tallies
+
+
 @dataclass(frozen=True)
 class TournamentResult:
     #: Strategy names in the order given.
     strategies: tuple[str, ...]
-    #: One entry per negotiation, in play order (seller, buyer, scenario).
+    #: One entry per negotiation, in play order (seller, buyer, scenario); empty when the
+    #: tournament was run with ``keep_rows=False`` (then only the tallies are kept).
     rows: tuple[Metrics, ...]
     #: The roles each strategy could play.
     roles: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: (seller, buyer) -> its cell's tally, in play order; None: made from the rows.
+    cell_tallies: dict[tuple[str, str], CellTally] | None = None
+    #: Scenarios played; None: counted from the rows.
+    scenario_count: int | None = None
+
+    @cached_property
+    def tallies(self) -> dict[tuple[str, str], CellTally]:
+        return self.cell_tallies if self.cell_tallies is not None else _tallies(self.rows)
+
+    @property
+    def negotiations(self) -> int:
+        return sum(t.count for t in self.tallies.values())
+
+    @property
+    def scenarios_played(self) -> int:
+        if self.scenario_count is not None:
+            return self.scenario_count
+        return len({m.scenario_id for m in self.rows})
 
     @property
     def sellers(self) -> list[str]:
@@ -122,41 +186,44 @@ class TournamentResult:
         return [s for s in self.strategies if BUYER in self.roles.get(s, (SELLER, BUYER))]
 
     def ranking(self) -> list[StrategyStanding]:
-        """Per strategy, best mean utility first (ties: better agreement rate, then name)."""
+        """Per strategy, best mean utility first (ties: better agreement rate, then name).
+
+        Computed from the cells' tallies: the same figures as means over the rows, since
+        ``statistics.fmean`` is ``math.fsum`` (exact) over the count."""
+        tallies = self.tallies
         standings = []
         for name in self.strategies:
-            as_seller = [m for m in self.rows if m.seller_name == name]
-            as_buyer = [m for m in self.rows if m.buyer_name == name]
-            seller_u = [m.seller_utility for m in as_seller]
-            buyer_u = [m.buyer_utility for m in as_buyer]
-            games = as_seller + as_buyer
+            as_seller = [t for (s, _), t in tallies.items() if s == name]
+            as_buyer = [t for (_, b), t in tallies.items() if b == name]
+            seller_n = sum(t.count for t in as_seller)
+            buyer_n = sum(t.count for t in as_buyer)
+            games = seller_n + buyer_n
             if not games:
                 continue
+            seller_u = [t.seller_utilities for t in as_seller]
+            buyer_u = [t.buyer_utilities for t in as_buyer]
             standings.append(StrategyStanding(
                 strategy=name,
-                games=len(games),
-                mean_utility_as_seller=statistics.fmean(seller_u) if seller_u else None,
-                mean_utility_as_buyer=statistics.fmean(buyer_u) if buyer_u else None,
-                mean_utility=statistics.fmean(seller_u + buyer_u),
-                agreement_rate=sum(m.agreed for m in games) / len(games),
-                mean_rounds=statistics.fmean(m.rounds for m in games),
+                games=games,
+                mean_utility_as_seller=_fsum(seller_u) / seller_n if seller_n else None,
+                mean_utility_as_buyer=_fsum(buyer_u) / buyer_n if buyer_n else None,
+                mean_utility=_fsum(seller_u + buyer_u) / games,
+                agreement_rate=sum(t.agreements for t in as_seller + as_buyer) / games,
+                mean_rounds=float(sum(t.rounds for t in as_seller + as_buyer)) / games,
             ))
         standings.sort(key=lambda s: (-s.mean_utility, -s.agreement_rate, s.strategy))
         return standings
 
     def matrix(self) -> dict[tuple[str, str], PairCell]:
         """(seller strategy, buyer strategy) → means over the scenarios, for pairs that played."""
-        groups: dict[tuple[str, str], list[Metrics]] = {}
-        for m in self.rows:
-            groups.setdefault((m.seller_name, m.buyer_name), []).append(m)
         return {
             key: PairCell(
-                seller=key[0], buyer=key[1], count=len(ms),
-                mean_seller_utility=statistics.fmean(m.seller_utility for m in ms),
-                mean_buyer_utility=statistics.fmean(m.buyer_utility for m in ms),
-                agreement_rate=sum(m.agreed for m in ms) / len(ms),
+                seller=key[0], buyer=key[1], count=t.count,
+                mean_seller_utility=math.fsum(t.seller_utilities) / t.count,
+                mean_buyer_utility=math.fsum(t.buyer_utilities) / t.count,
+                agreement_rate=t.agreements / t.count,
             )
-            for key, ms in groups.items()
+            for key, t in self.tallies.items() if t.count
         }
 
     def csv_rows(self) -> list[dict[str, Any]]:
@@ -165,12 +232,19 @@ class TournamentResult:
     def write_csv(self, path: str | Path) -> Path:
         """Write one row per negotiation (columns :data:`CSV_FIELDS`); empty cells for values
         that are undefined (no agreement, no surplus)."""
+        if self.cell_tallies is not None and not self.rows and self.negotiations:
+            raise ValueError("this tournament kept no rows (keep_rows=False): there is no CSV to write")
         path = Path(path)
         with path.open("w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_FIELDS)
             writer.writeheader()
             writer.writerows(self.csv_rows())
         return path
+
+
+def _fsum(arrays: list[array]) -> float:
+    """math.fsum over several arrays, as over their concatenation (fsum is exact: order is moot)."""
+    return math.fsum(v for a in arrays for v in a)
 
 
 def _csv_row(m: Metrics) -> dict[str, Any]:
@@ -198,11 +272,22 @@ def run_tournament(
     scenarios: Iterable[Scenario],
     *,
     progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
+    keep_rows: bool = True,
+    chunk_size: int | None = None,
 ) -> TournamentResult:
     """Play every (seller strategy, buyer strategy) pair the roles allow over every scenario.
 
-    ``progress(done, total)`` is called after each negotiation. Raises :class:`ValueError` for
-    unknown names, or when no strategy can sell or none can buy.
+    ``workers`` > 1 splits the negotiations — in play order, in chunks of ``chunk_size``
+    (default: about 40 chunks per worker, at most 25,000 negotiations each) — over that many
+    processes and puts the results back in play order: the rows, the ranking and the matrix are
+    the ones a single process gives (only the measured wall times differ). ``keep_rows=False``
+    keeps only each cell's tally (utilities, agreements, rounds): the ranking and the matrix,
+    the same figures, at 16 bytes per negotiation instead of a Metrics object — what a
+    tournament of a million negotiations needs; there is then no CSV.
+
+    ``progress(done, total)`` is called after each negotiation (with workers, after each chunk).
+    Raises :class:`ValueError` for unknown names, or when no strategy can sell or none can buy.
     """
     names = resolve_strategies(strategies)
     scenarios = tuple(scenarios)
@@ -212,26 +297,116 @@ def run_tournament(
     if not sellers or not buyers:
         raise ValueError(f"a tournament needs a strategy that can sell and one that can buy; "
                          f"got {', '.join(names)}")
+    if workers < 1:
+        raise ValueError("workers must be at least 1")
     pairs = [(s, b) for s in sellers for b in buyers]
     total = len(pairs) * len(scenarios)
+    if workers == 1 or total == 0:
+        play = _Player(pairs, scenarios, keep_rows)
+        rows, tallies = play(0, total, progress)
+    else:
+        rows, tallies = _play_in_processes(pairs, scenarios, keep_rows, workers, chunk_size, progress)
+    return TournamentResult(strategies=tuple(names), rows=tuple(rows), roles=roles,
+                            cell_tallies=tallies, scenario_count=len(scenarios))
+
+
+class _Player:
+    """Plays negotiations ``start`` to ``stop`` of a tournament, numbered in play order
+    (pair-major: negotiation ``i`` is pair ``i // len(scenarios)`` on scenario
+    ``i % len(scenarios)``), with each scenario's facts computed once."""
+
+    def __init__(self, pairs: list[tuple[str, str]], scenarios: tuple[Scenario, ...], keep_rows: bool) -> None:
+        self.pairs = pairs
+        self.scenarios = scenarios
+        self.keep_rows = keep_rows
+        self._facts: list[ScenarioFacts | None] = [None] * len(scenarios)
+
+    def __call__(self, start: int, stop: int, progress: Callable[[int, int], None] | None = None,
+                 ) -> tuple[list[Metrics], dict[tuple[str, str], CellTally]]:
+        scenarios, facts, keep_rows = self.scenarios, self._facts, self.keep_rows
+        n = len(scenarios)
+        total = len(self.pairs) * n
+        rows: list[Metrics] = []
+        tallies: dict[tuple[str, str], CellTally] = {}
+        i = start
+        while i < stop:
+            pair_index, first = divmod(i, n)
+            seller_name, buyer_name = self.pairs[pair_index]
+            seller_factory, buyer_factory = STRATEGIES[seller_name], STRATEGIES[buyer_name]
+            tally = tallies.setdefault((seller_name, buyer_name), CellTally())
+            last = min(n, first + (stop - i))
+            for k in range(first, last):
+                scenario = scenarios[k]
+                scenario_facts_ = facts[k]
+                if scenario_facts_ is None:
+                    scenario_facts_ = facts[k] = scenario_facts(scenario)
+                result = run_alternating(scenario, seller_factory(), buyer_factory())
+                metrics = measure(NegotiationRecord(
+                    scenario=scenario,
+                    terms=result.terms if result.agreed else None,
+                    rounds=result.rounds,
+                    messages=result.turns,
+                    wall_seconds=result.wall_seconds,
+                    protocol=PROTOCOL,
+                    seller_name=seller_name,
+                    buyer_name=buyer_name,
+                ), scenario_facts_)
+                tally.add(metrics)
+                if keep_rows:
+                    rows.append(metrics)
+                if progress is not None:
+                    progress(i + (k - first) + 1, total)
+            i += last - first
+        return rows, tallies
+
+
+#: A Metrics' field values, in order: Metrics(*values) is the same row again.
+_metrics_values = attrgetter(*(f.name for f in fields(Metrics)))
+
+#: The worker process's player (set by _start_worker).
+_WORKER: _Player | None = None
+
+
+def _start_worker(pairs: list[tuple[str, str]], scenarios: tuple[Scenario, ...], keep_rows: bool) -> None:
+    global _WORKER
+    _WORKER = _Player(pairs, scenarios, keep_rows)
+
+
+def _play_chunk(bounds: tuple[int, int]) -> tuple[list[tuple], dict[tuple[str, str], CellTally]]:
+    """A worker's chunk: its rows as plain tuples (a tenth of the pickling cost of the dataclasses)."""
+    assert _WORKER is not None
+    rows, tallies = _WORKER(*bounds)
+    return [_metrics_values(m) for m in rows], tallies
+
+
+def _play_in_processes(pairs: list[tuple[str, str]], scenarios: tuple[Scenario, ...], keep_rows: bool, workers: int,
+                       chunk_size: int | None, progress: Callable[[int, int], None] | None,
+                       ) -> tuple[list[Metrics], dict[tuple[str, str], CellTally]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    total = len(pairs) * len(scenarios)
+    size = chunk_size or max(1, min(25_000, -(-total // (workers * 40))))
+    chunks = [(start, min(total, start + size)) for start in range(0, total, size)]
+    # fork shares the scenarios with the workers without pickling them; elsewhere (spawn) each
+    # worker gets them pickled once, through the initializer.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods and os.name == "posix" else "spawn")
     rows: list[Metrics] = []
-    for seller_name, buyer_name in pairs:
-        seller_factory, buyer_factory = STRATEGIES[seller_name], STRATEGIES[buyer_name]
-        for scenario in scenarios:
-            result = run_alternating(scenario, seller_factory(), buyer_factory())
-            rows.append(measure(NegotiationRecord(
-                scenario=scenario,
-                terms=result.terms if result.agreed else None,
-                rounds=result.rounds,
-                messages=result.turns,
-                wall_seconds=result.wall_seconds,
-                protocol=PROTOCOL,
-                seller_name=seller_name,
-                buyer_name=buyer_name,
-            )))
+    tallies: dict[tuple[str, str], CellTally] = {key: CellTally() for key in pairs}
+    done = 0
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                             initargs=(pairs, scenarios, keep_rows)) as pool:
+        # map keeps play order: chunk results come back, and are merged, in the order played.
+        for (start, stop), (chunk_rows, chunk_tallies) in zip(chunks, pool.map(_play_chunk, chunks), strict=True):
+            if keep_rows:
+                rows.extend(Metrics(*values) for values in chunk_rows)
+            for key, tally in chunk_tallies.items():
+                tallies[key].extend(tally)
+            done += stop - start
             if progress is not None:
-                progress(len(rows), total)
-    return TournamentResult(strategies=tuple(names), rows=tuple(rows), roles=roles)
+                progress(done, total)
+    return rows, {key: t for key, t in tallies.items() if t.count}
 
 
 # -- plots ----------------------------------------------------------------------------------------
@@ -293,8 +468,7 @@ def _heatmap(plt, result: TournamentResult, path: Path) -> Path:
                 ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
                         color="black" if v > 0.6 else "white")
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="mean normalised utility (no deal = 0)")
-    n = len({m.scenario_id for m in result.rows})
-    fig.suptitle(f"Tournament: seller × buyer strategy, {n} scenarios, {PROTOCOL} offers")
+    fig.suptitle(f"Tournament: seller × buyer strategy, {result.scenarios_played} scenarios, {PROTOCOL} offers")
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
@@ -342,8 +516,7 @@ def render_ranking(result: TournamentResult, console: "Console") -> None:
     def fmt(v: float | None) -> str:
         return "—" if v is None else f"{v:.3f}"
 
-    n = len({m.scenario_id for m in result.rows})
-    table = Table(title=f"Tournament ranking ({len(result.rows)} negotiations, {n} scenarios)")
+    table = Table(title=f"Tournament ranking ({result.negotiations} negotiations, {result.scenarios_played} scenarios)")
     table.add_column("#", justify="right")
     table.add_column("strategy")
     table.add_column("mean utility", justify="right")
@@ -365,10 +538,14 @@ def main_tournament(
     seed: int | str,
     out_dir: str | Path,
     console: "Console",
+    *,
+    workers: int = 1,
+    write_rows: bool = True,
 ) -> TournamentResult:
     """``haggler lab tournament``: generate ``mixed_set(n_scenarios, seed)``, save it as
-    ``scenarios.json``, play the tournament with a progress bar, print the ranking and write
-    ``results.csv`` and the plots into ``out_dir``.
+    ``scenarios.json``, play the tournament with a progress bar (on ``workers`` processes), print
+    the ranking and write ``results.csv`` (unless ``write_rows`` is false: then only the tallies
+    are kept, as a tournament of millions of negotiations needs) and the plots into ``out_dir``.
 
     Raises :class:`ValueError` for unknown strategy names (before anything is written) and
     :class:`RuntimeError` when matplotlib is missing (after the CSV is written).
@@ -392,11 +569,12 @@ def main_tournament(
         def advance(done: int, total: int) -> None:
             bar.update(task, completed=done, total=total)
 
-        result = run_tournament(names, scenarios, progress=advance)
+        result = run_tournament(names, scenarios, progress=advance, workers=workers, keep_rows=write_rows)
 
     render_ranking(result, console)
-    csv_path = result.write_csv(out / "results.csv")
-    written = [scenarios_path, csv_path]
+    written = [scenarios_path]
+    if write_rows:
+        written.append(result.write_csv(out / "results.csv"))
     try:
         written += write_plots(result, out)
     finally:
