@@ -579,6 +579,8 @@ a2a_tasks = Table(
 )
 Index("ix_a2a_tasks_answer_deadline", a2a_tasks.c.state, a2a_tasks.c.answer_deadline)
 Index("ix_a2a_tasks_pickup", a2a_tasks.c.waiting_user_id, a2a_tasks.c.state, a2a_tasks.c.parked_at)
+Index("ix_a2a_tasks_user_park_deadline", a2a_tasks.c.waiting_user_id, a2a_tasks.c.state,
+      a2a_tasks.c.park_deadline)
 Index("ix_a2a_tasks_park_deadline", a2a_tasks.c.state, a2a_tasks.c.park_deadline)
 Index("ix_a2a_tasks_claim_deadline", a2a_tasks.c.state, a2a_tasks.c.claim_deadline)
 Index("ix_a2a_tasks_expiry", a2a_tasks.c.state, a2a_tasks.c.expires_at)

@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from functools import lru_cache
-
 from sqlalchemy import Connection, bindparam, insert, or_, select, union, update
 
 from haggler.agents.match_context import (
@@ -49,7 +47,7 @@ from haggler.protocols.matching.participants import Principal, context_json, use
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.database import lock_key
 from haggler.storage.prepared import Prepared
-from haggler.storage.rows import row_by_id
+from haggler.storage.rows import row_by_id, update_by_id
 from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
 
 SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
@@ -401,14 +399,7 @@ def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | No
 
 
 def _set(conn: Connection, task_id: str, now: datetime, **values: Any) -> None:
-    _setter(tuple(sorted(values))).run(conn, {**values, "task_id": task_id, "updated_at": now})
-
-
-@lru_cache(maxsize=64)
-def _setter(columns: tuple[str, ...]) -> Prepared:
-    """The UPDATE of a task's ``columns`` and ``updated_at``, compiled once per set of columns."""
-    return Prepared(update(a2a_tasks).where(a2a_tasks.c.id == bindparam("task_id"))
-                    .values({name: bindparam(name) for name in (*columns, "updated_at")}))
+    update_by_id(conn, a2a_tasks, task_id, updated_at=now, **values)
 
 
 # -- deadlines ------------------------------------------------------------------------------------
@@ -469,14 +460,18 @@ def _due(user_id: Any | None, now: Any, limit: Any) -> Any:
                                                            tasks.answer_deadline <= now),
                   select(tasks.id, tasks.created_at).where(tasks.state.in_(_OPEN), tasks.expires_at <= now)]
     else:
+        # Each deadline a part of its own, each a range of one index: a user may have hundreds of
+        # turns parked, and one OR over them read every one on every pickup.
+        mine = tasks.waiting_user_id == user_id
         parts[0] = parts[0].where(or_(tasks.source_user_id == user_id, tasks.candidate_user_id == user_id))
-        parts.append(select(tasks.id, tasks.created_at).where(
-            tasks.waiting_user_id == user_id,
-            # = in turn, not IN: a prepared statement takes no list (storage/prepared.py).
-            or_(tasks.state == WAITING, tasks.state == CLAIMED, tasks.state == INPUT_REQUIRED),
-            or_(tasks.expires_at <= now, (tasks.state == CLAIMED) & (tasks.claim_deadline <= now),
-                (tasks.state == WAITING) & (tasks.park_deadline <= now),
-                (tasks.state == INPUT_REQUIRED) & (tasks.answer_deadline <= now))))
+        parts += [select(tasks.id, tasks.created_at).where(mine, tasks.state == WAITING, tasks.park_deadline <= now),
+                  select(tasks.id, tasks.created_at).where(mine, tasks.state == CLAIMED, tasks.claim_deadline <= now),
+                  select(tasks.id, tasks.created_at).where(mine, tasks.state == INPUT_REQUIRED,
+                                                           tasks.answer_deadline <= now)]
+        # The negotiation timeout, through the expiry index: = for each state, not IN (a prepared
+        # statement takes no list: storage/prepared.py).
+        parts += [select(tasks.id, tasks.created_at).where(tasks.state == state, tasks.expires_at <= now, mine)
+                  for state in (WAITING, CLAIMED, INPUT_REQUIRED)]
     due = union(*parts).subquery()
     return select(due.c.id).order_by(due.c.created_at, due.c.id).limit(limit)
 
