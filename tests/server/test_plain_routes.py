@@ -1,5 +1,5 @@
-"""negotiate.v1's routes, and a polling match agent's pickup and respond, are plain Starlette routes
-served by the plain-route lane (server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
+"""negotiate.v1's routes, a polling match agent's pickup and respond, and an exchange transaction's
+opening and messages are plain Starlette routes served by the plain-route lane (server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
 JSON 405, errors come out in the app's shapes, and the OpenAPI document still describes every one
 of them. (Counting by route template: tests/server/test_prometheus_metrics.py.)"""
 
@@ -8,11 +8,16 @@ from __future__ import annotations
 from haggler.protocols.matching import views as matching_views
 from haggler.protocols.matching.routes import PREFIX as MATCHING_PREFIX
 from haggler.protocols.negotiate_v1 import views
+from haggler.protocols.transactions import views as exchange_views
+from haggler.protocols.transactions.routes import PREFIX as EXCHANGE_PREFIX
 from haggler.server.plain_routes import PlainRoute
 
-#: The match turn's two routes: the rest of the matching API is FastAPI's.
+#: The match turn's two routes and a transaction's four: the rest of those APIs is FastAPI's.
 MATCH_TURN = {("post", MATCHING_PREFIX + "/agents/{agent_id}/negotiations/pickup"),
               ("post", MATCHING_PREFIX + "/agents/{agent_id}/negotiations/{negotiation_id}/respond")}
+TRANSACTION = {("post", EXCHANGE_PREFIX + "/transactions"),
+               *(("post", EXCHANGE_PREFIX + "/transactions/{transaction_id}/" + action)
+                 for action in ("negotiate", "complete", "cancel"))}
 
 
 def test_head_is_refused_and_takes_no_turn(store):
@@ -36,7 +41,9 @@ def test_the_openapi_document_describes_every_plain_route(store):
     document = store.http.get("/openapi.json").json()
     plain = [route for route in store.app.routes if isinstance(route, PlainRoute)]
     assert MATCH_TURN <= set(matching_views.openapi_operations(MATCHING_PREFIX))
-    assert {(next(iter(r.methods)).lower(), r.path) for r in plain} == set(views.openapi_operations()) | MATCH_TURN
+    assert TRANSACTION <= set(exchange_views.openapi_operations(EXCHANGE_PREFIX))
+    assert ({(next(iter(r.methods)).lower(), r.path) for r in plain}
+            == set(views.openapi_operations()) | MATCH_TURN | TRANSACTION)
     ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
     assert len(ids) == len(set(ids))
     for route in plain:
@@ -76,3 +83,9 @@ def test_the_match_turn_routes_answer_a_wrong_method_and_a_bad_key_as_before(sto
     refused = store.http.post(pickup, headers={"Authorization": "Bearer agt_key_not_issued"})
     assert refused.status_code == 401
     assert refused.json()["error"] == "unknown key"
+
+
+def test_a_transactions_route_answers_a_wrong_method_and_a_bad_key_as_before(store):
+    assert store.http.get("/v1/transactions/txn_x/negotiate").status_code == 405
+    refused = store.http.post("/v1/transactions", json={}, headers={"Authorization": "Bearer not-a-key"})
+    assert refused.status_code == 401

@@ -212,7 +212,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # First: the lane that serves them is the innermost middleware.
     writes = WriteLane(db, slots=2)
     install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, writes),
-                               *matching.plain_routes(writes)])
+                               *matching.plain_routes(writes), *exchange.plain_routes(writes)])
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),

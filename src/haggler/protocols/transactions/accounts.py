@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, bindparam, insert, select
 
 from haggler.errors import InvalidInput, Unauthorized
 from haggler.protocols.transactions import ledger, views
 from haggler.protocols.fields import bearer_credential, integer, json_object, one_of, only, text
+from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import exchange_agents, services
 from haggler.trust.hashing import secret_hash
@@ -43,11 +44,15 @@ def register(conn: Connection, name: object, at: datetime) -> tuple[Agent, str]:
     return agent, api_key
 
 
+#: Every request looks its key up: compiled once (storage/prepared.py).
+_AGENT_BY_KEY = Prepared(select(exchange_agents.c.id, exchange_agents.c.name)
+                         .where(exchange_agents.c.key_hash == bindparam("key_hash")))
+
+
 def authenticate(conn: Connection, authorization: str | None) -> Agent:
     """The agent an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
     api_key = bearer_credential(authorization, "your API key")
-    row = conn.execute(select(exchange_agents.c.id, exchange_agents.c.name)
-                       .where(exchange_agents.c.key_hash == secret_hash(api_key))).first()
+    row = _AGENT_BY_KEY.row(conn, {"key_hash": secret_hash(api_key)})
     if row is None:
         raise Unauthorized("unknown API key")
     return Agent(row.id, row.name)

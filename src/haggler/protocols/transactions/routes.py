@@ -25,8 +25,10 @@ from haggler.protocols.transactions.settings import ExchangeSettings
 from haggler.server.errors import status_for
 from haggler.server.json_body import BodyWording, parse_json_body
 from haggler.server.limits import Limits
+from haggler.server.plain_routes import PlainRoute
 from haggler.server.request_log import request_id
 from haggler.server.responses import JSON
+from haggler.server.write_lane import WriteLane
 from haggler.storage.database import Database
 
 PREFIX = "/v1"
@@ -150,17 +152,9 @@ class Exchange:
                 return self._get(request, lambda conn, caller, writable: view(conn, caller, request, writable))
             router.add_api_route(path, endpoint, methods=["GET"])
 
-        def agent_of(caller: Agent | None) -> Agent:
-            assert caller is not None  # authenticated routes only
-            return caller
-
         post("/agents", self._register, anonymous=True)
         post("/wallets/me/deposit", self._deposit)
-        post("/services", lambda conn, caller, body: (201, accounts.create_service(conn, agent_of(caller), body, now())))
-        post("/transactions", lambda conn, caller, body: (201, service.create(conn, agent_of(caller), body, now())))
-        for action in ("negotiate", "complete", "cancel"):
-            router.add_api_route(f"/transactions/{{transaction_id}}/{action}", self._transaction_post(action),
-                                 methods=["POST"])
+        post("/services", lambda conn, caller, body: (201, accounts.create_service(conn, _agent(caller), body, now())))
 
         get("/wallets/me", lambda conn, caller, *_: ledger.balance(conn, caller.id).to_json())
         get("/wallets/me/ledger", lambda conn, caller, request, _: {"entries": ledger.entries(
@@ -175,23 +169,54 @@ class Exchange:
             "messages": service.messages(conn, caller, request.path_params["transaction_id"])})
         return router
 
-    def _transaction_post(self, action: str) -> Callable[..., Any]:
-        #: service.negotiate, .complete or .cancel: (conn, caller, transaction id, body, now).
-        operation = getattr(service, action)
+    def plain_routes(self, in_writer: WriteLane) -> list[PlainRoute]:
+        """A transaction's negotiation — opening it, its messages, completing or cancelling it —
+        as plain routes (``server/plain_routes.py``): FastAPI's routing and parameter solving were
+        a good part of such a request's CPU. Without an ``Idempotency-Key`` a request runs in
+        ``in_writer`` (``server/write_lane.py``: on the event loop unless the database is busy,
+        then again from the start in a thread); with one, in a thread, since its claim on the key
+        is a write of its own that must not run twice."""
 
-        def expire(transaction_id: str) -> None:
-            with self.db.write() as conn:
-                service.enforce_expiry(conn, transaction_id, self.clock())
-
-        async def endpoint(request: Request, transaction_id: str) -> JSON:
-            def handle(conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
-                assert caller is not None  # authenticated route
-                return 200, operation(conn, caller, transaction_id, body, self.clock())
-
+        async def serve(request: Request, handler: Handler, prepare: Callable[[], None] | None = None) -> JSON:
             raw = await request.body()
-            prepare = partial(expire, transaction_id) if action == "negotiate" else None
-            return await run_in_threadpool(self._post, request, raw, handle, prepare=prepare)
-        return endpoint
+            if HEADER in request.headers:
+                return await run_in_threadpool(self._post, request, raw, handler, prepare=prepare)
+            return await in_writer(partial(self._post, prepare=prepare), request, raw, handler)
+
+        async def open_transaction(request: Request) -> JSON:
+            return await serve(request, lambda conn, caller, body: (
+                201, service.create(conn, _agent(caller), body, self.clock())))
+
+        def on_transaction(action: str) -> Callable[[Request], Any]:
+            #: service.negotiate, .complete or .cancel: (conn, caller, transaction id, body, now).
+            operation = getattr(service, action)
+
+            async def endpoint(request: Request) -> JSON:
+                transaction_id = request.path_params["transaction_id"]
+
+                def handle(conn: Connection, caller: Agent | None, body: dict[str, Any]) -> tuple[int, Any]:
+                    return 200, operation(conn, _agent(caller), transaction_id, body, self.clock())
+                return await serve(request, handle, partial(self._expire, transaction_id) if action == "negotiate" else None)
+            return endpoint
+
+        return [PlainRoute("POST", f"{PREFIX}/transactions", open_transaction),
+                *(PlainRoute("POST", f"{PREFIX}/transactions/{{transaction_id}}/{action}", on_transaction(action))
+                  for action in ("negotiate", "complete", "cancel"))]
+
+    def _expire(self, transaction_id: str) -> None:
+        """Cancel the transaction if its offer expired, in a write of its own (kept when the message
+        is then refused), and only when it did: a read tells first."""
+        now = self.clock()
+        with self.db.read() as conn:
+            due = service.expiry_due(conn, transaction_id, now)
+        if due:
+            with self.db.write() as conn:
+                service.enforce_expiry(conn, transaction_id, now)
+
+
+def _agent(caller: Agent | None) -> Agent:
+    assert caller is not None  # authenticated routes only
+    return caller
 
 
 def _expiry_due(data: Any, now: datetime) -> bool:
