@@ -40,6 +40,7 @@ cluster are always stopped. Exit status 1 when a request failed.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import shutil
@@ -159,15 +160,16 @@ def resident_mb(pid: int) -> float:
 
 
 def run_wrk(server: StoreServer, script: str, path: str, connections: int, seconds: int,
-            db_pid: int | None = None) -> Phase:
+            db_pid: int | None = None, env: dict[str, str] | None = None) -> Phase:
     """One wrk run against ``path`` with ``script``; the serving processes' CPU seconds around it,
-    and the database server's when ``db_pid`` names it."""
+    and the database server's when ``db_pid`` names it. ``env`` is added to wrk's environment
+    (a script reads its data files from there)."""
     before = tree_cpu_seconds(server.pid)
     db_before = tree_cpu_seconds(db_pid) if db_pid else float("nan")
     done = subprocess.run(
         ["wrk", "-t", str(connections), "-c", str(connections), "-d", f"{seconds}s", "--timeout", "10s",
          "-s", str(SCRIPTS / script), f"{server.base}{path}"],
-        capture_output=True, text=True, timeout=seconds + 60, check=False)
+        capture_output=True, text=True, timeout=seconds + 60, check=False, env={**os.environ, **(env or {})})
     cpu = tree_cpu_seconds(server.pid) - before
     db_cpu = tree_cpu_seconds(db_pid) - db_before if db_pid else float("nan")
     server.check_alive()

@@ -1,0 +1,93 @@
+-- wrk script: every thread drives ONE keep-alive connection through whole exchange transactions
+-- (the transaction negotiation protocol), back to back, speaking for both parties with their own
+-- keys: the consumer opens at 300 with at most 450; the provider counters 440, the consumer 380,
+-- the provider 420; the consumer accepts (420 is held from its wallet) and the provider completes
+-- (the hold is paid out). Each thread's consumer, provider and service come from the file named by
+-- HAGGLER_WRK_PARTIES ("<consumer key> <provider key> <service id>" a line), written by
+-- wrk_protocols.py, which also reads the counters back from done().
+
+local threads = {}
+local parties = nil
+
+function setup(thread)
+  if parties == nil then
+    parties = {}
+    for line in io.lines(os.getenv("HAGGLER_WRK_PARTIES")) do
+      local consumer, provider, service = line:match("^(%S+) (%S+) (%S+)$")
+      if consumer then table.insert(parties, { consumer, provider, service }) end
+    end
+  end
+  local p = parties[(#threads % #parties) + 1]
+  thread:set("consumer_key", p[1])
+  thread:set("provider_key", p[2])
+  thread:set("service_id", p[3])
+  table.insert(threads, thread)
+end
+
+opened, messages, matched, completed, errors = 0, 0, 0, 0, 0
+local txn, step = nil, 0
+local as_consumer, as_provider = nil, nil
+
+-- step: 0 open, 1..4 negotiate, 5 complete
+local MOVES = {
+  { "provider", '{"type":"counter_offer","terms":{"priceCents":440},"message":"440 with the standard SLA"}' },
+  { "consumer", '{"type":"counter_offer","terms":{"priceCents":380},"message":"380?"}' },
+  { "provider", '{"type":"counter_offer","terms":{"priceCents":420},"message":"420, final"}' },
+  { "consumer", '{"type":"accept"}' },
+}
+
+function request()
+  if as_consumer == nil then
+    as_consumer = { ["Authorization"] = "Bearer " .. consumer_key, ["Content-Type"] = "application/json" }
+    as_provider = { ["Authorization"] = "Bearer " .. provider_key, ["Content-Type"] = "application/json" }
+  end
+  if txn == nil then
+    return wrk.format("POST", "/v1/transactions", as_consumer, string.format(
+      '{"serviceId":"%s","maxPriceCents":450,"initialOfferCents":300,"input":{"pages":4}}', service_id))
+  end
+  if step <= #MOVES then
+    local move = MOVES[step]
+    return wrk.format("POST", "/v1/transactions/" .. txn .. "/negotiate",
+                      move[1] == "consumer" and as_consumer or as_provider, move[2])
+  end
+  return wrk.format("POST", "/v1/transactions/" .. txn .. "/complete", as_provider, '{"output":{"bullets":5}}')
+end
+
+function response(status, headers, body)
+  if txn == nil then
+    if status == 201 then
+      opened = opened + 1
+      txn = body:match('"id":%s*"([^"]+)"')
+      step = 1
+    else
+      errors = errors + 1
+    end
+    return
+  end
+  if status ~= 200 then
+    errors = errors + 1
+    txn = nil
+    return
+  end
+  if step <= #MOVES then
+    messages = messages + 1
+    if body:find('"status":%s*"matched"') then matched = matched + 1 end
+    step = step + 1
+  else
+    if body:find('"status":%s*"completed"') then completed = completed + 1 else errors = errors + 1 end
+    txn = nil
+  end
+end
+
+function done(summary, latency, requests)
+  local o, m, a, c, e = 0, 0, 0, 0, 0
+  for _, thread in ipairs(threads) do
+    o = o + thread:get("opened"); m = m + thread:get("messages"); a = a + thread:get("matched")
+    c = c + thread:get("completed"); e = e + thread:get("errors")
+  end
+  io.write(string.format("COUNTS opened=%d turns=%d matched=%d completed=%d errors=%d\n", o, m, a, c, e))
+  local err = summary.errors
+  io.write(string.format("LATENCY p50_us=%d p99_us=%d requests=%d errors=%d seconds=%.3f\n",
+    latency:percentile(50), latency:percentile(99), summary.requests,
+    err.status + err.connect + err.read + err.write + err.timeout, summary.duration / 1e6))
+end

@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""Every protocol's negotiations under ``wrk``, each beside the bare endpoint, in one run.
+
+``wrk_store.py`` measures negotiate.v1 chats; this sibling runs the same machinery (``haggler
+serve`` started by ``StoreServer``, ``wrk`` with one keep-alive connection per thread, the serving
+processes' CPU read from ``/proc`` around each phase, medians over ``--runs``) over a negotiation of
+each protocol, whole, from its Lua script in ``benchmarks/wrk/``:
+
+* **negotiate** — negotiate.v1 chats: a start, offers through the ``next`` URLs, "deal"
+  (``negotiate.lua``, as ``wrk_store.py``);
+* **match** — spec 002's polling agents: each connection is one user's agent, with turns parked
+  for it before the clock (system-only users open opportunities to it, and the system proposes);
+  it picks a turn up and responds — a counter, then an accept — until the negotiation ends
+  (``match.lua``). A pickup + respond is a *turn*; its server CPU is the match goal's figure;
+* **transactions** — the exchange: a transaction opened, four messages to an accept (the price
+  held), completed (paid out), both parties' keys on one connection (``transactions.lua``);
+* **agents_json** — an agents.json visit: session, negotiate pointer, a negotiate.v1 chat to a
+  deal, cart, checkout and the order placed on the checkout page (``agents_json.lua``).
+
+The market (contact → offers → signed deal) is not here yet: its messages are signed, and the deal
+both parties sign carries an id the market makes, so its script would have to sign in Lua.
+
+Before and after each protocol's phase a half of the bare phase (``GET /healthz``) runs, so a
+drift in the machine's speed weighs on both sides; ``ratio`` is the protocol's requests/s over
+the bare requests/s. After each phase the database is read back to check that the negotiations
+the script counted as finished are finished there (a mismatch is an error): a fast server that
+drops a negotiation's end must not pass.
+
+Last line::
+
+    RESULT tool=wrk connections=32 seconds=10 runs=N sqlite_1_bare_rps=.. sqlite_1_match_rps=..
+           sqlite_1_match_ratio=.. sqlite_1_match_p50_ms=.. sqlite_1_match_p99_ms=..
+           sqlite_1_match_cpu_ms_per_request=.. sqlite_1_match_cpu_ms_per_turn=.. ... errors=0
+
+(medians over ``--runs``). ``--postgres`` runs the same on a throwaway durable PostgreSQL cluster
+(``tests/support/postgres.py``), adding the database's CPU per request. Loopback only, bounded by
+``--seconds`` per phase; servers and the cluster are always stopped. Exit status 1 when a request
+failed or a check did not hold.
+
+    .venv/bin/python benchmarks/wrk_protocols.py [--protocols negotiate,match,transactions,agents_json] [--runs 3]
+        [--seconds 10] [--connections 32] [--postgres] [--workers 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from http_store import ServerFailed, StoreServer  # noqa: E402
+from matching_speed import PAIRS_FILE, load_pairs, seed_parked_turns  # noqa: E402
+from wrk_store import DURABLE, Phase, postmaster, run_wrk  # noqa: E402
+from sqlalchemy import func, select  # noqa: E402
+
+from haggler.protocols.matching import negotiations  # noqa: E402
+from haggler.storage.database import open_database  # noqa: E402
+from haggler.storage.schema import a2a_tasks  # noqa: E402
+
+GOAL_RATIO = 0.5
+GOAL_MATCH_TURN_CPU_MS = 1.0
+
+
+@dataclass
+class Protocol:
+    """One protocol's phase: its script, what it needs stored before the server starts, what its
+    counters call a finished negotiation and a turn, and the check of its database afterwards."""
+
+    name: str
+    script: str
+    #: (database URL, work dir, connections, runs) → wrk's environment; before the server starts.
+    prepare: Callable[[str, Path, int, int], dict[str, str]] | None = None
+    #: Which COUNTS field is a finished negotiation, and which a turn (a turn's CPU is reported).
+    finished: str = "deals"
+    turn: str = "turns"
+    #: (database URL) → finished negotiations stored so far; None: the counters are taken as they are.
+    stored_finished: Callable[[str], int] | None = None
+    #: Requests a turn takes (the match turn is a pickup and a respond).
+    requests_per_turn: int = 1
+    env: dict[str, str] = field(default_factory=dict)
+
+
+# -- match ----------------------------------------------------------------------------------------
+
+#: Turns parked per agent for each measured second of each run: a turn takes a pickup and a respond,
+#: and a negotiation two turns of the agent's, so this is a generous bound at 2-core rates.
+MATCH_TURNS_PER_AGENT_SECOND = 30
+
+
+def prepare_match(db_url: str, workdir: Path, connections: int, seconds_total: int) -> dict[str, str]:
+    """One agent per connection, each with negotiations parked for its user (the system proposed),
+    written to the file the Lua script reads."""
+    per_agent = max(8, MATCH_TURNS_PER_AGENT_SECOND * seconds_total // 2)
+    keys, parked = seed_parked_turns(db_url, load_pairs(PAIRS_FILE), connections, per_agent)
+    agents = workdir / "match-agents.txt"
+    agents.write_text("".join(f"{key.agent_id} {key.api_key}\n" for key in keys), encoding="utf-8")
+    print(f"match: {len(keys)} agents, {parked} turns parked", flush=True)
+    return {"HAGGLER_WRK_AGENTS": str(agents)}
+
+
+def completed_match_negotiations(db_url: str) -> int:
+    db = open_database(db_url, existing=True)
+    try:
+        with db.read() as conn:
+            return conn.execute(select(func.count()).select_from(a2a_tasks)
+                                .where(a2a_tasks.c.state == negotiations.COMPLETED)).scalar_one()
+    finally:
+        db.dispose()
+
+
+# -- transactions ---------------------------------------------------------------------------------
+
+def prepare_transactions(db_url: str, workdir: Path, connections: int, seconds_total: int) -> dict[str, str]:
+    """For each connection a provider with a negotiable service and a consumer with a wallet deep
+    enough for every transaction it could open, stored through the exchange's own functions."""
+    from datetime import datetime, timezone
+
+    from haggler.protocols.transactions import accounts, ledger
+
+    now = datetime.now(timezone.utc)
+    db = open_database(db_url)
+    lines = []
+    try:
+        with db.write() as conn:
+            for i in range(connections):
+                consumer, consumer_key = accounts.register(conn, f"bench consumer {i}", now)
+                provider, provider_key = accounts.register(conn, f"bench provider {i}", now)
+                service = accounts.create_service(conn, provider, {
+                    "name": "Summarize a document", "description": "Up to 10 pages.", "basePriceCents": 500,
+                    "priceModel": "negotiable", "sla": {"latencyMs": 2000, "timeoutMs": 30000, "retries": 2}}, now)
+                ledger.deposit(conn, consumer.id, ledger.MAX_AMOUNT_CENTS, now)
+                lines.append(f"{consumer_key} {provider_key} {service['id']}\n")
+    finally:
+        db.dispose()
+    parties = workdir / "transactions-parties.txt"
+    parties.write_text("".join(lines), encoding="utf-8")
+    return {"HAGGLER_WRK_PARTIES": str(parties)}
+
+
+def completed_transactions(db_url: str) -> int:
+    from haggler.storage.schema import exchange_transactions
+
+    db = open_database(db_url, existing=True)
+    try:
+        with db.read() as conn:
+            return conn.execute(select(func.count()).select_from(exchange_transactions)
+                                .where(exchange_transactions.c.status == "completed")).scalar_one()
+    finally:
+        db.dispose()
+
+
+# -- agents.json ----------------------------------------------------------------------------------
+
+def placed_orders(db_url: str) -> int:
+    from haggler.storage.schema import orders
+
+    db = open_database(db_url, existing=True)
+    try:
+        with db.read() as conn:
+            return conn.execute(select(func.count()).select_from(orders)).scalar_one()
+    finally:
+        db.dispose()
+
+
+PROTOCOLS = {
+    "negotiate": Protocol("negotiate", "negotiate.lua"),
+    "match": Protocol("match", "match.lua", prepare=prepare_match, finished="completed", turn="turns",
+                      stored_finished=completed_match_negotiations, requests_per_turn=2),
+    "transactions": Protocol("transactions", "transactions.lua", prepare=prepare_transactions, finished="completed",
+                             stored_finished=completed_transactions),
+    "agents_json": Protocol("agents_json", "agents_json.lua", finished="placed", stored_finished=placed_orders),
+}
+
+
+# -- measuring ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Run:
+    """One protocol's phase between two halves of the bare phase."""
+
+    protocol: str
+    bare: tuple[Phase, Phase]
+    phase: Phase
+    turns_per_request: float
+
+    @property
+    def bare_rps(self) -> float:
+        return sum(p.requests for p in self.bare) / sum(p.seconds for p in self.bare)
+
+    @property
+    def bare_cpu_ms(self) -> float:
+        return 1000 * sum(p.server_cpu_s for p in self.bare) / sum(p.requests for p in self.bare)
+
+    @property
+    def ratio(self) -> float:
+        return self.phase.rps / self.bare_rps if self.bare_rps else 0.0
+
+    @property
+    def cpu_ms_per_turn(self) -> float:
+        """Server CPU per turn: per request, times the requests a turn takes."""
+        return self.phase.cpu_ms_per_request * self.turns_per_request
+
+
+def measure(server: StoreServer, protocol: Protocol, connections: int, seconds: int, db_url: str,
+            db_pid: int | None) -> tuple[Run, list[str]]:
+    """One phase of ``protocol`` between two halves of the bare phase; the problems found."""
+    half = max(1, seconds // 2)
+    before = protocol.stored_finished(db_url) if protocol.stored_finished else 0
+    bare_a = run_wrk(server, "bare.lua", "/healthz", connections, half)
+    phase = run_wrk(server, protocol.script, "/", connections, seconds, db_pid, env=protocol.env)
+    bare_b = run_wrk(server, "bare.lua", "/healthz", connections, half)
+    problems = []
+    failed = phase.errors + phase.counts.get("errors", 0) + bare_a.errors + bare_b.errors
+    if failed:
+        problems.append(f"{protocol.name}: {failed} requests failed")
+    finished = phase.counts.get(protocol.finished, 0)
+    if protocol.stored_finished is not None:
+        # wrk stops with a request in flight on each connection: the server may finish up to that
+        # many negotiations whose answers the script never reads, and never fewer than it read.
+        stored = protocol.stored_finished(db_url) - before
+        if not finished <= stored <= finished + connections:
+            problems.append(f"{protocol.name}: the script finished {finished} negotiations, the database {stored}")
+    if finished == 0:
+        problems.append(f"{protocol.name}: no negotiation finished")
+    empty = phase.counts.get("empty", 0)
+    if empty > phase.requests // 20:
+        problems.append(f"{protocol.name}: {empty} of {phase.requests} pickups found nothing parked "
+                        f"(park more turns: MATCH_TURNS_PER_AGENT_SECOND)")
+    return Run(protocol.name, (bare_a, bare_b), phase, protocol.requests_per_turn), problems
+
+
+def median(runs: list[Run], figure: Callable[[Run], float]) -> float:
+    return statistics.median(figure(run) for run in runs)
+
+
+def report(setup: str, run: Run) -> None:
+    phase = run.phase
+    counts = " ".join(f"{k} {v}" for k, v in phase.counts.items())
+    print(f"[{setup}] {run.protocol:9} {phase.rps:7.0f} req/s  p50 {phase.p50_ms:6.2f} ms  p99 {phase.p99_ms:6.2f} ms  "
+          f"server CPU {phase.cpu_ms_per_request:.3f} ms/request"
+          + (f" + database {phase.db_cpu_ms_per_request:.3f}" if phase.db_cpu_s == phase.db_cpu_s else "")
+          + f"  | bare {run.bare_rps:7.0f} req/s, {run.bare_cpu_ms:.3f} ms/request  | ratio {run.ratio:.2f}  ({counts})",
+          flush=True)
+
+
+def result_fields(setup: str, runs: dict[str, list[Run]], postgres: bool) -> list[str]:
+    every = [run for group in runs.values() for run in group]
+    fields = [f"{setup}_bare_rps={median(every, lambda r: r.bare_rps):.0f}",
+              f"{setup}_bare_cpu_ms={median(every, lambda r: r.bare_cpu_ms):.3f}"]
+    for name, group in runs.items():
+        key = f"{setup}_{name}"
+        fields += [f"{key}_rps={median(group, lambda r: r.phase.rps):.0f}",
+                   f"{key}_ratio={median(group, lambda r: r.ratio):.3f}",
+                   f"{key}_p50_ms={median(group, lambda r: r.phase.p50_ms):.2f}",
+                   f"{key}_p99_ms={median(group, lambda r: r.phase.p99_ms):.2f}",
+                   f"{key}_cpu_ms_per_request={median(group, lambda r: r.phase.cpu_ms_per_request):.3f}",
+                   f"{key}_cpu_ms_per_turn={median(group, lambda r: r.cpu_ms_per_turn):.3f}"]
+        if postgres:
+            fields.append(f"{key}_db_cpu_ms_per_request={median(group, lambda r: r.phase.db_cpu_ms_per_request):.3f}")
+    return fields
+
+
+def goals(setup: str, runs: dict[str, list[Run]]) -> list[str]:
+    lines = []
+    for name, group in runs.items():
+        ratio = median(group, lambda r: r.ratio)
+        lines.append(f"{setup} {name}: ratio >= {GOAL_RATIO}: {'met' if ratio >= GOAL_RATIO else 'not met'} ({ratio:.2f})")
+    if "match" in runs:
+        cpu = median(runs["match"], lambda r: r.cpu_ms_per_turn)
+        lines.append(f"{setup} match turn (pickup + respond) <= {GOAL_MATCH_TURN_CPU_MS} ms of server CPU: "
+                     f"{'met' if cpu <= GOAL_MATCH_TURN_CPU_MS else 'not met'} ({cpu:.3f} ms)")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--protocols", default=",".join(PROTOCOLS), help=f"comma-separated, of: {', '.join(PROTOCOLS)}")
+    parser.add_argument("--connections", type=int, default=32, help="keep-alive connections, one wrk thread each")
+    parser.add_argument("--seconds", type=int, default=10, help="length of each protocol's phase, whole seconds "
+                        "(the bare phase beside it as long, in two halves)")
+    parser.add_argument("--runs", type=int, default=1, help="measure each protocol this many times; report medians")
+    parser.add_argument("--postgres", action="store_true", help="a throwaway durable PostgreSQL cluster")
+    parser.add_argument("--workers", type=int, default=1, help="haggler serve --workers")
+    args = parser.parse_args(argv)
+    names = [n for n in args.protocols.split(",") if n]
+    unknown = [n for n in names if n not in PROTOCOLS]
+    if unknown or not names:
+        parser.error(f"unknown protocol(s) {unknown}; choose from {', '.join(PROTOCOLS)}")
+    if not 1 <= args.connections <= 256 or not 2 <= args.seconds <= 600 or not 1 <= args.runs <= 9:
+        parser.error("--connections must be 1-256, --seconds 2-600 and --runs 1-9")
+    if not 1 <= args.workers <= 16:
+        parser.error("--workers must be 1-16")
+    if shutil.which("wrk") is None:
+        print("wrk is not installed: apt-get install wrk (Debian's package)", file=sys.stderr)
+        return 2
+    problems: list[str] = []
+    runs: dict[str, list[Run]] = {name: [] for name in names}
+    dialect = "postgresql" if args.postgres else "sqlite"
+    setup = f"{dialect}_{args.workers}"
+    with tempfile.TemporaryDirectory(prefix="haggler-wrk-") as tmp, ExitStack() as stack:
+        db_pid = None
+        if args.postgres:
+            from tests.support.postgres import PostgresCluster
+
+            cluster = stack.enter_context(PostgresCluster(extra_settings=DURABLE))
+            db_url, db_pid = cluster.create_database("bench"), postmaster(cluster)
+        else:
+            db_url = f"sqlite:///{tmp}/store.db"
+        protocols = [PROTOCOLS[name] for name in names]
+        for protocol in protocols:
+            if protocol.prepare is not None:
+                protocol.env = protocol.prepare(db_url, Path(tmp), args.connections, args.seconds * args.runs)
+        server = StoreServer(db_url, Path(tmp), seed=1, workers=args.workers)
+        try:
+            server.start(timeout=60)
+            for _ in range(args.runs):
+                for protocol in protocols:
+                    run, found = measure(server, protocol, args.connections, args.seconds, db_url, db_pid)
+                    runs[protocol.name].append(run)
+                    problems += found
+                    report(setup, run)
+        except ServerFailed as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            server.stop()
+    for line in goals(setup, runs):
+        print("goals: " + line)
+    for problem in problems:
+        print("problem: " + problem, file=sys.stderr)
+    print(f"RESULT tool=wrk connections={args.connections} seconds={args.seconds} runs={args.runs} "
+          + " ".join(result_fields(setup, runs, args.postgres)) + f" errors={len(problems)}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
