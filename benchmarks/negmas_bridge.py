@@ -48,7 +48,10 @@ Metrics
 
 :func:`nearest_distance` measures the Euclidean distance in utility space from the outcome
 reached (the reservation point on disagreement) to the nearest point of a set: the Pareto
-frontier or the Nash points, as NegMAS computes them.
+frontier (:func:`pareto_points`: the non-dominated outcomes) or the Nash points
+(:func:`nash_points`: the rational outcomes maximising the product of the advantages over the
+reserved values — reserved values as this benchmark defines them, so a negative one, a buyer's
+budget above list price, counts as it is, where NegMAS's ``nash_points`` would treat it as 0).
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ from haggler.lab.scenario import Scenario
 
 __all__ = [
     "BAND", "VIRTUAL_LIST_CENTS", "FrequencyModel", "PriceAxis", "PriceDomain", "UtilityAxis", "UtilityTable",
-    "haggler_negotiator", "import_negmas", "nearest_distance", "price_ufuns",
+    "haggler_negotiator", "import_negmas", "nash_points", "nearest_distance", "pareto_points", "price_ufuns",
 ]
 
 #: The virtual list price of a utility axis: $1,000.00, so one cent is 1e-5 of utility.
@@ -275,6 +278,30 @@ class PriceDomain:
         s = self.scenario
         reservation = s.seller_reservation_cents if role == SELLER else s.buyer_reservation_cents
         return PriceAxis(role, reservation, s.list_price_cents, self.lo, self.hi)
+
+
+def pareto_points(points: Sequence[Sequence[float]]) -> list[tuple[float, float]]:
+    """The Pareto frontier of a two-party domain: the utility pairs no other pair dominates (at
+    least as good for both, better for one), each once, by the first party's utility, descending."""
+    frontier: list[tuple[float, float]] = []
+    best_second = -math.inf
+    for a, b in sorted({(float(a), float(b)) for a, b in points}, key=lambda p: (-p[0], -p[1])):
+        if b > best_second:
+            frontier.append((a, b))
+            best_second = b
+    return frontier
+
+
+def nash_points(points: Sequence[Sequence[float]], reserved: Sequence[float]) -> list[tuple[float, float]]:
+    """The Nash points: the utility pairs, among those at least as good as walking away for both
+    sides, with the largest product of the two advantages over the reserved values (empty when no
+    outcome is acceptable to both: no zone of agreement)."""
+    r0, r1 = reserved
+    rational = [(float(a), float(b)) for a, b in points if a >= r0 and b >= r1]
+    if not rational:
+        return []
+    best = max((a - r0) * (b - r1) for a, b in rational)
+    return sorted({p for p in rational if (p[0] - r0) * (p[1] - r1) >= best - 1e-12})
 
 
 def nearest_distance(point: Sequence[float], points: Sequence[Sequence[float]]) -> float | None:
