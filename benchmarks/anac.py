@@ -74,6 +74,7 @@ Needs the optional, benchmark-only ``anac`` extra (``pip install -e '.[anac]'``,
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import math
 import multiprocessing
@@ -321,9 +322,7 @@ def run_task(task: Task) -> dict:
         ids = [n.id for n in negotiators]
         erred = state.erred_negotiator
         row["erred"] = (task.first, task.second)[ids.index(erred)] if erred in ids else "(mechanism)"
-        details = state.error_details
-        text = details[-1] if isinstance(details, (list, tuple)) and details else str(details)
-        row["error"] = str(text).strip().splitlines()[-1][:300] if str(text).strip() else "error"
+        row["error"] = _last_line(state.error_details)
         return row
     agreement = state.agreement
     rv = domain.reserved
@@ -340,6 +339,18 @@ def run_task(task: Task) -> dict:
     row["nash_distance"] = nearest_distance(u, domain.nash)
     row["pareto_distance"] = nearest_distance(u, domain.frontier)
     return row
+
+
+def _last_line(details: Any) -> str:
+    """The last line of a traceback NegMAS recorded (a list of strings, or its repr)."""
+    if isinstance(details, str) and details.startswith("["):
+        try:
+            details = ast.literal_eval(details)
+        except (ValueError, SyntaxError):
+            pass
+    text = "\n".join(map(str, details)) if isinstance(details, (list, tuple)) else str(details)
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "error"
 
 
 def run_chunk(tasks: list[Task]) -> list[dict]:
