@@ -30,8 +30,9 @@ NegMAS is optional and benchmark-only (AGPL: ``src/`` never imports it, it is no
 dependency). When ``import negmas`` works — ``HAGGLER_NEGMAS_PATH`` is prepended to ``sys.path`` if
 set, e.g. a ``pip install --target`` directory — each NegMAS negotiator joins both panels and
 takes each seat against the panel through NegMAS's ``SAOMechanism``; our strategies in such a run
-are wrapped in a thin ``SAONegotiator`` subclass that builds a ``DeciderView`` from the offers so
-far and passes every decision through ``guard``. NegMAS prices are whole dollars from 30% of list
+enter through the adapter shared with ``anac.py`` (``negmas_bridge``): a thin ``SAONegotiator``
+subclass that builds a ``DeciderView`` from the offers so far and passes every decision through
+``guard``. NegMAS prices are whole dollars from 30% of list
 price up to list price (a small discrete outcome space: like ours, a NegMAS seller never asks more
 than list, and the space tells neither side the other's reservation); our deciders' offers are
 rounded to whole dollars towards their own side. Without NegMAS the comparison is "na".
@@ -56,23 +57,18 @@ for the expected share, over all ZOPA scenarios against the panel: > 0 means the
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-if os.environ.get("HAGGLER_NEGMAS_PATH"):
-    sys.path.insert(0, os.environ["HAGGLER_NEGMAS_PATH"])
-
-from haggler.agents.decider import ACCEPT, BUYER, REJECT, SELLER, Decider, DeciderView, Decision, guard
+from haggler.agents.decider import ACCEPT, BUYER, SELLER, Decider, DeciderView, Decision
 from haggler.agents.strategies import STRATEGIES, best_price
 from haggler.engine import Terms
 from haggler.lab.alternating import run_alternating
 from haggler.lab.generate import single_issue
 from haggler.lab.scenario import Scenario
+from negmas_bridge import PriceDomain, haggler_negotiator, import_negmas, price_ufuns
 
 OUR_SELLER = "store-merchant"
 OUR_BUYER = "default-shopper"
@@ -232,87 +228,27 @@ def print_table(title: str, cells: dict[str, Tally]) -> None:
 
 def load_negmas() -> "NegmasPlay | None":
     """A function playing one negotiation through NegMAS's SAO mechanism (see :func:`play`), or
-    None when NegMAS is not importable."""
-    try:
-        import negmas  # noqa: F401
-        from negmas import SAOMechanism, make_issue
-        from negmas.preferences import LinearAdditiveUtilityFunction as LUFun
-        from negmas.sao import ResponseType, SAONegotiator
-        import negmas.sao as sao
-
-        classes = {NEGMAS + name: getattr(sao, name) for name in NEGMAS_NEGOTIATORS}
-    except Exception:  # noqa: BLE001 - any import problem means "not available"
+    None when NegMAS is not importable. Our strategies enter it through the shared adapter of
+    ``negmas_bridge`` (a price axis: outcomes are whole dollars)."""
+    negmas = import_negmas()
+    if negmas is None:
         return None
-    import warnings
+    from negmas import SAOMechanism
+    import negmas.sao as sao
 
-    warnings.filterwarnings("ignore")
-
-    class HagglerNegotiator(SAONegotiator):
-        """One of our deciders behind NegMAS's SAO interface: outcomes are ``(dollars,)``."""
-
-        def __init__(self, decider, role: str, scenario: Scenario, lo: int, hi: int, **kwargs) -> None:
-            super().__init__(**kwargs)
-            self._h_decider, self._h_role, self._h_scenario = decider, role, scenario
-            self._h_lo, self._h_hi = lo, hi
-            self._h_reservation = (scenario.seller_reservation_cents if role == SELLER
-                                 else scenario.buyer_reservation_cents)
-            self._h_mine: list[Terms] = []
-            self._h_theirs: list[Terms] = []
-            self._h_pending: Terms | None = None
-
-        def _decide(self):
-            s = self._h_scenario
-            view = DeciderView(self._h_role, self._h_reservation, s.list_price_cents, len(self._h_mine), s.max_rounds,
-                               tuple(self._h_mine), tuple(self._h_theirs), {}, s.currency)
-            return guard(self._h_decider.decide(view), view)
-
-        def respond(self, state, source=None):
-            offer = state.current_offer
-            if offer is None:
-                return ResponseType.REJECT_OFFER
-            self._h_theirs.append(Terms(int(offer[0]) * 100, self._h_scenario.currency))
-            decision = self._decide()
-            if decision is ACCEPT:
-                return ResponseType.ACCEPT_OFFER
-            if decision is REJECT:
-                return ResponseType.END_NEGOTIATION
-            self._h_pending = decision
-            return ResponseType.REJECT_OFFER
-
-        def propose(self, state, dest=None):
-            terms, self._h_pending = self._h_pending, None
-            if terms is None:
-                decision = self._decide()
-                if not isinstance(decision, Terms):
-                    return None
-                terms = decision
-            # Whole dollars, rounded towards this side (never past its reservation).
-            if self._h_role == SELLER:
-                dollars = max(math.ceil(terms.price_cents / 100), math.ceil(self._h_reservation / 100))
-            else:
-                dollars = min(terms.price_cents // 100, self._h_reservation // 100)
-            dollars = min(max(dollars, self._h_lo), self._h_hi)
-            self._h_mine.append(Terms(dollars * 100, self._h_scenario.currency))
-            return (dollars,)
+    classes = {NEGMAS + name: getattr(sao, name) for name in NEGMAS_NEGOTIATORS}
 
     def sao_play(s: Scenario, seller: str, buyer: str) -> int | None:
-        lo = max(1, int(s.list_price_cents * 0.3) // 100)
-        # The seller's best outcome is the list price, as for every seller of ours: an
-        # outcome space reaching up to the buyer's budget would tell a NegMAS seller that budget.
-        hi = math.ceil(max(s.list_price_cents, s.seller_reservation_cents) / 100)
-        issues = [make_issue(values=(lo, hi), name="price")]
-        span = float(hi - lo)
-        seller_u = LUFun(values={"price": lambda x: (x - lo) / span}, weights={"price": 1.0},
-                         issues=issues, reserved_value=(s.seller_reservation_cents / 100 - lo) / span)
-        buyer_u = LUFun(values={"price": lambda x: (hi - x) / span}, weights={"price": 1.0},
-                        issues=issues, reserved_value=(hi - s.buyer_reservation_cents / 100) / span)
+        domain = PriceDomain.of(s)
+        issues, seller_u, buyer_u = price_ufuns(domain)
         # One SAO step is one offer (or response) of one side: two per haggler round.
         mechanism = SAOMechanism(issues=issues, n_steps=2 * s.max_rounds, one_offer_per_step=True)
 
         def negotiator(name: str, role: str):
             if name in classes:
                 return classes[name](name=role)
-            return HagglerNegotiator(PLAYERS[name](), role, s, lo, hi, name=role)
+            return haggler_negotiator(PLAYERS[name](), domain.axis(role), s.max_rounds, currency=s.currency,
+                                      name=role)
 
         mechanism.add(negotiator(seller, SELLER), ufun=seller_u)   # the seller moves first, as in run_alternating
         mechanism.add(negotiator(buyer, BUYER), ufun=buyer_u)

@@ -64,7 +64,7 @@ def test_every_direct_dependency_declares_the_lower_bound_check_install_pins():
 
 #: Copyleft packages haggler (Apache-2.0) may use only as optional extras, run as separate
 #: processes: never imported by the package, nor among its base dependencies.
-COPYLEFT = {"synapse": "matrix-synapse"}
+COPYLEFT = {"synapse": "matrix-synapse", "negmas": "negmas", "negmas_genius_agents": "negmas-genius-agents"}
 
 
 def test_no_copyleft_package_is_imported_by_haggler_or_required_by_it():
@@ -80,6 +80,9 @@ def test_no_copyleft_package_is_imported_by_haggler_or_required_by_it():
     required = " ".join(project["dependencies"])
     assert not any(package in required for package in COPYLEFT.values())
     assert project["optional-dependencies"]["matrix-homeserver"] == ["matrix-synapse>=1.146"]
+    # NegMAS and the ANAC agents: the benchmark-only extra of benchmarks/anac.py, kept out of `test`.
+    assert project["optional-dependencies"]["anac"] == ["negmas>=0.16.0", "negmas-genius-agents>=0.3.0"]
+    assert not any("negmas" in r or "anac" in r for r in project["optional-dependencies"]["test"])
 
 
 def test_check_install_refuses_a_dependency_without_a_lower_bound(tmp_path):
