@@ -169,7 +169,8 @@ def run_wrk(server: StoreServer, script: str, path: str, connections: int, secon
     done = subprocess.run(
         ["wrk", "-t", str(connections), "-c", str(connections), "-d", f"{seconds}s", "--timeout", "10s",
          "-s", str(SCRIPTS / script), f"{server.base}{path}"],
-        capture_output=True, text=True, timeout=seconds + 60, check=False, env={**os.environ, **(env or {})})
+        capture_output=True, text=True, timeout=seconds + 60, check=False,
+        env={**os.environ, "HAGGLER_WRK_SCRIPTS": str(SCRIPTS), **(env or {})})
     cpu = tree_cpu_seconds(server.pid) - before
     db_cpu = tree_cpu_seconds(db_pid) - db_before if db_pid else float("nan")
     server.check_alive()

@@ -7,6 +7,8 @@
 -- client address, and one address for every visit would be one very busy client, not many.
 -- Counters are read back by wrk_protocols.py from done().
 
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+
 local threads = {}
 
 function setup(thread)
@@ -98,14 +100,5 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-  local s, t, d, p, e = 0, 0, 0, 0, 0
-  for _, thread in ipairs(threads) do
-    s = s + thread:get("sessions"); t = t + thread:get("turns"); d = d + thread:get("deals")
-    p = p + thread:get("placed"); e = e + thread:get("errors")
-  end
-  io.write(string.format("COUNTS sessions=%d turns=%d deals=%d placed=%d errors=%d\n", s, t, d, p, e))
-  local err = summary.errors
-  io.write(string.format("LATENCY p50_us=%d p99_us=%d requests=%d errors=%d seconds=%.3f\n",
-    latency:percentile(50), latency:percentile(99), summary.requests,
-    err.status + err.connect + err.read + err.write + err.timeout, summary.duration / 1e6))
+  report(threads, { "sessions", "turns", "deals", "placed", "errors" }, summary, latency)
 end

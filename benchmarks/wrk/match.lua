@@ -5,6 +5,8 @@
 -- ids and keys come from the file named by HAGGLER_WRK_AGENTS ("<agent id> <key>" a line),
 -- written by wrk_protocols.py, which also reads the counters back from done().
 
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+
 local threads = {}
 local agents = nil
 
@@ -71,14 +73,5 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-  local p, m, t, c, e = 0, 0, 0, 0, 0
-  for _, thread in ipairs(threads) do
-    p = p + thread:get("pickups"); m = m + thread:get("empty"); t = t + thread:get("turns")
-    c = c + thread:get("completed"); e = e + thread:get("errors")
-  end
-  io.write(string.format("COUNTS pickups=%d empty=%d turns=%d completed=%d errors=%d\n", p, m, t, c, e))
-  local err = summary.errors
-  io.write(string.format("LATENCY p50_us=%d p99_us=%d requests=%d errors=%d seconds=%.3f\n",
-    latency:percentile(50), latency:percentile(99), summary.requests,
-    err.status + err.connect + err.read + err.write + err.timeout, summary.duration / 1e6))
+  report(threads, { "pickups", "empty", "turns", "completed", "errors" }, summary, latency)
 end

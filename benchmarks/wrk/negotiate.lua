@@ -3,6 +3,8 @@
 -- hypermedia `next` URL of each reply. One connection per thread (wrk -t N -c N) keeps each
 -- chat's state in its thread's Lua state. Counters are read back in done() by wrk_store.py.
 
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+
 local threads = {}
 
 function setup(thread)
@@ -67,14 +69,5 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-  local s, t, d, c, e = 0, 0, 0, 0, 0
-  for _, thread in ipairs(threads) do
-    s = s + thread:get("starts"); t = t + thread:get("turns"); d = d + thread:get("deals")
-    c = c + thread:get("closed"); e = e + thread:get("errors")
-  end
-  io.write(string.format("COUNTS starts=%d turns=%d deals=%d closed=%d errors=%d\n", s, t, d, c, e))
-  local err = summary.errors
-  io.write(string.format("LATENCY p50_us=%d p99_us=%d requests=%d errors=%d seconds=%.3f\n",
-    latency:percentile(50), latency:percentile(99), summary.requests,
-    err.status + err.connect + err.read + err.write + err.timeout, summary.duration / 1e6))
+  report(threads, { "starts", "turns", "deals", "closed", "errors" }, summary, latency)
 end

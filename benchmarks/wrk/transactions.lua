@@ -6,6 +6,8 @@
 -- HAGGLER_WRK_PARTIES ("<consumer key> <provider key> <service id>" a line), written by
 -- wrk_protocols.py, which also reads the counters back from done().
 
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+
 local threads = {}
 local parties = nil
 
@@ -24,7 +26,7 @@ function setup(thread)
   table.insert(threads, thread)
 end
 
-opened, messages, matched, completed, errors = 0, 0, 0, 0, 0
+opened, turns, matched, completed, errors = 0, 0, 0, 0, 0
 local txn, step = nil, 0
 local as_consumer, as_provider = nil, nil
 
@@ -70,7 +72,7 @@ function response(status, headers, body)
     return
   end
   if step <= #MOVES then
-    messages = messages + 1
+    turns = turns + 1
     if body:find('"status":%s*"matched"') then matched = matched + 1 end
     step = step + 1
   else
@@ -80,14 +82,5 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-  local o, m, a, c, e = 0, 0, 0, 0, 0
-  for _, thread in ipairs(threads) do
-    o = o + thread:get("opened"); m = m + thread:get("messages"); a = a + thread:get("matched")
-    c = c + thread:get("completed"); e = e + thread:get("errors")
-  end
-  io.write(string.format("COUNTS opened=%d turns=%d matched=%d completed=%d errors=%d\n", o, m, a, c, e))
-  local err = summary.errors
-  io.write(string.format("LATENCY p50_us=%d p99_us=%d requests=%d errors=%d seconds=%.3f\n",
-    latency:percentile(50), latency:percentile(99), summary.requests,
-    err.status + err.connect + err.read + err.write + err.timeout, summary.duration / 1e6))
+  report(threads, { "opened", "turns", "matched", "completed", "errors" }, summary, latency)
 end
