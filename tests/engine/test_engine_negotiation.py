@@ -484,8 +484,8 @@ _turns = st.builds(
 @settings(max_examples=300, deadline=None)
 @given(turns=st.lists(_turns, max_size=12), strict=st.booleans(), cap=st.sampled_from([None, 1, 3, 6]))
 def test_apply_checks_exactly_what_check_checks(turns, strict, cap):
-    # apply inlines check's rules (it runs on every turn of every negotiation): same verdict, same
-    # code, for any turn in any state, and a refused turn changes nothing.
+    # apply and check refuse the same turns with the same code, in any state, and a refused turn
+    # changes nothing.
     n = Negotiation(Rules(parties=(A, B), strict_alternation=strict, max_turns=cap))
     for turn in turns:
         try:
