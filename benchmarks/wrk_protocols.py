@@ -51,7 +51,7 @@ import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -62,7 +62,7 @@ from sqlalchemy import func, select  # noqa: E402
 
 from haggler.protocols.matching import negotiations  # noqa: E402
 from haggler.storage.database import open_database  # noqa: E402
-from haggler.storage.schema import a2a_tasks  # noqa: E402
+from haggler.storage.schema import a2a_tasks, exchange_transactions, orders  # noqa: E402
 
 GOAL_RATIO = 0.5
 GOAL_MATCH_TURN_CPU_MS = 1.0
@@ -71,20 +71,32 @@ GOAL_MATCH_TURN_CPU_MS = 1.0
 @dataclass
 class Protocol:
     """One protocol's phase: its script, what it needs stored before the server starts, what its
-    counters call a finished negotiation and a turn, and the check of its database afterwards."""
+    counters call a finished negotiation, and the check of its database afterwards."""
 
     name: str
     script: str
     #: (database URL, work dir, connections, runs) → wrk's environment; before the server starts.
     prepare: Callable[[str, Path, int, int], dict[str, str]] | None = None
-    #: Which COUNTS field is a finished negotiation, and which a turn (a turn's CPU is reported).
+    #: Which COUNTS field is a finished negotiation.
     finished: str = "deals"
-    turn: str = "turns"
     #: (database URL) → finished negotiations stored so far; None: the counters are taken as they are.
     stored_finished: Callable[[str], int] | None = None
     #: Requests a turn takes (the match turn is a pickup and a respond).
     requests_per_turn: int = 1
     env: dict[str, str] = field(default_factory=dict)
+
+
+def finished_count(table: Any, *where: Any) -> Callable[[str], int]:
+    """A protocol's ``stored_finished``: the rows of ``table`` matching ``where``, read from the
+    database the server wrote."""
+    def count(db_url: str) -> int:
+        db = open_database(db_url, existing=True)
+        try:
+            with db.read() as conn:
+                return conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
+        finally:
+            db.dispose()
+    return count
 
 
 # -- match ----------------------------------------------------------------------------------------
@@ -103,16 +115,6 @@ def prepare_match(db_url: str, workdir: Path, connections: int, seconds_total: i
     agents.write_text("".join(f"{key.agent_id} {key.api_key}\n" for key in keys), encoding="utf-8")
     print(f"match: {len(keys)} agents, {parked} turns parked", flush=True)
     return {"HAGGLER_WRK_AGENTS": str(agents)}
-
-
-def completed_match_negotiations(db_url: str) -> int:
-    db = open_database(db_url, existing=True)
-    try:
-        with db.read() as conn:
-            return conn.execute(select(func.count()).select_from(a2a_tasks)
-                                .where(a2a_tasks.c.state == negotiations.COMPLETED)).scalar_one()
-    finally:
-        db.dispose()
 
 
 # -- transactions ---------------------------------------------------------------------------------
@@ -144,38 +146,15 @@ def prepare_transactions(db_url: str, workdir: Path, connections: int, seconds_t
     return {"HAGGLER_WRK_PARTIES": str(parties)}
 
 
-def completed_transactions(db_url: str) -> int:
-    from haggler.storage.schema import exchange_transactions
-
-    db = open_database(db_url, existing=True)
-    try:
-        with db.read() as conn:
-            return conn.execute(select(func.count()).select_from(exchange_transactions)
-                                .where(exchange_transactions.c.status == "completed")).scalar_one()
-    finally:
-        db.dispose()
-
-
-# -- agents.json ----------------------------------------------------------------------------------
-
-def placed_orders(db_url: str) -> int:
-    from haggler.storage.schema import orders
-
-    db = open_database(db_url, existing=True)
-    try:
-        with db.read() as conn:
-            return conn.execute(select(func.count()).select_from(orders)).scalar_one()
-    finally:
-        db.dispose()
-
-
 PROTOCOLS = {
     "negotiate": Protocol("negotiate", "negotiate.lua"),
-    "match": Protocol("match", "match.lua", prepare=prepare_match, finished="completed", turn="turns",
-                      stored_finished=completed_match_negotiations, requests_per_turn=2),
+    "match": Protocol("match", "match.lua", prepare=prepare_match, finished="completed",
+                      stored_finished=finished_count(a2a_tasks, a2a_tasks.c.state == negotiations.COMPLETED),
+                      requests_per_turn=2),
     "transactions": Protocol("transactions", "transactions.lua", prepare=prepare_transactions, finished="completed",
-                             stored_finished=completed_transactions),
-    "agents_json": Protocol("agents_json", "agents_json.lua", finished="placed", stored_finished=placed_orders),
+                             stored_finished=finished_count(exchange_transactions,
+                                                            exchange_transactions.c.status == "completed")),
+    "agents_json": Protocol("agents_json", "agents_json.lua", finished="placed", stored_finished=finished_count(orders)),
 }
 
 

@@ -7,14 +7,12 @@
 -- client address, and one address for every visit would be one very busy client, not many.
 -- Counters are read back by wrk_protocols.py from done().
 
-dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/common.lua")
 
 local threads = {}
 
 function setup(thread)
-  local products = { "aerion-v12-cordless", "stillair-p400", "crema-mini-openbox", "grindwell-conical-pro",
-                     "halcyon-anc-900", "meridian-studio-ref", "tidemark-r5-robot", "breeze-hc3-clearance" }
-  thread:set("product", products[(#threads % #products) + 1])
+  thread:set("product", PRODUCTS[(#threads % #PRODUCTS) + 1])
   thread:set("thread_number", #threads % 256)
   table.insert(threads, thread)
 end
@@ -26,10 +24,6 @@ local visits, address = 0, nil
 
 local function local_path(url)
   return (url:gsub("^https?://[^/]+", ""))
-end
-
-local function encode(text)
-  return (text:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", string.byte(c)) end))
 end
 
 function request()

@@ -5,19 +5,13 @@
 -- ids and keys come from the file named by HAGGLER_WRK_AGENTS ("<agent id> <key>" a line),
 -- written by wrk_protocols.py, which also reads the counters back from done().
 
-dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/common.lua")
 
 local threads = {}
 local agents = nil
 
 function setup(thread)
-  if agents == nil then
-    agents = {}
-    for line in io.lines(os.getenv("HAGGLER_WRK_AGENTS")) do
-      local id, key = line:match("^(%S+) (%S+)$")
-      if id then table.insert(agents, { id, key }) end
-    end
-  end
+  agents = agents or data_lines("HAGGLER_WRK_AGENTS")
   local agent = agents[(#threads % #agents) + 1]
   thread:set("agent_id", agent[1])
   thread:set("key", agent[2])

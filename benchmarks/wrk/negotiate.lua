@@ -3,14 +3,12 @@
 -- hypermedia `next` URL of each reply. One connection per thread (wrk -t N -c N) keeps each
 -- chat's state in its thread's Lua state. Counters are read back in done() by wrk_store.py.
 
-dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/common.lua")
 
 local threads = {}
 
 function setup(thread)
-  local products = { "aerion-v12-cordless", "stillair-p400", "crema-mini-openbox", "grindwell-conical-pro",
-                     "halcyon-anc-900", "meridian-studio-ref", "tidemark-r5-robot", "breeze-hc3-clearance" }
-  thread:set("product", products[(#threads % #products) + 1])
+  thread:set("product", PRODUCTS[(#threads % #PRODUCTS) + 1])
   thread:set("thread_number", #threads % 256)
   table.insert(threads, thread)
 end
@@ -25,10 +23,6 @@ local chats_started = 0
 local function shopper_address()
   chats_started = chats_started + 1
   return string.format("10.%d.%d.%d", thread_number, math.floor(chats_started / 256) % 256, chats_started % 256)
-end
-
-local function encode(text)
-  return (text:gsub("[^%w%-%._~]", function(c) return string.format("%%%02X", string.byte(c)) end))
 end
 
 function request()

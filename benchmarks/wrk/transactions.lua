@@ -6,19 +6,13 @@
 -- HAGGLER_WRK_PARTIES ("<consumer key> <provider key> <service id>" a line), written by
 -- wrk_protocols.py, which also reads the counters back from done().
 
-dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/report.lua")
+dofile(os.getenv("HAGGLER_WRK_SCRIPTS") .. "/common.lua")
 
 local threads = {}
 local parties = nil
 
 function setup(thread)
-  if parties == nil then
-    parties = {}
-    for line in io.lines(os.getenv("HAGGLER_WRK_PARTIES")) do
-      local consumer, provider, service = line:match("^(%S+) (%S+) (%S+)$")
-      if consumer then table.insert(parties, { consumer, provider, service }) end
-    end
-  end
+  parties = parties or data_lines("HAGGLER_WRK_PARTIES")
   local p = parties[(#threads % #parties) + 1]
   thread:set("consumer_key", p[1])
   thread:set("provider_key", p[2])

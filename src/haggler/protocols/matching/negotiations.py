@@ -134,9 +134,6 @@ _SEED = Prepared(select(opportunities.c.seed, opportunities.c.discovery_query)
                  .where(opportunities.c.id == bindparam("opportunity_id")))
 _INSERT_MESSAGE = Prepared(insert(a2a_messages))
 _INSERT_ARTIFACT = Prepared(insert(a2a_artifacts))
-_SET_STATUS = Prepared(update(opportunities).where(opportunities.c.id == bindparam("opportunity_id"))
-                       .values(status=bindparam("status"), updated_at=bindparam("now"),
-                               agreed_roles=bindparam("agreed_roles")))
 
 
 def stored_turns(conn: Connection, task_id: str) -> list[StoredTurn]:
@@ -365,8 +362,8 @@ def _finalize(conn: Connection, task: Any, history: list[StoredTurn], negotiatio
     # accept → pending; reject, withdraw, decline and a screen's pass → rejected; cap, timeout → stalled.
     status = ("pending" if outcome["hasOpportunity"]
               else "stalled" if outcome.get("reason") in (TURN_CAP, TIMEOUT) else "rejected")
-    _SET_STATUS.run(conn, {"opportunity_id": task.opportunity_id, "status": status, "now": now,
-                           "agreed_roles": json.dumps(outcome["agreedRoles"]) if outcome["hasOpportunity"] else None})
+    update_by_id(conn, opportunities, task.opportunity_id, status=status, updated_at=now,
+                 agreed_roles=json.dumps(outcome["agreedRoles"]) if outcome["hasOpportunity"] else None)
 
 
 def compute_outcome(task: Any, history: list[StoredTurn], kind: OutcomeKind | None, *,
