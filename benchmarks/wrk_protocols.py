@@ -84,6 +84,11 @@ class Protocol:
     stored_finished: Callable[[str], int] | None = None
     #: Requests a turn takes (the match turn is a pickup and a respond).
     requests_per_turn: int = 1
+    #: (database URL, work dir, connections, phase number) → more of wrk's environment, before each
+    #: phase (the market: where each connection's unused listings start).
+    before_phase: Callable[[str, Path, int, int], dict[str, str]] | None = None
+    #: More ``haggler serve`` options this protocol needs.
+    server_args: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
 
 
@@ -156,6 +161,122 @@ def completed_transactions(db_url: str) -> int:
         db.dispose()
 
 
+# -- market ---------------------------------------------------------------------------------------
+
+#: Listings posted per connection for each measured second of each run: a negotiation takes nine
+#: requests and uses one listing up, so this is a generous bound at 2-core rates.
+MARKET_NEGOTIATIONS_PER_CONNECTION_SECOND = 3
+MARKET_ASK, MARKET_FLOOR, MARKET_MAX_SPEND = 100, 85, 100
+#: The market counts every message per client address and every contact per agent; the script's
+#: agents send thousands an hour, so the limits are raised out of reach (they are still counted).
+MARKET_LIMITS = ("--max-agent-messages-per-hour", "1000000000", "--max-contacts-per-hour", "1000000000")
+
+
+def prepare_market(db_url: str, workdir: Path, connections: int, seconds_total: int) -> dict[str, str]:
+    """For each connection a seller and a buyer agent (their own keys, their owners' keys, an
+    owner-signed mandate each) and the seller's listings, one per negotiation the connection could
+    finish, each with its owner-signed floor: stored through the market's own functions, signed as
+    an agent signs them."""
+    import json
+    from datetime import datetime, timedelta, timezone
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+    from haggler.protocols.market import deals, identity, listings
+    from haggler.protocols.market.audit import AuditEvents
+    from haggler.timestamps import utc_z
+    from haggler.trust.messages import encode_hex_public_key, sign_message
+
+    now = datetime.now(timezone.utc)
+    issued = utc_z(now - timedelta(minutes=1))
+    permissions = {"canNegotiate": True, "canAcceptInstantMatch": True, "canUseSealedBid": True,
+                   "requiresOwnerApproval": False}
+    per_connection = max(8, MARKET_NEGOTIATIONS_PER_CONNECTION_SECOND * seconds_total)
+    item = {"category": "electronics", "subcategory": "gaming_console", "name": "nintendo_switch",
+            "condition": "good", "description": "Barely used, with two controllers."}
+
+    def agent(conn, agent_id: str, constraints: dict) -> tuple[Ed25519PrivateKey, Ed25519PrivateKey, str]:
+        key, owner = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+        _, token = identity.register(conn, {"agentId": agent_id, "publicKey": encode_hex_public_key(key),
+                                            "ownerPublicKey": encode_hex_public_key(owner)}, now)
+        deals.file_mandate(conn, sign_message(owner, {
+            "mandateVersion": "0.1.0", "issuedAt": issued, "agentId": agent_id,
+            "constraints": {"currency": "EUR", **constraints}, "permissions": permissions,
+            "publicKey": encode_hex_public_key(owner)}), AuditEvents(), now)
+        return key, owner, token
+
+    def raw(key: Ed25519PrivateKey) -> str:
+        return key.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption()).hex()
+
+    agents = []
+    db = open_database(db_url)
+    try:
+        for i in range(connections):
+            with db.write() as conn:
+                seller_id, buyer_id = f"wrk-seller-{i}", f"wrk-buyer-{i}"
+                seller_key, seller_owner, _ = agent(conn, seller_id, {"minAcceptablePrice": MARKET_FLOOR - 5})
+                buyer_key, _, buyer_token = agent(conn, buyer_id, {"maxSpend": MARKET_MAX_SPEND})
+                prefix = f"wrk-lst-{i}-"
+                for k in range(1, per_connection + 1):
+                    listing_id = f"{prefix}{k:06d}"
+                    mandate = sign_message(seller_owner, {
+                        "listingId": listing_id, "issuedAt": issued, "minAcceptablePrice": MARKET_FLOOR,
+                        "publicKey": encode_hex_public_key(seller_owner)})
+                    status, _ = listings.post_listing(conn, sign_message(seller_key, {
+                        "type": "listing", "version": "0.1.0", "listingId": listing_id, "timestamp": utc_z(now),
+                        "seller": {"agentId": seller_id}, "item": item,
+                        "pricing": {"askPrice": MARKET_ASK, "currency": "EUR", "negotiable": True},
+                        "ownerMandate": mandate}), AuditEvents(), now)
+                    assert status == 201, status
+            agents.append({"seller_id": seller_id, "seller_key": raw(seller_key), "buyer_id": buyer_id,
+                           "buyer_token": buyer_token, "buyer_key": raw(buyer_key), "prefix": prefix,
+                           "last": per_connection})
+    finally:
+        db.dispose()
+    (workdir / "market-agents.json").write_text(json.dumps(agents), encoding="utf-8")
+    print(f"market: {2 * connections} agents, {connections * per_connection} listings", flush=True)
+    return {"HAGGLER_WRK_MARKET": str(workdir / "market-parties.txt")}
+
+
+def market_phase(db_url: str, workdir: Path, connections: int, phase: int) -> dict[str, str]:
+    """Before a phase: each connection starts at its seller's first listing still live (the
+    earlier phases sold the ones before it), with request ids of this phase's own."""
+    import json
+
+    from haggler.storage.schema import market_listings
+
+    agents = json.loads((workdir / "market-agents.json").read_text(encoding="utf-8"))
+    db = open_database(db_url, existing=True)
+    try:
+        with db.read() as conn:
+            c = market_listings.c
+            first = dict(conn.execute(select(c.seller_id, func.min(c.id)).where(c.status == "live")
+                                      .group_by(c.seller_id)).all())
+    finally:
+        db.dispose()
+    lines = []
+    for a in agents:
+        live = first.get(a["seller_id"])
+        start = int(live[len(a["prefix"]):]) if live else a["last"] + 1
+        lines.append(f"{a['seller_id']} {a['seller_key']} {a['buyer_id']} {a['buyer_token']} {a['buyer_key']} "
+                     f"{a['prefix']} {start} {a['last']} p{phase}\n")
+    (workdir / "market-parties.txt").write_text("".join(lines), encoding="utf-8")
+    return {}
+
+
+def confirmed_deals(db_url: str) -> int:
+    from haggler.storage.schema import market_deals
+
+    db = open_database(db_url, existing=True)
+    try:
+        with db.read() as conn:
+            return conn.execute(select(func.count()).select_from(market_deals)
+                                .where(market_deals.c.status == "confirmed")).scalar_one()
+    finally:
+        db.dispose()
+
+
 # -- agents.json ----------------------------------------------------------------------------------
 
 def placed_orders(db_url: str) -> int:
@@ -175,6 +296,8 @@ PROTOCOLS = {
                       stored_finished=completed_match_negotiations, requests_per_turn=2),
     "transactions": Protocol("transactions", "transactions.lua", prepare=prepare_transactions, finished="completed",
                              stored_finished=completed_transactions),
+    "market": Protocol("market", "market.lua", prepare=prepare_market, finished="confirmed", turn="offers",
+                       stored_finished=confirmed_deals, before_phase=market_phase, server_args=MARKET_LIMITS),
     "agents_json": Protocol("agents_json", "agents_json.lua", finished="placed", stored_finished=placed_orders),
 }
 
@@ -209,12 +332,15 @@ class Run:
 
 
 def measure(server: StoreServer, protocol: Protocol, connections: int, seconds: int, db_url: str,
-            db_pid: int | None) -> tuple[Run, list[str]]:
-    """One phase of ``protocol`` between two halves of the bare phase; the problems found."""
+            db_pid: int | None, workdir: Path, number: int) -> tuple[Run, list[str]]:
+    """Phase ``number`` of ``protocol`` between two halves of the bare phase; the problems found."""
     half = max(1, seconds // 2)
     before = protocol.stored_finished(db_url) if protocol.stored_finished else 0
+    env = dict(protocol.env)
+    if protocol.before_phase is not None:
+        env.update(protocol.before_phase(db_url, workdir, connections, number))
     bare_a = run_wrk(server, "bare.lua", "/healthz", connections, half)
-    phase = run_wrk(server, protocol.script, "/", connections, seconds, db_pid, env=protocol.env)
+    phase = run_wrk(server, protocol.script, "/", connections, seconds, db_pid, env=env)
     bare_b = run_wrk(server, "bare.lua", "/healthz", connections, half)
     problems = []
     failed = phase.errors + phase.counts.get("errors", 0) + bare_a.errors + bare_b.errors
@@ -229,6 +355,10 @@ def measure(server: StoreServer, protocol: Protocol, connections: int, seconds: 
             problems.append(f"{protocol.name}: the script finished {finished} negotiations, the database {stored}")
     if finished == 0:
         problems.append(f"{protocol.name}: no negotiation finished")
+    exhausted = phase.counts.get("exhausted", 0)
+    if exhausted:
+        problems.append(f"{protocol.name}: {exhausted} requests found no listing left "
+                        f"(post more: MARKET_NEGOTIATIONS_PER_CONNECTION_SECOND)")
     empty = phase.counts.get("empty", 0)
     if empty > phase.requests // 20:
         problems.append(f"{protocol.name}: {empty} of {phase.requests} pickups found nothing parked "
@@ -317,12 +447,14 @@ def main(argv: list[str] | None = None) -> int:
         for protocol in protocols:
             if protocol.prepare is not None:
                 protocol.env = protocol.prepare(db_url, Path(tmp), args.connections, args.seconds * args.runs)
-        server = StoreServer(db_url, Path(tmp), seed=1, workers=args.workers)
+        server_args = tuple(arg for protocol in protocols for arg in protocol.server_args)
+        server = StoreServer(db_url, Path(tmp), seed=1, workers=args.workers, extra_args=server_args)
         try:
             server.start(timeout=60)
-            for _ in range(args.runs):
+            for number in range(args.runs):
                 for protocol in protocols:
-                    run, found = measure(server, protocol, args.connections, args.seconds, db_url, db_pid)
+                    run, found = measure(server, protocol, args.connections, args.seconds, db_url, db_pid,
+                                         Path(tmp), number)
                     runs[protocol.name].append(run)
                     problems += found
                     report(setup, run)
