@@ -55,7 +55,7 @@ from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from http_store import ServerFailed, StoreServer  # noqa: E402
+from http_store import ServerFailed, StoreServer, start_profiler, stop_profiler  # noqa: E402
 from matching_speed import PAIRS_FILE, load_pairs, seed_parked_turns  # noqa: E402
 from wrk_store import DURABLE, Phase, postmaster, run_wrk  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
@@ -332,15 +332,21 @@ class Run:
 
 
 def measure(server: StoreServer, protocol: Protocol, connections: int, seconds: int, db_url: str,
-            db_pid: int | None, workdir: Path, number: int) -> tuple[Run, list[str]]:
-    """Phase ``number`` of ``protocol`` between two halves of the bare phase; the problems found."""
+            db_pid: int | None, workdir: Path, number: int, profile: Path | None = None) -> tuple[Run, list[str]]:
+    """Phase ``number`` of ``protocol`` between two halves of the bare phase; the problems found.
+    ``profile``: py-spy's collapsed stacks of the server during the protocol's phase go there."""
     half = max(1, seconds // 2)
     before = protocol.stored_finished(db_url) if protocol.stored_finished else 0
     env = dict(protocol.env)
     if protocol.before_phase is not None:
         env.update(protocol.before_phase(db_url, workdir, connections, number))
     bare_a = run_wrk(server, "bare.lua", "/healthz", connections, half)
-    phase = run_wrk(server, protocol.script, "/", connections, seconds, db_pid, env=env)
+    profiler = start_profiler(str(profile), server.pid) if profile is not None else None
+    try:
+        phase = run_wrk(server, protocol.script, "/", connections, seconds, db_pid, env=env)
+    finally:
+        if profiler is not None:
+            stop_profiler(profiler, str(profile))
     bare_b = run_wrk(server, "bare.lua", "/healthz", connections, half)
     problems = []
     failed = phase.errors + phase.counts.get("errors", 0) + bare_a.errors + bare_b.errors
@@ -364,6 +370,38 @@ def measure(server: StoreServer, protocol: Protocol, connections: int, seconds: 
         problems.append(f"{protocol.name}: {empty} of {phase.requests} pickups found nothing parked "
                         f"(park more turns: MATCH_TURNS_PER_AGENT_SECOND)")
     return Run(protocol.name, (bare_a, bare_b), phase, protocol.requests_per_turn), problems
+
+
+def top_functions(path: Path, count: int = 25) -> list[str]:
+    """The functions of py-spy's collapsed stacks (``stack;stack count`` a line) that the most
+    samples passed through (inclusive) and ended in (self), as percentages of all samples; a
+    frame's line number is dropped so that a function counts once per stack."""
+    import re
+    from collections import Counter
+
+    inclusive: Counter[str] = Counter()
+    own: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, samples = line.rpartition(" ")
+        if not samples.isdigit():
+            continue
+        n = int(samples)
+        total += n
+        frames = [re.sub(r":\d+\)$", ")", frame) for frame in stack.split(";") if frame]
+        for frame in set(frames):
+            inclusive[frame] += n
+        if frames:
+            own[frames[-1]] += n
+    if not total:
+        return ["(no samples)"]
+    lines = [f"{total} samples; inclusive % (self %) function"]
+    for frame, n in inclusive.most_common(count):
+        lines.append(f"{100 * n / total:5.1f}% ({100 * own[frame] / total:4.1f}%) {frame}")
+    lines.append("most self time:")
+    for frame, n in own.most_common(count // 2):
+        lines.append(f"{100 * n / total:5.1f}% {frame}")
+    return lines
 
 
 def median(runs: list[Run], figure: Callable[[Run], float]) -> float:
@@ -418,6 +456,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1, help="measure each protocol this many times; report medians")
     parser.add_argument("--postgres", action="store_true", help="a throwaway durable PostgreSQL cluster")
     parser.add_argument("--workers", type=int, default=1, help="haggler serve --workers")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="py-spy the server through each protocol's first phase (.venv/bin/pip install "
+                             "py-spy): collapsed stacks in DIR/<protocol>.txt and the top functions printed. "
+                             "The profiler takes CPU too: read the figures of such a run as a profile, not a measure")
     args = parser.parse_args(argv)
     names = [n for n in args.protocols.split(",") if n]
     unknown = [n for n in names if n not in PROTOCOLS]
@@ -427,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--connections must be 1-256, --seconds 2-600 and --runs 1-9")
     if not 1 <= args.workers <= 16:
         parser.error("--workers must be 1-16")
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     if shutil.which("wrk") is None:
         print("wrk is not installed: apt-get install wrk (Debian's package)", file=sys.stderr)
         return 2
@@ -453,8 +497,12 @@ def main(argv: list[str] | None = None) -> int:
             server.start(timeout=60)
             for number in range(args.runs):
                 for protocol in protocols:
+                    profile = args.profile / f"{protocol.name}.txt" if args.profile and number == 0 else None
                     run, found = measure(server, protocol, args.connections, args.seconds, db_url, db_pid,
-                                         Path(tmp), number)
+                                         Path(tmp), number, profile)
+                    if profile is not None and profile.exists():
+                        print(f"[{setup}] {protocol.name} profile ({profile}):\n  "
+                              + "\n  ".join(top_functions(profile)), flush=True)
                     runs[protocol.name].append(run)
                     problems += found
                     report(setup, run)
