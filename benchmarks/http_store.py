@@ -163,7 +163,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child before e
 class StoreServer:
     """``python -m haggler serve`` as a child process on a free loopback port."""
 
-    def __init__(self, db_url: str, workdir: Path, seed: int | None, workers: int = 1) -> None:
+    def __init__(self, db_url: str, workdir: Path, seed: int | None, workers: int = 1,
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.base = f"http://{HOST}:{self.port}"
         self.args = [sys.executable, "-m", "haggler", "serve", "--host", HOST, "--port", str(self.port),
@@ -174,6 +175,7 @@ class StoreServer:
             self.args += ["--seed", str(seed)]
         if workers != 1:
             self.args += ["--workers", str(workers)]
+        self.args += extra_args  # more ``haggler serve`` options (wrk_protocols.py: the market's limits)
         self.log_path = workdir / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
 

@@ -127,6 +127,17 @@ def committed(conn: Connection, agent_id: str, role: str, currency: str, now: da
     return int(conn.execute(query).scalar_one())
 
 
+def spend(conn: Connection, mandate: Mandate, agent_id: str, role: str, currency: str, now: datetime, *,
+          excluding: str | None = None) -> int:
+    """:func:`committed`, for a ``mandate`` that counts it: a buyer's with a ``budget``, a seller's
+    with a ``quantityOnHand``. Any other mandate bounds each action on its own (``maxSpend``, the
+    floor) and never reads the spend, so it is not summed: 0."""
+    limit = mandate.budget if role == "buyer" else mandate.quantity_on_hand
+    if limit is None:
+        return 0
+    return committed(conn, agent_id, role, currency, now, excluding=excluding)
+
+
 def _deal(conn: Connection, deal_id: str, *, lock: bool = False) -> Any:
     return row_by_id(conn, market_deals, deal_id, "deal", lock=lock)
 
@@ -359,7 +370,8 @@ def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit
                      accessories=accessories, quantity=row.quantity,
                      shipping=row.total_cents - row.price_cents * row.quantity)
     try:
-        enforce(mandate, party, action, spent=committed(conn, agent.id, party, row.currency, now, excluding=row.id))
+        enforce(mandate, party, action, spent=spend(conn, mandate, agent.id, party, row.currency, now,
+                                                    excluding=row.id))
     except MandateViolation as exc:
         audit.violation(agent.id, "confirm", exc.constraint, dealId=row.id)
         raise

@@ -79,7 +79,8 @@ def _enforce(conn: Connection, audit: AuditEvents, role: str, action: Action, *,
     deals (its spend locked by the caller); 403 and an audit entry otherwise."""
     try:
         mandate = _party_mandate(conn, action.agent_id, role, floor)
-        enforce(mandate, role, action, spent=deals.committed(conn, action.agent_id, role, action.currency, action.at))
+        enforce(mandate, role, action, spent=deals.spend(conn, mandate, action.agent_id, role, action.currency,
+                                                         action.at))
     except MandateViolation as exc:
         audit.violation(action.agent_id, what, exc.constraint, **about)
         raise
@@ -95,10 +96,11 @@ def _lapsed(conn: Connection, audit: AuditEvents, request: Any, listing: Any, pa
     agent_id = request.buyer_id if party == "buyer" else request.seller_id
     condition, accessories = facts(listing)
     try:
-        violation = check(_party_mandate(conn, agent_id, party, listing.floor_cents), party,
+        mandate = _party_mandate(conn, agent_id, party, listing.floor_cents)
+        violation = check(mandate, party,
                           kind(agent_id, cents_, listing.currency, now, condition=condition, accessories=accessories,
                                shipping=listing.shipping_cents),
-                          spent=deals.committed(conn, agent_id, party, listing.currency, now))
+                          spent=deals.spend(conn, mandate, agent_id, party, listing.currency, now))
     except MandateViolation as exc:
         violation = exc.violation
     if violation is None:
@@ -418,7 +420,7 @@ def instant(conn: Connection, listing_id: str, message: object, audit: AuditEven
     seller_mandate = _party_mandate(conn, listing.seller_id, "seller", listing.floor_cents)
     refusal = check(seller_mandate, "seller", confirm(listing.seller_id, deal_price, listing.currency, now,
                                                       protocol=INSTANT_MATCH),
-                    spent=deals.committed(conn, listing.seller_id, "seller", listing.currency, now))
+                    spent=deals.spend(conn, seller_mandate, listing.seller_id, "seller", listing.currency, now))
     if refusal is not None:  # the seller's mandate is its own business: logged for it, not told to the buyer
         audit.violation(listing.seller_id, "accept instant_match", refusal.constraint, listingId=listing_id)
         raise Forbidden("the seller cannot accept an instant match on this listing")
