@@ -11,7 +11,7 @@ The field (``--agents`` picks a subset):
 * NegMAS's textbook negotiators: BoulwareTBNegotiator, ConcederTBNegotiator,
   NaiveTitForTatNegotiator, AspirationNegotiator;
 * haggler's entrants (``haggler.agents.strategies.STRATEGIES``, unchanged): store-merchant,
-  default-shopper, boulware, linear, conceder, tit-for-tat-relative, tit-for-tat-absolute. They
+  default-shopper, firm, boulware, linear, conceder, tit-for-tat-relative, tit-for-tat-absolute. They
   enter NegMAS through ``negmas_bridge`` (see there for the mapping of a multi-issue domain onto a
   price axis through the strategy's own utility).
 
@@ -107,8 +107,8 @@ from negmas_bridge import (
 ANAC_AGENTS = ("AgentK", "HardHeaded", "CUHKAgent", "TheFawkes", "AgentM", "Atlas3", "Caduceus", "PonPokoAgent",
                "AgreeableAgent2018", "AgentGG")
 TEXTBOOK_AGENTS = ("BoulwareTBNegotiator", "ConcederTBNegotiator", "NaiveTitForTatNegotiator", "AspirationNegotiator")
-HAGGLER_AGENTS = ("store-merchant", "default-shopper", "boulware", "linear", "conceder", "tit-for-tat-relative",
-                  "tit-for-tat-absolute")
+HAGGLER_AGENTS = ("store-merchant", "default-shopper", "firm", "boulware", "linear", "conceder",
+                  "tit-for-tat-relative", "tit-for-tat-absolute")
 ORIGIN = {**{a: "anac" for a in ANAC_AGENTS}, **{a: "textbook" for a in TEXTBOOK_AGENTS},
           **{a: "haggler" for a in HAGGLER_AGENTS}}
 #: The default ANAC domains, relative to ``--domains``: bilateral, 27–1,600 outcomes.

@@ -22,6 +22,7 @@ from haggler.agents.strategies import (
     STRATEGIES,
     AbsoluteTitForTat,
     DefaultShopper,
+    Firm,
     Hardliner,
     NaiveAcceptFirst,
     RelativeTitForTat,
@@ -286,6 +287,53 @@ def test_buyer_anchor_is_half_of_list_or_below_its_reservation():
     assert best_price(view(SELLER, reservation=60_000, list_price=100_000)) == 100_000
 
 
+# -- firm --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("role", [SELLER, BUYER])
+def test_firm_holds_out_longer_than_boulware(role):
+    reservation = 60_000 if role == SELLER else 90_000
+    for round_ in (5, 10, 15):
+        v = view(role, reservation=reservation, round=round_, max_rounds=21)
+        firm, boulware = offered(Firm().decide(v)), offered(STRATEGIES["boulware"]().decide(v))
+        assert (firm > boulware) if role == SELLER else (firm < boulware)
+    last = view(role, reservation=reservation, round=20, max_rounds=21)
+    assert offered(Firm().decide(last)) == reservation
+
+
+def test_firm_never_concedes_past_the_best_offer_it_was_made():
+    # The buyer once offered 95,000 and then retreated: late in the game the seller's clock is
+    # near its floor, but it asks for the 95,000 it was already offered, not for less.
+    late = view(SELLER, reservation=60_000, round=19, max_rounds=21, mine=(100_000,) * 19,
+                theirs=(70_000, 95_000, 80_000))
+    assert offered(Firm().decide(late)) == 95_000
+    assert offered(TimeDependent(0.05).decide(late)) < 95_000
+    # The seller once came down to 70,000; in the last round the buyer's clock reaches its
+    # budget, but it offers the 70,000 (the seller's 95,000 now is past its budget).
+    buyer_last = view(BUYER, reservation=90_000, round=20, max_rounds=21, mine=(50_000,) * 20,
+                      theirs=(99_000, 70_000, 95_000))
+    assert offered(Firm().decide(buyer_last)) == 70_000
+    assert offered(TimeDependent(0.05).decide(buyer_last)) == 90_000
+    # ... and takes that best offer when it comes again.
+    assert Firm().decide(view(SELLER, reservation=60_000, round=19, max_rounds=21, theirs=(95_000, 80_000, 95_000))) \
+        == ACCEPT
+
+
+@pytest.mark.parametrize("role", [SELLER, BUYER])
+def test_firm_takes_any_acceptable_offer_in_the_last_round_only(role):
+    reservation = 60_000 if role == SELLER else 90_000
+    just_acceptable = reservation + (1 if role == SELLER else -1)
+    unacceptable = reservation - 1 if role == SELLER else reservation + 1
+    # Its last offer would ask for more (the counterpart once offered more), yet in the last
+    # round an agreement at or past the reservation beats walking away.
+    better = reservation + 20_000 if role == SELLER else reservation - 20_000
+    theirs = (better, just_acceptable)
+    assert Firm().decide(view(role, reservation=reservation, round=20, max_rounds=21, theirs=theirs)) == ACCEPT
+    assert isinstance(Firm().decide(view(role, reservation=reservation, round=19, max_rounds=21, theirs=theirs)),
+                      Terms)
+    assert isinstance(Firm().decide(view(role, reservation=reservation, round=20, max_rounds=21,
+                                         theirs=(better, unacceptable))), Terms)
+
+
 # -- tit for tat ---------------------------------------------------------------------------------------
 
 def test_absolute_tit_for_tat_mirrors_the_concession_in_cents():
@@ -444,12 +492,14 @@ def test_time_dependent_decides_the_same_whatever_views_it_saw_before(e, role, r
         assert shared == Terms(planned, "USD")
 
 
-def test_store_merchant_closes_after_its_last_offer_as_the_store_does():
-    """The adapter tells the merchant the rounds left: against a shopper who never reaches the
-    floor it holds out for the deadline and makes its last offer only in its last round — it
+@pytest.mark.parametrize("max_rounds", [20, 100])
+def test_store_merchant_closes_after_its_last_offer_as_the_store_does(max_rounds):
+    """The adapter tells the merchant the rounds left, and that its counterpart is bound to the
+    deadline (not a chat shopper's patience of 20 messages): against a shopper who never reaches
+    the floor it holds out for the deadline and makes its last offer only in its last round — it
     does not walk away early, nor ever deal below the floor."""
     scenario = Scenario(id="f", list_price_cents=100_000, seller_reservation_cents=90_000,
-                        buyer_reservation_cents=95_000, max_rounds=20)
+                        buyer_reservation_cents=95_000, max_rounds=max_rounds)
     result = run_alternating(scenario, StoreMerchant(), Hardliner())
     assert not result.agreed
     assert result.reason == "timeout" and result.rounds == scenario.max_rounds

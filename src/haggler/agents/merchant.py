@@ -303,12 +303,17 @@ class MerchantAgent:
     # -- deciding ----------------------------------------------------------------------------
 
     def respond(self, negotiation: Negotiation, intent: Intent, *, last_message: bool = False,
-                messages_left: int | None = None, history: MerchantHistory | None = None) -> MerchantMove:
+                messages_left: int | None = None, history: MerchantHistory | None = None,
+                to_the_cap: bool = False) -> MerchantMove:
         """The merchant's move after the shopper's turn has been applied to ``negotiation``.
 
         ``messages_left`` is how many more messages the shopper may send after this one (None:
         unknown). Knowing it, the merchant holds firm early and concedes towards its lowest
-        quote as the deadline nears; ``messages_left == 0`` is the last message. ``history``
+        quote as the deadline nears; ``messages_left == 0`` is the last message. The clock runs to
+        a chat shopper's patience (:attr:`Clock.patience`) when the cap is further away, unless
+        ``to_the_cap``: a counterpart bound to the deadline, as in the lab's alternating offers,
+        haggles to its last message, and a merchant that made its last offer at message 20 of 100
+        would walk away from deals it could still make. ``history``
         is the negotiation's history with that turn (the store keeps it folded); without it the
         history is derived from ``negotiation``'s turns."""
         state = self.history(negotiation) if history is None else history
@@ -321,7 +326,8 @@ class MerchantAgent:
         clock = None
         if messages_left is not None:
             last_message = last_message or messages_left <= 0
-            clock = Clock(state.shopper_turns, max(0, messages_left))
+            done, left = state.shopper_turns, max(0, messages_left)
+            clock = Clock(done, left, patience=done + left) if to_the_cap else Clock(done, left)
         move = self._decide(negotiation, state, intent, clock, last_message)
         if intent.manipulation and not move.deflected:
             move = replace(move, deflected=True)

@@ -9,6 +9,8 @@ behind the same interface:
   until late), ``e = 1`` linear, ``e > 1`` a conceder (the NegMAS/Faratin parameterisation).
 * :class:`RelativeTitForTat` / :class:`AbsoluteTitForTat` — mirror the counterpart's last
   concession, as a ratio or in cents.
+* :class:`Firm` — a very firm clock that never concedes past the counterpart's best offer and
+  takes any acceptable offer in the last round.
 * :class:`Hardliner` — never moves from its opening.
 * :class:`NaiveAcceptFirst` — takes the first acceptable offer; otherwise offers its reservation.
 * :class:`StoreMerchant` / :class:`DefaultShopper` — the store's merchant agent and the
@@ -48,7 +50,7 @@ if TYPE_CHECKING:  # imported where used: the lab's strategies load without the 
     from haggler.agents.shopper import ShopperAgent, ShopperTurn
 
 __all__ = [
-    "STRATEGIES", "AbsoluteTitForTat", "DefaultShopper", "Hardliner", "NaiveAcceptFirst",
+    "STRATEGIES", "AbsoluteTitForTat", "DefaultShopper", "Firm", "Hardliner", "NaiveAcceptFirst",
     "RelativeTitForTat", "StoreMerchant", "TimeDependent", "best_price",
 ]
 
@@ -204,6 +206,48 @@ class TimeDependent(_PriceStrategy):
         return f"TimeDependent(e={self.e!r})"
 
 
+class Firm(TimeDependent):
+    """A very firm clock that never asks for less than the counterpart has already offered.
+
+    Three rules on top of :class:`TimeDependent` with a small exponent (``e = 0.05``: it gives
+    up almost nothing until the last tenth of the negotiation):
+
+    * its price never concedes past the best offer the counterpart has made so far (the best
+      net for this side): an agent that already offered that much will take it again, so any
+      concession beyond it only gives value away;
+    * it accepts the counterpart's offer when it is at least as good as that price (AC-next);
+    * in the last round it accepts any offer at or past its reservation: there is no later
+      turn, and an agreement at the reservation is worth no less than walking away.
+
+    Against the ANAC field (``benchmarks/anac.py``) this is what separates it from a plain
+    Boulware clock: conceders and adaptive agents that read firmness as strength give way, and
+    the counterpart's own best offer is the floor of the endgame rather than the reservation.
+    """
+
+    def __init__(self, e: float = 0.05, name: str = "firm") -> None:
+        super().__init__(e, name=name)
+
+    def next_price(self, view: DeciderView) -> int:
+        price = super().next_price(view)
+        theirs = view.their_offers
+        if not theirs:
+            return price
+        if view.role == SELLER:
+            return max(price, max(net_cents(view, terms) for terms in theirs))
+        return min(price, min(net_cents(view, terms) for terms in theirs))
+
+    def decide(self, view: DeciderView) -> Decision:
+        decision = _PriceStrategy.decide(self, view)
+        theirs = view.their_offers
+        if (decision is not ACCEPT and theirs and view.round >= view.max_rounds - 1
+                and _at_least_as_good(view, theirs[-1], view.reservation_cents)):
+            return ACCEPT
+        return decision
+
+    def __repr__(self) -> str:
+        return f"Firm(e={self.e!r})"
+
+
 class _TitForTat(_PriceStrategy):
     """Opens at its best price and holds until the counterpart has moved; then :meth:`mirror`
     turns the counterpart's last move (its net before and after) into this side's next price."""
@@ -280,9 +324,10 @@ class StoreMerchant:
     lever per extra valued at its cost), extends its negotiation with the offers made since its
     last turn (the offers the merchant said were final as final, so that it closes after its last
     offer as the store does), reads the buyer's last offer as an OFFER intent — with the rounds
-    left as the chat's messages left, so that the merchant knows the deadline — and maps the
-    merchant's move back: a counter or last offer is an OFFER, a hold re-offers the standing
-    terms (final after a last offer), a graceful close is a REJECT.
+    left as the chat's messages left, so that the merchant knows the deadline, and as bound to
+    it (the merchant paces its concessions to the last round, not to a chat shopper's
+    patience) — and maps the merchant's move back: a counter or last offer is an OFFER, a hold
+    re-offers the standing terms (final after a last offer), a graceful close is a REJECT.
     """
 
     name = "store-merchant"
@@ -370,9 +415,12 @@ class StoreMerchant:
             history = agent.history(negotiation)
         self._history, self._history_agent = history, agent
         last = theirs[-1]
-        # The buyer answers this move and every later one, up to the last round.
+        # The buyer answers this move and every later one, up to the last round: in this round
+        # too when the merchant moved first, from the next one when the buyer did.
+        buyer_first = len(theirs) > len(mine)
         move = agent.respond(negotiation, Intent(IntentKind.OFFER, amount_cents=last.price_cents),
-                             messages_left=view.max_rounds - view.round, history=history)
+                             messages_left=view.max_rounds - view.round - buyer_first, history=history,
+                             to_the_cap=True)
         standing = self._terms(negotiation.standing.get(MERCHANT, agent.opening_terms()))
         if move.action is Action.ACCEPT:
             return ACCEPT if acceptable(view, last) else standing
@@ -439,6 +487,7 @@ class DefaultShopper:
 #: Factories of the lab's strategies, by name: one fresh decider per negotiation.
 STRATEGIES: dict[str, Callable[[], Decider]] = {
     "boulware": lambda: TimeDependent(0.2, name="boulware"),
+    "firm": Firm,
     "linear": lambda: TimeDependent(1.0, name="linear"),
     "conceder": lambda: TimeDependent(5.0, name="conceder"),
     "tit-for-tat-relative": RelativeTitForTat,
