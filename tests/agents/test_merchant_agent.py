@@ -791,6 +791,74 @@ class TestLastMessage:
 
 
 
+class TestBoundToTheCap:
+    """A shopper bound to the cap (the lab's alternating offers, ``to_the_cap``) haggles to its
+    last message: the merchant paces itself to the cap, not to a chat shopper's patience, and
+    plays as firm as that allows. A chat shopper (the store's) gets what it always got."""
+
+    PRODUCT = SYNTHETIC["no_levers"]  # list 1,000.00, floor 800.00
+
+    def test_a_shopper_standing_still_above_the_floor_is_taken_only_in_a_chat(self):
+        price = 85_000
+        chat = Chat(self.PRODUCT, max_messages=100)
+        moves = [chat.offer(price) for _ in range(3)]
+        assert moves[-1].kind is MoveKind.ACCEPT_OFFER  # it stood still twice: a sale beats none
+        bound = Chat(self.PRODUCT, max_messages=100, to_the_cap=True)
+        moves = [bound.offer(price) for _ in range(60)]
+        assert not any(m.is_deal for m in moves)
+        assert bound.ask.price_cents > price
+
+    def test_no_token_cuts_and_a_firmer_curve_early_on(self):
+        chat = Chat(self.PRODUCT, max_messages=100)
+        bound = Chat(self.PRODUCT, max_messages=100, to_the_cap=True)
+        for i in range(30):
+            chat.offer(60_000 + 100 * i)
+            bound.offer(60_000 + 100 * i)
+        assert bound.ask.price_cents == self.PRODUCT.list_price_cents
+        assert chat.ask.price_cents < self.PRODUCT.list_price_cents
+
+    def test_paced_to_the_cap_not_to_a_chat_shoppers_patience(self):
+        bound = Chat(self.PRODUCT, max_messages=100, to_the_cap=True)
+        moves = [bound.offer(79_000) for _ in range(40)]
+        assert not any(m.final for m in moves)
+        assert bound.ask.price_cents > self.PRODUCT.floor_cents
+        chat = Chat(self.PRODUCT, max_messages=100)
+        moves = [chat.offer(79_000) for _ in range(20)]
+        assert any(m.final for m in moves)  # its last offer by a chat shopper's 20th message
+
+    @pytest.mark.parametrize("to_the_cap", [False, True])
+    def test_the_last_offer_holds_the_ask_for_a_bound_shopper_who_never_nears_the_floor(self, to_the_cap):
+        chat = Chat(self.PRODUCT, max_messages=10, to_the_cap=to_the_cap)
+        for _ in range(8):
+            chat.offer(70_000)
+        ask = chat.ask
+        last = chat.offer(70_000)
+        assert last.kind is MoveKind.LAST_OFFER and last.final
+        if to_the_cap:
+            assert last.terms == ask and ask.price_cents > self.PRODUCT.floor_cents
+        else:
+            assert last.terms.price_cents == chat.agent.lowest_quote(()) < ask.price_cents
+
+    def test_the_last_offer_meets_a_bound_shopper_who_nears_the_floor(self):
+        chat = Chat(self.PRODUCT, max_messages=10, to_the_cap=True)
+        for i in range(8):
+            chat.offer(71_000 + 1_000 * i)
+        ask = chat.ask
+        last = chat.offer(79_000)  # its pace reaches the floor
+        assert last.kind is MoveKind.LAST_OFFER
+        assert self.PRODUCT.floor_cents <= last.terms.price_cents < ask.price_cents
+
+    @pytest.mark.parametrize("price", [79_999, 80_000])
+    def test_never_below_the_floor_when_bound(self, price):
+        chat = Chat(self.PRODUCT, max_messages=30, to_the_cap=True)
+        moves = []
+        while not chat.closed:
+            moves.append(chat.offer(price))
+        deals = [m for m in moves if m.is_deal]
+        assert all(m.terms.price_cents >= self.PRODUCT.floor_cents for m in moves if m.terms is not None)
+        assert bool(deals) == (price >= self.PRODUCT.floor_cents)
+
+
 def test_on_a_clock_never_counters_below_an_accelerating_shoppers_next_offer():
     """A shopper whose steps keep growing concedes on its own clock and will offer at least one
     more step as large as its last: on a clock, the merchant answers it with no more than a token

@@ -18,8 +18,8 @@ from haggler.lab.generate import mixed_set, single_issue
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 from haggler.lab.tournament import run_tournament
 
-OUTCOMES_DIGEST = "c07d26b0314b5382cfdb3e1b16bbdfbd7eab112237e71a005a3429935cdbeb2b"
-TOURNAMENT_DIGEST = "302f5bfe7f3523f69bf38690a823b5c9fe6ff1d41b060e175fbcdfb4b05f5062"
+OUTCOMES_DIGEST = "0be6063f97e61cbabfa9df4030c912b126829f9631aabf2298a9fd5440cd8b5c"
+TOURNAMENT_DIGEST = "1aa3341568d429accc2bfb6cda0fbba9be23ca857359b8707477bef5ce54915f"
 
 
 def _speed_scenarios(n: int, seed: int) -> list[Scenario]:

@@ -38,6 +38,8 @@ class Chat:
     timed: bool = True
     #: The least the merchant takes (None: the floor), as a store with a hidden floor margin sets it.
     reserve_cents: int | None = None
+    #: Tell the merchant the shopper is bound to the cap, as the lab's alternating offers do.
+    to_the_cap: bool = False
 
     def __post_init__(self) -> None:
         self.agent = MerchantAgent(self.product, reserve_cents=self.reserve_cents)
@@ -70,7 +72,8 @@ class Chat:
         self.negotiation.apply(self.agent.shopper_turn(self.negotiation, intent, now))
         self.shopper_messages += 1
         move = self.agent.respond(self.negotiation, intent, last_message=self.shopper_messages >= self.max_messages,
-                                  messages_left=self.max_messages - self.shopper_messages if self.timed else None)
+                                  messages_left=self.max_messages - self.shopper_messages if self.timed else None,
+                                  to_the_cap=self.to_the_cap)
         turn = move.turn(now)
         if turn is not None:
             self.negotiation.apply(turn)

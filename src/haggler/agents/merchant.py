@@ -197,11 +197,15 @@ class Clock:
     #: merchant that saves its last offer for message 30 sells nothing to shoppers who give up
     #: after 20.
     patience: int = 20
+    #: The shopper is bound to the cap (the lab's alternating offers): it haggles to its last
+    #: message, so patience does not apply, and a shopper standing still is not about to leave.
+    to_the_cap: bool = False
 
     @property
     def horizon(self) -> int:
         """The shopper message the merchant answers with its last offer."""
-        return min(self.done + self.left, self.patience) - 1
+        cap = self.done + self.left
+        return (cap if self.to_the_cap else min(cap, self.patience)) - 1
 
     @property
     def time(self) -> float:
@@ -235,6 +239,10 @@ class MerchantAgent:
     STALLS_TO_TAKE = 2
     #: With a clock: the concession curve's exponent (below 1: Boulware, firm until late).
     BOULWARE_E = 0.2
+    #: With a clock the shopper is bound to (:attr:`Clock.to_the_cap`): firmer still. A shopper
+    #: that cannot leave before the deadline moves only when it nears, so the merchant has no
+    #: early concession to make to keep it talking.
+    BOUND_BOULWARE_E = 0.05
     #: With a clock: the token cut (fraction of the remaining room, at least one price unit,
     #: at most the shopper's own move) answering each move of the shopper.
     TOKEN_STEP = 0.01
@@ -326,8 +334,7 @@ class MerchantAgent:
         clock = None
         if messages_left is not None:
             last_message = last_message or messages_left <= 0
-            done, left = state.shopper_turns, max(0, messages_left)
-            clock = Clock(done, left, patience=done + left) if to_the_cap else Clock(done, left)
+            clock = Clock(state.shopper_turns, max(0, messages_left), to_the_cap=to_the_cap)
         move = self._decide(negotiation, state, intent, clock, last_message)
         if intent.manipulation and not move.deflected:
             move = replace(move, deflected=True)
@@ -370,14 +377,14 @@ class MerchantAgent:
             # the merchant can live with: a sale beats none.
             return self._accept(negotiation, price, topics)
         if clock is not None and clock.last_call:
-            return self._final_answer(negotiation, state, price, topics)
+            return self._final_answer(negotiation, state, price, topics, clock)
         counter = self._counter(state, price) if clock is None else self._timed_counter(state, price, clock)
         # Splitting a small gap makes sense only when the merchant cannot tell how long the
         # shopper will keep moving.
         close_enough = (clock is None and counter is not None
                         and counter.price_cents - price <= self.product.list_price_cents * self.CLOSE_ENOUGH)
-        if covered and (counter is None or price >= counter.price_cents or close_enough
-                        or state.shopper_stalls >= self.STALLS_TO_TAKE):
+        stalled = state.shopper_stalls >= self.STALLS_TO_TAKE and not (clock is not None and clock.to_the_cap)
+        if covered and (counter is None or price >= counter.price_cents or close_enough or stalled):
             return self._accept(negotiation, price, topics)
         # Without a clock, a shopper stuck below the floor gets the last offer; with one, the
         # deadline bounds the chat and the last offer comes when it nears.
@@ -419,14 +426,21 @@ class MerchantAgent:
         return MerchantMove(MoveKind.DECLINE_CLOSE, Action.REJECT, ask, shopper_price_cents=price)
 
     def _final_answer(self, negotiation: Negotiation, state: MerchantHistory, price: int,
-                      topics: tuple[Topic, ...]) -> MerchantMove:
+                      topics: tuple[Topic, ...], clock: Clock) -> MerchantMove:
         """The shopper can answer this move but the merchant cannot answer back with a counter:
         its last offer. It asks for what the shopper's own pace says the shopper would offer
-        next (never below its lowest quote), and takes the shopper's offer when that is as good."""
+        next (never below its lowest quote), and takes the shopper's offer when that is as good.
+        A shopper bound to the cap whose pace does not reach the lowest quote gives no sign it
+        would take the floor: the last offer then stands at the ask, worth more with a shopper
+        that takes whatever the deadline leaves, and no worse a bet with one that does not."""
         ask = state.ask
         fine = min(self.unit, 100)
         forecast = self._forecast(state) // fine * fine
-        last_price = max(self.lowest_quote(ask.extras), min(ask.price_cents, forecast))
+        lowest = self.lowest_quote(ask.extras)
+        if clock.to_the_cap and forecast < lowest:
+            last_price = ask.price_cents
+        else:
+            last_price = max(lowest, min(ask.price_cents, forecast))
         if price >= last_price and self.covers(self.shopper_terms(negotiation, price)):
             return self._accept(negotiation, price, topics)
         terms = Terms(last_price, ask.currency, ask.extras)
@@ -499,14 +513,17 @@ class MerchantAgent:
         room = self.product.list_price_cents - lowest
         if room <= 0:
             return lowest
-        given = room * clock.time ** (1 / self.BOULWARE_E)
+        e = self.BOUND_BOULWARE_E if clock.to_the_cap else self.BOULWARE_E
+        given = room * clock.time ** (1 / e)
         return max(lowest, _ceil_to(int(self.product.list_price_cents - given), self.unit))
 
     def _timed_counter(self, state: MerchantHistory, price: int, clock: Clock) -> Terms | None:
         """The next terms on the clock: the concession curve's price, or the shopper's forecast
         next offer when that is higher (no cut it would make good anyway), and at least a token
         cut (no more than the shopper's own move) whenever the shopper improved its offer, so
-        that every move of the shopper is answered. The standing terms when no move is due; None
+        that every move of the shopper is answered — unless the shopper is bound to the cap: it
+        stays to the end whether answered or not, and token cuts answering a shopper that moves
+        every round add up to most of the room. The standing terms when no move is due; None
         when nothing is left to give."""
         ask = state.ask
         offers = state.shopper_offers
@@ -516,7 +533,7 @@ class MerchantAgent:
         if offers:
             target = max(target, self._forecast(state))
         lowball = price < self.product.list_price_cents * self.LOWBALL
-        if not lowball and (moved is None or moved > 0):
+        if not lowball and not clock.to_the_cap and (moved is None or moved > 0):
             room = ask.price_cents - lowest
             token = max(self.unit, int(room * self.TOKEN_STEP))
             if moved is not None:
