@@ -9,15 +9,21 @@ import hashlib
 from datetime import datetime, timedelta
 from functools import cache
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.sql.dml import ReturningInsert
 
 from haggler.storage.database import lock_key
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import rate_windows
 
 #: The longest key ``rate_windows`` holds (its ``client`` column).
 MAX_KEY = 64
+#: A key's events still in its window, oldest first: read by every limited request (each market
+#: message), so compiled once (``storage/prepared.py``).
+_IN_WINDOW = Prepared(select(rate_windows.c.window_start, rate_windows.c.count)
+                      .where(rate_windows.c.client == bindparam("key"), rate_windows.c.window_start > bindparam("now"))
+                      .order_by(rate_windows.c.window_start))
 
 
 @cache
@@ -70,9 +76,7 @@ class SlidingWindow:
 
     def wait(self, conn: Connection, key: str, now: datetime) -> int | None:
         """The seconds until ``key`` may have another event, or None when it may now."""
-        rows = conn.execute(select(rate_windows.c.window_start, rate_windows.c.count)
-                            .where(rate_windows.c.client == key, rate_windows.c.window_start > now)
-                            .order_by(rate_windows.c.window_start)).all()
+        rows = _IN_WINDOW.rows(conn, {"key": key, "now": now})
         total = sum(count for _, count in rows)
         if total < self.limit:
             return None

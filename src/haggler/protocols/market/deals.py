@@ -39,7 +39,7 @@ from haggler.protocols.market.listings import facts, listing_row, seller_floor
 from haggler.protocols.market.mandates import Mandate, MandateViolation, confirm, enforce, needs_owner_approval
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.database import lock_key
-from haggler.storage.rows import row_by_id
+from haggler.storage.rows import find_by_id, row_by_id
 from haggler.storage.schema import market_deals, market_listings, market_requests
 from haggler.timestamps import utc_z
 from haggler.trust.messages import Party, PARTIES, decode_hex_signature, verify_deal
@@ -207,8 +207,7 @@ def _due(row: Any, now: datetime) -> bool:
 def is_due(conn: Connection, deal_id: str, now: datetime) -> bool:
     """Whether the deal exists and is due to expire: read first, so that a read or an action
     opens a write transaction to expire it only when there is something to do."""
-    row = conn.execute(select(market_deals.c.status, market_deals.c.expires_at)
-                       .where(market_deals.c.id == deal_id)).first()
+    row = find_by_id(conn, market_deals, deal_id)
     return row is not None and _due(row, now)
 
 
@@ -235,7 +234,7 @@ def expire_if_due(conn: Connection, deal_id: str, now: datetime) -> bool:
     """Expire the deal if it is due (in a write transaction); whether it did. What a read, an
     action on the deal and the sweep all run, in a transaction of its own before an action, so
     that the expiry stands even when the action is then refused."""
-    row = conn.execute(select(market_deals).where(market_deals.c.id == deal_id).with_for_update()).first()
+    row = find_by_id(conn, market_deals, deal_id, lock=True)
     if row is None or not _due(row, now):
         return False
     end_deal(conn, row, EXPIRED, "deal_expired", now)

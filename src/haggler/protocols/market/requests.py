@@ -18,7 +18,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.engine import Negotiation, OutcomeKind, RuleViolation
@@ -50,6 +50,7 @@ from haggler.protocols.market.settlement import (
     offer_turn,
     sealed_bid_price,
 )
+from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id
 from haggler.storage.schema import market_bids, market_deals, market_offers, market_requests
 
@@ -286,11 +287,17 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
 # -- offers ----------------------------------------------------------------------------------------
 
 
+#: A request's offers, oldest first, and an offer's insert: every turn runs both, so they are
+#: compiled once (``storage/prepared.py``).
+_OFFERS = Prepared(select(market_offers).where(market_offers.c.request_id == bindparam("request_id"))
+                   .order_by(market_offers.c.seq))
+_INSERT_OFFER = Prepared(insert(market_offers))
+
+
 def _offers(conn: Connection, request_id: str) -> list[Any]:
     """The request's offers so far, oldest first: read once per offer, for the replay check and
     the engine's replay both."""
-    return conn.execute(select(market_offers).where(market_offers.c.request_id == request_id)
-                        .order_by(market_offers.c.seq)).all()
+    return _OFFERS.rows(conn, {"request_id": request_id})
 
 
 def _negotiation(rows: list[Any], opener: str, currency: str, turn_cap: int | None) -> Negotiation:
@@ -344,8 +351,8 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
                                            accessories=accessories, shipping=listing.shipping_cents),
                  floor=listing.floor_cents, what=f"offer ({action})", requestId=request_id)
     outcome = negotiation.apply(turn)
-    conn.execute(insert(market_offers).values(request_id=request_id, seq=count + 1, party=party, action=action,
-                                              price_cents=amount, message=stored(message), created_at=at))
+    _INSERT_OFFER.run(conn, {"request_id": request_id, "seq": count + 1, "party": party, "action": action,
+                             "price_cents": amount, "message": stored(message), "created_at": at})
     delivered = {**message, **({"offerPriceRead": to_decimal_number(amount)} if read_from_text and amount is not None else {})}
     inbox.deliver(conn, request.buyer_id if counterpart == "buyer" else request.seller_id, inbox.MESSAGE,
                   delivered, now)
