@@ -18,7 +18,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from haggler.engine import Negotiation, OutcomeKind, RuleViolation
@@ -51,7 +51,7 @@ from haggler.protocols.market.settlement import (
     sealed_bid_price,
 )
 from haggler.storage.prepared import Prepared
-from haggler.storage.rows import row_by_id
+from haggler.storage.rows import find_by_id, row_by_id, update_by_id
 from haggler.storage.schema import market_bids, market_deals, market_offers, market_requests
 
 PROPOSED, AGREED, CLOSED, FAILED = "proposed", "agreed", "closed", "failed"
@@ -136,7 +136,7 @@ def contact(conn: Connection, message: object, audit: AuditEvents, now: datetime
     if not listing.negotiable and message["protocol"] != INSTANT_MATCH:
         raise Conflict("the listing is not negotiable: its price is fixed, so only instant_match can close it")
     _permits(conn, audit, buyer.id, message["protocol"], "contact", message["requestId"])
-    if conn.execute(select(market_requests.c.id).where(market_requests.c.id == message["requestId"])).first():
+    if find_by_id(conn, market_requests, message["requestId"]) is not None:
         raise Conflict(f"requestId {message['requestId']} is already taken")
     _open_request(conn, message, listing, buyer, message["protocol"], None, PROPOSED, now)
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)
@@ -173,8 +173,7 @@ def agree(conn: Connection, request_id: str, message: object, audit: AuditEvents
     if not listing.negotiable and protocol != INSTANT_MATCH:
         raise Conflict("the listing is not negotiable: agree to instant_match or to nothing")
     _permits(conn, audit, seller.id, protocol, "agreement", request_id)
-    conn.execute(update(market_requests).where(market_requests.c.id == request_id)
-                 .values(protocol=protocol, state=AGREED, updated_at=now))
+    update_by_id(conn, market_requests, request_id, protocol=protocol, state=AGREED, updated_at=now)
     inbox.deliver(conn, request.buyer_id, inbox.MESSAGE, message, now)
     return {"requestId": request_id, "state": AGREED, "agreedProtocol": protocol}
 
@@ -226,8 +225,7 @@ def _same_goods(request: Any, listing: Any) -> None:
 
 def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime,
            deal_expiry: timedelta) -> dict[str, Any]:
-    conn.execute(update(market_requests).where(market_requests.c.id == request.id)
-                 .values(state=CLOSED, updated_at=now))
+    update_by_id(conn, market_requests, request.id, state=CLOSED, updated_at=now)
     return deals.open_deal(conn, request_id=request.id, listing_id=listing.id, buyer_id=request.buyer_id,
                            seller_id=request.seller_id, protocol=protocol, price_cents=price_cents,
                            currency=listing.currency, now=now, expires_at=now + deal_expiry,
@@ -235,8 +233,7 @@ def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_ce
 
 
 def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
-    conn.execute(update(market_requests).where(market_requests.c.id == request.id)
-                 .values(state=FAILED, updated_at=now))
+    update_by_id(conn, market_requests, request.id, state=FAILED, updated_at=now)
     inbox.notify(conn, [request.buyer_id, request.seller_id], "negotiation_failed", now, requestId=request.id,
                  reason=reason)
 
