@@ -211,7 +211,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # commits (PostgreSQL's turns run on the event loop: storage/database.py, run_on_loop).
     # First: the lane that serves them is the innermost middleware.
     writes = WriteLane(db, slots=2)
-    market_router, market_writes = market.routes()
+    market_router, market_writes = market.routes(writes)
     install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, writes),
                                *matching.plain_routes(writes), *exchange.plain_routes(writes), *market_writes])
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
