@@ -11,7 +11,6 @@ from functools import cache
 
 from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql.dml import ReturningInsert
 
 from haggler.storage.database import lock_key
 from haggler.storage.prepared import Prepared
@@ -27,18 +26,21 @@ _IN_WINDOW = Prepared(select(rate_windows.c.window_start, rate_windows.c.count)
 
 
 @cache
-def _upsert(dialect: str) -> ReturningInsert[tuple[int]]:
-    # Built once per dialect: compiling it again on every request would show on the request path.
+def _upsert(dialect: str) -> Prepared:
+    # Built and compiled once per dialect, run on the driver (``storage/prepared.py``): every
+    # limited request counts, and SQLAlchemy's execute cost more than the upsert itself.
     insert = (postgresql if dialect == "postgresql" else sqlite).insert(rate_windows)
-    return insert.on_conflict_do_update(
+    return Prepared(insert.on_conflict_do_update(
         index_elements=[rate_windows.c.client, rate_windows.c.window_start],
-        set_={"count": rate_windows.c.count + 1}).returning(rate_windows.c.count)
+        set_={"count": rate_windows.c.count + 1}).returning(rate_windows.c.count))
 
 
 def count_one(conn: Connection, key: str, at: datetime) -> int:
     """Add one to the count of (``key``, ``at``) and return it, in one atomic upsert: two workers
     counting at once both land."""
-    return conn.execute(_upsert(conn.dialect.name), {"client": key, "window_start": at, "count": 1}).scalar_one()
+    row = _upsert(conn.dialect.name).first(conn, {"client": key, "window_start": at, "count": 1})
+    assert row is not None  # an upsert's RETURNING gives its row
+    return int(row[0])
 
 
 def window_key(prefix: str, subject: str) -> str:
