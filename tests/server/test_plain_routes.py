@@ -1,10 +1,12 @@
-"""negotiate.v1's routes, a polling match agent's pickup and respond, and an exchange transaction's
-opening and messages are plain Starlette routes served by the plain-route lane (server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
+"""negotiate.v1's routes, a polling match agent's pickup and respond, an exchange transaction's
+opening and messages, and the market's writes are plain Starlette routes served by the plain-route lane (server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
 JSON 405, errors come out in the app's shapes, and the OpenAPI document still describes every one
 of them. (Counting by route template: tests/server/test_prometheus_metrics.py.)"""
 
 from __future__ import annotations
 
+from haggler.protocols.market import views as market_views
+from haggler.protocols.market.routes import PREFIX as MARKET_PREFIX
 from haggler.protocols.matching import views as matching_views
 from haggler.protocols.matching.routes import PREFIX as MATCHING_PREFIX
 from haggler.protocols.negotiate_v1 import views
@@ -18,6 +20,10 @@ MATCH_TURN = {("post", MATCHING_PREFIX + "/agents/{agent_id}/negotiations/pickup
 TRANSACTION = {("post", EXCHANGE_PREFIX + "/transactions"),
                *(("post", EXCHANGE_PREFIX + "/transactions/{transaction_id}/" + action)
                  for action in ("negotiate", "complete", "cancel"))}
+#: The market's writes (every POST and the order's DELETE but the operator's clearing); its
+#: reads are FastAPI's.
+MARKET_WRITES = {(method, path) for method, path in market_views.openapi_operations(MARKET_PREFIX)
+                 if method != "get" and path != MARKET_PREFIX + "/books/{item}/clear"}
 
 
 def test_head_is_refused_and_takes_no_turn(store):
@@ -43,7 +49,7 @@ def test_the_openapi_document_describes_every_plain_route(store):
     assert MATCH_TURN <= set(matching_views.openapi_operations(MATCHING_PREFIX))
     assert TRANSACTION <= set(exchange_views.openapi_operations(EXCHANGE_PREFIX))
     assert ({(next(iter(r.methods)).lower(), r.path) for r in plain}
-            == set(views.openapi_operations()) | MATCH_TURN | TRANSACTION)
+            == set(views.openapi_operations()) | MATCH_TURN | TRANSACTION | MARKET_WRITES)
     ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
     assert len(ids) == len(set(ids))
     for route in plain:

@@ -211,8 +211,9 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # commits (PostgreSQL's turns run on the event loop: storage/database.py, run_on_loop).
     # First: the lane that serves them is the innermost middleware.
     writes = WriteLane(db, slots=2)
+    market_router, market_writes = market.routes(writes)
     install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, writes),
-                               *matching.plain_routes(writes), *exchange.plain_routes(writes)])
+                               *matching.plain_routes(writes), *exchange.plain_routes(writes), *market_writes])
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),
@@ -227,7 +228,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                                                          deal_ttl=config.agents.deal_ttl)))
     app.include_router(exchange.router())
     app.include_router(matching.router())
-    app.include_router(market.router())
+    app.include_router(market_router)
     app.include_router(admin_router(config, db, limits))
     shapes: list[tuple[tuple[str, ...], ErrorShape]] = []
     app.state.order_events = order_events

@@ -9,30 +9,38 @@ import hashlib
 from datetime import datetime, timedelta
 from functools import cache
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.sql.dml import ReturningInsert
 
 from haggler.storage.database import lock_key
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import rate_windows
 
 #: The longest key ``rate_windows`` holds (its ``client`` column).
 MAX_KEY = 64
+#: A key's events still in its window, oldest first: read by every limited request (each market
+#: message), so compiled once (``storage/prepared.py``).
+_IN_WINDOW = Prepared(select(rate_windows.c.window_start, rate_windows.c.count)
+                      .where(rate_windows.c.client == bindparam("key"), rate_windows.c.window_start > bindparam("now"))
+                      .order_by(rate_windows.c.window_start))
 
 
 @cache
-def _upsert(dialect: str) -> ReturningInsert[tuple[int]]:
-    # Built once per dialect: compiling it again on every request would show on the request path.
+def _upsert(dialect: str) -> Prepared:
+    # Built and compiled once per dialect, run on the driver (``storage/prepared.py``): every
+    # limited request counts, and SQLAlchemy's execute cost more than the upsert itself.
     insert = (postgresql if dialect == "postgresql" else sqlite).insert(rate_windows)
-    return insert.on_conflict_do_update(
+    return Prepared(insert.on_conflict_do_update(
         index_elements=[rate_windows.c.client, rate_windows.c.window_start],
-        set_={"count": rate_windows.c.count + 1}).returning(rate_windows.c.count)
+        set_={"count": rate_windows.c.count + 1}).returning(rate_windows.c.count))
 
 
 def count_one(conn: Connection, key: str, at: datetime) -> int:
     """Add one to the count of (``key``, ``at``) and return it, in one atomic upsert: two workers
     counting at once both land."""
-    return conn.execute(_upsert(conn.dialect.name), {"client": key, "window_start": at, "count": 1}).scalar_one()
+    row = _upsert(conn.dialect.name).first(conn, {"client": key, "window_start": at, "count": 1})
+    assert row is not None  # an upsert's RETURNING gives its row
+    return int(row[0])
 
 
 def window_key(prefix: str, subject: str) -> str:
@@ -70,9 +78,7 @@ class SlidingWindow:
 
     def wait(self, conn: Connection, key: str, now: datetime) -> int | None:
         """The seconds until ``key`` may have another event, or None when it may now."""
-        rows = conn.execute(select(rate_windows.c.window_start, rate_windows.c.count)
-                            .where(rate_windows.c.client == key, rate_windows.c.window_start > now)
-                            .order_by(rate_windows.c.window_start)).all()
+        rows = _IN_WINDOW.rows(conn, {"key": key, "now": now})
         total = sum(count for _, count in rows)
         if total < self.limit:
             return None

@@ -70,7 +70,8 @@ class Prepared:
             # None in ``values()``, is resolved: ``compiled.binds`` keys it by its template).
             binds = tuple((compiled.bind_names[bind], processor) for bind in compiled.binds.values()
                           if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None)
-            columns = getattr(self.statement, "selected_columns", ())
+            # A SELECT's columns, or what an INSERT or UPDATE returns (RETURNING; none without).
+            columns = getattr(self.statement, "exported_columns", ())
             results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns)
             order = tuple(compiled.positiontup) if compiled.positional and compiled.positiontup else None
             found = _Compiled(compiled, compiled.string, order, binds, results,

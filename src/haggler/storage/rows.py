@@ -20,10 +20,15 @@ def _by_id(table: Table, lock: bool) -> Prepared:
     return Prepared(query.with_for_update() if lock else query)
 
 
-def row_by_id(conn: Connection, table: Table, row_id: str, what: str, *, lock: bool = False) -> Any:
-    """The row of ``table`` whose ``id`` is ``row_id``; ``lock`` takes it ``FOR UPDATE``
+def find_by_id(conn: Connection, table: Table, row_id: str, *, lock: bool = False) -> Any:
+    """The row of ``table`` whose ``id`` is ``row_id``, or None; ``lock`` takes it ``FOR UPDATE``
     (PostgreSQL; SQLite's write transactions are already exclusive)."""
-    row = _by_id(table, lock).row(conn, {"row_id": row_id})
+    return _by_id(table, lock).row(conn, {"row_id": row_id})
+
+
+def row_by_id(conn: Connection, table: Table, row_id: str, what: str, *, lock: bool = False) -> Any:
+    """:func:`find_by_id`, or NotFound naming what was asked for."""
+    row = find_by_id(conn, table, row_id, lock=lock)
     if row is None:
         raise NotFound(f"unknown {what}: {row_id}")
     return row

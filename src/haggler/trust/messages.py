@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any, Literal
 
 from cryptography.exceptions import InvalidSignature
@@ -69,6 +70,14 @@ def decode_hex_public_key(value: object) -> Ed25519PublicKey:
     return Ed25519PublicKey.from_public_bytes(_decode_hex(value, PUBLIC_KEY_BYTES, "public key", PublicKeyError))
 
 
+@lru_cache(maxsize=4096)
+def _parsed_key(value: str) -> Ed25519PublicKey:
+    """:func:`decode_hex_public_key` of a key given as text, kept: the market checks each message
+    against its agent's stored key, and the same keys sign message after message (parsing one
+    again each time showed in its profile). A malformed key raises and is not kept."""
+    return decode_hex_public_key(value)
+
+
 def encode_hex_signature(raw: bytes) -> str:
     """``0x`` + lowercase hex of a raw 64-byte Ed25519 signature."""
     if len(raw) != SIGNATURE_BYTES:
@@ -101,7 +110,7 @@ def verify_message(public_key: Ed25519PublicKey | str, message: Mapping[str, Any
     A missing or malformed signature is False (the message does not verify); a malformed
     ``public_key`` (given as ``0x`` hex) raises PublicKeyError, since that is the caller's error.
     """
-    key = decode_hex_public_key(public_key) if isinstance(public_key, str) else public_key
+    key = _parsed_key(public_key) if isinstance(public_key, str) else public_key
     return _valid(key, message.get("signature"), lambda: signing_bytes(message))
 
 
@@ -128,7 +137,7 @@ def sign_deal(private_key: Ed25519PrivateKey, deal: Mapping[str, Any], party: Pa
 def verify_deal(public_key: Ed25519PublicKey | str, deal: Mapping[str, Any], party: Party) -> bool:
     """Whether ``<party>.signature`` is ``public_key``'s signature of :func:`deal_signing_bytes`."""
     _check_party(party)
-    key = decode_hex_public_key(public_key) if isinstance(public_key, str) else public_key
+    key = _parsed_key(public_key) if isinstance(public_key, str) else public_key
     side = deal.get(party)
     signature = side.get("signature") if isinstance(side, Mapping) else None
     return _valid(key, signature, lambda: deal_signing_bytes(deal))

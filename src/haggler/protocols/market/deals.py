@@ -39,7 +39,7 @@ from haggler.protocols.market.listings import facts, listing_row, seller_floor
 from haggler.protocols.market.mandates import Mandate, MandateViolation, confirm, enforce, needs_owner_approval
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.database import lock_key
-from haggler.storage.rows import row_by_id
+from haggler.storage.rows import find_by_id, row_by_id, update_by_id
 from haggler.storage.schema import market_deals, market_listings, market_requests
 from haggler.timestamps import utc_z
 from haggler.trust.messages import Party, PARTIES, decode_hex_signature, verify_deal
@@ -207,8 +207,7 @@ def _due(row: Any, now: datetime) -> bool:
 def is_due(conn: Connection, deal_id: str, now: datetime) -> bool:
     """Whether the deal exists and is due to expire: read first, so that a read or an action
     opens a write transaction to expire it only when there is something to do."""
-    row = conn.execute(select(market_deals.c.status, market_deals.c.expires_at)
-                       .where(market_deals.c.id == deal_id)).first()
+    row = find_by_id(conn, market_deals, deal_id)
     return row is not None and _due(row, now)
 
 
@@ -219,14 +218,13 @@ def end_deal(conn: Connection, row: Any, status: str, reason: str, now: datetime
     and both parties are told (``deal_<status>``, with ``reason``). The one way a deal ends
     unconfirmed, so that no end forgets the listing a pending deal holds sold."""
     assert row.status in PENDING and status in (EXPIRED, CANCELLED, VOID)
-    conn.execute(update(market_deals).where(market_deals.c.id == row.id).values(status=status, updated_at=now))
+    update_by_id(conn, market_deals, row.id, status=status, updated_at=now)
     if row.protocol != AUCTION:
         # a listing is sold by one pending deal at a time (open_deal's compare-and-set): this one
         conn.execute(update(market_listings).where(market_listings.c.id == row.listing_id,
                                                    market_listings.c.status == "sold")
                      .values(status="live", updated_at=now))
-    conn.execute(update(market_requests).where(market_requests.c.id == row.request_id)
-                 .values(state="failed", updated_at=now))
+    update_by_id(conn, market_requests, row.request_id, state="failed", updated_at=now)
     inbox.notify(conn, [row.buyer_id, row.seller_id], f"deal_{status}", now, dealId=row.id,
                  requestId=row.request_id, reason=reason)
 
@@ -235,7 +233,7 @@ def expire_if_due(conn: Connection, deal_id: str, now: datetime) -> bool:
     """Expire the deal if it is due (in a write transaction); whether it did. What a read, an
     action on the deal and the sweep all run, in a transaction of its own before an action, so
     that the expiry stands even when the action is then refused."""
-    row = conn.execute(select(market_deals).where(market_deals.c.id == deal_id).with_for_update()).first()
+    row = find_by_id(conn, market_deals, deal_id, lock=True)
     if row is None or not _due(row, now):
         return False
     end_deal(conn, row, EXPIRED, "deal_expired", now)
@@ -349,8 +347,7 @@ def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents,
             return document(row, conn)
         raise Conflict(f"the {party} has already signed this deal")
     _enforce_confirm(conn, row, party, agent, audit, now)
-    conn.execute(update(market_deals).where(market_deals.c.id == row.id)
-                 .values(**{f"{party}_signature": signature}, updated_at=now))
+    update_by_id(conn, market_deals, row.id, **{f"{party}_signature": signature}, updated_at=now)
     return _settle(conn, deal_id, audit, now)
 
 
@@ -396,8 +393,7 @@ def approve(conn: Connection, deal_id: str, body: object, audit: AuditEvents,
                            f"owner approval of deal {row.id} ({party})")
     approvals = json.loads(row.approvals)
     approvals[party] = {"publicKey": agent.owner_public_key, "signature": signature}
-    conn.execute(update(market_deals).where(market_deals.c.id == row.id)
-                 .values(approvals=json.dumps(approvals), updated_at=now))
+    update_by_id(conn, market_deals, row.id, approvals=json.dumps(approvals), updated_at=now)
     return _settle(conn, deal_id, audit, now)
 
 
@@ -432,8 +428,7 @@ def _settle(conn: Connection, deal_id: str, audit: AuditEvents, now: datetime) -
                 end_deal(conn, row, VOID, "mandate", now)
                 return document(_deal(conn, deal_id), conn)
     if status != row.status or needed != json.loads(row.needs_approval):
-        conn.execute(update(market_deals).where(market_deals.c.id == row.id)
-                     .values(status=status, needs_approval=json.dumps(needed), updated_at=now))
+        update_by_id(conn, market_deals, row.id, status=status, needs_approval=json.dumps(needed), updated_at=now)
         row = _deal(conn, deal_id)
         if status == CONFIRMED:
             inbox.notify(conn, [row.buyer_id, row.seller_id], "deal_confirmed", now, dealId=row.id)

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Mapping
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from haggler.errors import Conflict, InvalidInput, Unauthorized
 from haggler.protocols.fields import bearer_credential
 from haggler.protocols.market.mandates import Mandate, MandateViolation, Violation, parse_mandate
 from haggler.protocols.market.messages import InvalidMessage, validate, validate_definition
+from haggler.storage.prepared import Prepared
+from haggler.storage.rows import find_by_id
 from haggler.storage.schema import market_agents, market_mandates
 from haggler.trust.hashing import secret_hash
 from haggler.trust.keys import PublicKeyError
@@ -94,7 +96,7 @@ def register(conn: Connection, body: object, now: datetime) -> tuple[Agent, str]
 
 
 def find(conn: Connection, agent_id: str) -> Agent | None:
-    row = conn.execute(select(market_agents).where(market_agents.c.id == agent_id)).first()
+    row = find_by_id(conn, market_agents, agent_id)
     return None if row is None else _agent(row)
 
 
@@ -174,11 +176,19 @@ def _mandate_pointer(message: str) -> str:
 
 #: What an agent with no mandate on file breaks: nothing authorises the action.
 NO_MANDATE = Violation("mandate", "no owner mandate is on file for this agent: POST /market/mandates first")
+#: The signed mandate on file, read by every offer, contact and signature: compiled once
+#: (``storage/prepared.py``).
+_MANDATE = Prepared(select(market_mandates.c.mandate).where(market_mandates.c.agent_id == bindparam("agent_id")))
+
+
+def _stored_mandate(conn: Connection, agent_id: str) -> str | None:
+    row = _MANDATE.first(conn, {"agent_id": agent_id})
+    return None if row is None else row[0]
 
 
 def mandate_of(conn: Connection, agent_id: str) -> Mandate:
     """The agent's mandate on file; with none, a violation (403): nothing authorises the action."""
-    stored = conn.execute(select(market_mandates.c.mandate).where(market_mandates.c.agent_id == agent_id)).scalar()
+    stored = _stored_mandate(conn, agent_id)
     if stored is None:
         raise MandateViolation(NO_MANDATE)
     return parse_mandate(stored)
@@ -193,5 +203,5 @@ def mandates_of(conn: Connection, agent_ids: Iterable[str]) -> dict[str, Mandate
 
 def mandate_document(conn: Connection, agent_id: str) -> dict[str, Any] | None:
     """The signed mandate as filed, for its own agent only (its constraints are hidden state)."""
-    stored = conn.execute(select(market_mandates.c.mandate).where(market_mandates.c.agent_id == agent_id)).scalar()
+    stored = _stored_mandate(conn, agent_id)
     return None if stored is None else json.loads(stored)

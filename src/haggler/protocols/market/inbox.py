@@ -12,19 +12,24 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, bindparam, insert, select
 
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import market_inbox
 from haggler.timestamps import utc_z
 
 #: What a delivery is: a message another agent sent (``message``) or a market notice.
 MESSAGE, NOTIFICATION = "message", "notification"
 MAX_PAGE = 500
+#: Every message and notice goes through here, several a negotiation turn: compiled once
+#: (``storage/prepared.py``); ``seq`` is left to the database.
+_DELIVER = Prepared(insert(market_inbox).values({name: bindparam(name) for name in ("agent_id", "kind", "body",
+                                                                                     "created_at")}))
 
 
 def deliver(conn: Connection, agent_id: str, kind: str, body: dict[str, Any], now: datetime) -> None:
-    conn.execute(insert(market_inbox).values(agent_id=agent_id, kind=kind, created_at=now,
-                                             body=json.dumps(body, ensure_ascii=False, separators=(",", ":"))))
+    _DELIVER.run(conn, {"agent_id": agent_id, "kind": kind, "created_at": now,
+                        "body": json.dumps(body, ensure_ascii=False, separators=(",", ":"))})
 
 
 def notify(conn: Connection, agent_ids: tuple[str, ...] | list[str], event: str, now: datetime, **facts: Any) -> None:

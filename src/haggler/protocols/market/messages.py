@@ -153,7 +153,32 @@ def _format_checker() -> FormatChecker:
 
 @cache
 def _validator(name: str) -> Any:
-    return _Validator(_load(name), format_checker=_format_checker())
+    schema = _load(name)
+    return _Validator(_inlined(schema, schema.get("$defs", {}), ()), format_checker=_format_checker())
+
+
+def _inlined(node: Any, defs: Mapping[str, Any], within: tuple[str, ...]) -> Any:
+    """``node`` with each reference to one of ``defs`` (``{"$ref": "#/$defs/<name>"}``, beside
+    at most a ``description``) replaced by the definition itself, itself inlined: jsonschema
+    looks a reference up again on every message it checks, a fifth of a market message's
+    validation. The same subschemas check the same instance paths, so every error (its
+    keyword, its schema, its field) is the one the reference gave. A definition already being
+    inlined (``within``: a cycle) keeps its reference. ``node`` is not changed: the schemas are
+    also served as written."""
+    if isinstance(node, list):
+        return [_inlined(item, defs, within) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(_DEFS) and set(node) <= {"$ref", "description"}:
+        name = ref[len(_DEFS):]
+        if name in defs and name not in within:
+            return _inlined(defs[name], defs, (*within, name))
+    return {key: _inlined(value, defs, within) for key, value in node.items()}
+
+
+#: How a schema refers to one of its own definitions.
+_DEFS = "#/$defs/"
 
 
 def definition(name: str) -> dict[str, Any]:

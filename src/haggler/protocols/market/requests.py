@@ -18,7 +18,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from haggler.engine import Negotiation, OutcomeKind, RuleViolation
@@ -50,7 +50,8 @@ from haggler.protocols.market.settlement import (
     offer_turn,
     sealed_bid_price,
 )
-from haggler.storage.rows import row_by_id
+from haggler.storage.prepared import Prepared
+from haggler.storage.rows import find_by_id, row_by_id, update_by_id
 from haggler.storage.schema import market_bids, market_deals, market_offers, market_requests
 
 PROPOSED, AGREED, CLOSED, FAILED = "proposed", "agreed", "closed", "failed"
@@ -135,7 +136,7 @@ def contact(conn: Connection, message: object, audit: AuditEvents, now: datetime
     if not listing.negotiable and message["protocol"] != INSTANT_MATCH:
         raise Conflict("the listing is not negotiable: its price is fixed, so only instant_match can close it")
     _permits(conn, audit, buyer.id, message["protocol"], "contact", message["requestId"])
-    if conn.execute(select(market_requests.c.id).where(market_requests.c.id == message["requestId"])).first():
+    if find_by_id(conn, market_requests, message["requestId"]) is not None:
         raise Conflict(f"requestId {message['requestId']} is already taken")
     _open_request(conn, message, listing, buyer, message["protocol"], None, PROPOSED, now)
     inbox.deliver(conn, listing.seller_id, inbox.MESSAGE, message, now)
@@ -172,8 +173,7 @@ def agree(conn: Connection, request_id: str, message: object, audit: AuditEvents
     if not listing.negotiable and protocol != INSTANT_MATCH:
         raise Conflict("the listing is not negotiable: agree to instant_match or to nothing")
     _permits(conn, audit, seller.id, protocol, "agreement", request_id)
-    conn.execute(update(market_requests).where(market_requests.c.id == request_id)
-                 .values(protocol=protocol, state=AGREED, updated_at=now))
+    update_by_id(conn, market_requests, request_id, protocol=protocol, state=AGREED, updated_at=now)
     inbox.deliver(conn, request.buyer_id, inbox.MESSAGE, message, now)
     return {"requestId": request_id, "state": AGREED, "agreedProtocol": protocol}
 
@@ -225,8 +225,7 @@ def _same_goods(request: Any, listing: Any) -> None:
 
 def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_cents: int, now: datetime,
            deal_expiry: timedelta) -> dict[str, Any]:
-    conn.execute(update(market_requests).where(market_requests.c.id == request.id)
-                 .values(state=CLOSED, updated_at=now))
+    update_by_id(conn, market_requests, request.id, state=CLOSED, updated_at=now)
     return deals.open_deal(conn, request_id=request.id, listing_id=listing.id, buyer_id=request.buyer_id,
                            seller_id=request.seller_id, protocol=protocol, price_cents=price_cents,
                            currency=listing.currency, now=now, expires_at=now + deal_expiry,
@@ -234,8 +233,7 @@ def _close(conn: Connection, request: Any, listing: Any, protocol: str, price_ce
 
 
 def _fail(conn: Connection, request: Any, reason: str, now: datetime) -> None:
-    conn.execute(update(market_requests).where(market_requests.c.id == request.id)
-                 .values(state=FAILED, updated_at=now))
+    update_by_id(conn, market_requests, request.id, state=FAILED, updated_at=now)
     inbox.notify(conn, [request.buyer_id, request.seller_id], "negotiation_failed", now, requestId=request.id,
                  reason=reason)
 
@@ -286,11 +284,17 @@ def bid(conn: Connection, request_id: str, message: object, audit: AuditEvents, 
 # -- offers ----------------------------------------------------------------------------------------
 
 
+#: A request's offers, oldest first, and an offer's insert: every turn runs both, so they are
+#: compiled once (``storage/prepared.py``).
+_OFFERS = Prepared(select(market_offers).where(market_offers.c.request_id == bindparam("request_id"))
+                   .order_by(market_offers.c.seq))
+_INSERT_OFFER = Prepared(insert(market_offers))
+
+
 def _offers(conn: Connection, request_id: str) -> list[Any]:
     """The request's offers so far, oldest first: read once per offer, for the replay check and
     the engine's replay both."""
-    return conn.execute(select(market_offers).where(market_offers.c.request_id == request_id)
-                        .order_by(market_offers.c.seq)).all()
+    return _OFFERS.rows(conn, {"request_id": request_id})
 
 
 def _negotiation(rows: list[Any], opener: str, currency: str, turn_cap: int | None) -> Negotiation:
@@ -344,8 +348,8 @@ def make_offer(conn: Connection, request_id: str, message: object, audit: AuditE
                                            accessories=accessories, shipping=listing.shipping_cents),
                  floor=listing.floor_cents, what=f"offer ({action})", requestId=request_id)
     outcome = negotiation.apply(turn)
-    conn.execute(insert(market_offers).values(request_id=request_id, seq=count + 1, party=party, action=action,
-                                              price_cents=amount, message=stored(message), created_at=at))
+    _INSERT_OFFER.run(conn, {"request_id": request_id, "seq": count + 1, "party": party, "action": action,
+                             "price_cents": amount, "message": stored(message), "created_at": at})
     delivered = {**message, **({"offerPriceRead": to_decimal_number(amount)} if read_from_text and amount is not None else {})}
     inbox.deliver(conn, request.buyer_id if counterpart == "buyer" else request.seller_id, inbox.MESSAGE,
                   delivered, now)
