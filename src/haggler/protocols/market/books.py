@@ -65,9 +65,9 @@ def place(conn: Connection, item: str, message: object, audit: AuditEvents, now:
         raise InvalidMessage("/price", "must be greater than 0")
     role = _role(side)
     try:
-        enforce(identity.mandate_of(conn, agent.id), role, order(agent.id, amount, currency, now,
-                                                                 quantity=message["quantity"]),
-                spent=deals.committed(conn, agent.id, role, currency, now))
+        mandate = identity.mandate_of(conn, agent.id)
+        enforce(mandate, role, order(agent.id, amount, currency, now, quantity=message["quantity"]),
+                spent=deals.spend(conn, mandate, agent.id, role, currency, now))
     except MandateViolation as exc:
         audit.violation(agent.id, "order", exc.constraint, orderId=message["orderId"])
         raise

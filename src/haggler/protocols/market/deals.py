@@ -36,7 +36,14 @@ from haggler.protocols.market import identity, inbox
 from haggler.protocols.market.audit import AuditEvents
 from haggler.protocols.market.identity import Agent, BadSignature
 from haggler.protocols.market.listings import facts, listing_row, seller_floor
-from haggler.protocols.market.mandates import Mandate, MandateViolation, confirm, enforce, needs_owner_approval
+from haggler.protocols.market.mandates import (
+    Mandate,
+    MandateViolation,
+    confirm,
+    enforce,
+    needs_owner_approval,
+    reads_spend,
+)
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.database import lock_key
 from haggler.storage.rows import find_by_id, row_by_id, update_by_id
@@ -129,11 +136,9 @@ def committed(conn: Connection, agent_id: str, role: str, currency: str, now: da
 
 def spend(conn: Connection, mandate: Mandate, agent_id: str, role: str, currency: str, now: datetime, *,
           excluding: str | None = None) -> int:
-    """:func:`committed`, for a ``mandate`` that counts it: a buyer's with a ``budget``, a seller's
-    with a ``quantityOnHand``. Any other mandate bounds each action on its own (``maxSpend``, the
-    floor) and never reads the spend, so it is not summed: 0."""
-    limit = mandate.budget if role == "buyer" else mandate.quantity_on_hand
-    if limit is None:
+    """:func:`committed`, for a ``mandate`` whose check reads it (``mandates.reads_spend``); 0
+    for any other, which bounds each action on its own: the sum across deals is not run."""
+    if not reads_spend(mandate, role):
         return 0
     return committed(conn, agent_id, role, currency, now, excluding=excluding)
 

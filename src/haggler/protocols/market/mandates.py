@@ -289,6 +289,13 @@ def check(mandate: Mandate, role: str, action: Action, *, spent: int = 0) -> Vio
     return _buyer_limits(mandate, action, spent)
 
 
+def reads_spend(mandate: Mandate, role: str) -> bool:
+    """Whether :func:`check` reads ``spent`` for this mandate in this role: a buyer's ``budget``,
+    a seller's ``quantityOnHand`` (units in its deals). Every other constraint bounds one action
+    on its own, so a caller need not sum the spend across deals for it."""
+    return (mandate.budget if role == "buyer" else mandate.quantity_on_hand) is not None
+
+
 def enforce(mandate: Mandate, role: str, action: Action, *, spent: int = 0) -> None:
     """Raise :class:`MandateViolation` when :func:`check` finds a violation."""
     violation = check(mandate, role, action, spent=spent)
