@@ -18,8 +18,8 @@ from haggler.lab.generate import mixed_set, single_issue
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 from haggler.lab.tournament import run_tournament
 
-OUTCOMES_DIGEST = "0be6063f97e61cbabfa9df4030c912b126829f9631aabf2298a9fd5440cd8b5c"
-TOURNAMENT_DIGEST = "1aa3341568d429accc2bfb6cda0fbba9be23ca857359b8707477bef5ce54915f"
+OUTCOMES_DIGEST = "c9ff3f0a92d21856058ca6d9f05670c15288b6e030896a2978ea3b0d66814acd"
+TOURNAMENT_DIGEST = "3217e950d40fed0b0747797d2d8b2e84aa54eb438b51150fd17c60e057054b50"
 
 
 def _speed_scenarios(n: int, seed: int) -> list[Scenario]:
