@@ -18,8 +18,8 @@ from haggler.lab.generate import mixed_set, single_issue
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 from haggler.lab.tournament import run_tournament
 
-OUTCOMES_DIGEST = "c9ff3f0a92d21856058ca6d9f05670c15288b6e030896a2978ea3b0d66814acd"
-TOURNAMENT_DIGEST = "3217e950d40fed0b0747797d2d8b2e84aa54eb438b51150fd17c60e057054b50"
+OUTCOMES_DIGEST = "0e79109533550b9a8086f81f1431c8067a6d84985d5c4cc070792723fb6a12d2"
+TOURNAMENT_DIGEST = "88614542e16890624d51b6f1434b5205665fca1878c0d6736f2e9fe7be48cfe5"
 
 
 def _speed_scenarios(n: int, seed: int) -> list[Scenario]:
