@@ -848,6 +848,29 @@ class TestBoundToTheCap:
         assert last.kind is MoveKind.LAST_OFFER
         assert self.PRODUCT.floor_cents <= last.terms.price_cents < ask.price_cents
 
+    @pytest.mark.parametrize("to_the_cap", [False, True])
+    def test_a_bound_shopper_who_gives_nothing_gets_little(self, to_the_cap):
+        """Bound to the cap, a shopper standing at its opening, far from the floor, is answered
+        with at most a fifth of the room (list 1,000, lowest quote 800) however near the
+        deadline. A chat shopper gets the curve."""
+        still = Chat(self.PRODUCT, max_messages=40, to_the_cap=to_the_cap)
+        for _ in range(39):
+            if still.closed:  # a chat shopper's patience ran out first: the last offer was made
+                break
+            still.offer(40_000)
+        room = self.PRODUCT.list_price_cents - self.PRODUCT.floor_cents
+        if to_the_cap:
+            assert still.ask.price_cents >= self.PRODUCT.list_price_cents - room // 5
+        else:
+            assert still.ask.price_cents < self.PRODUCT.list_price_cents - room // 2
+
+    def test_a_bound_shopper_who_gave_half_its_span_short_of_the_floor_gets_a_quarter_of_the_room(self):
+        moving = Chat(self.PRODUCT, max_messages=40, to_the_cap=True)
+        for i in range(39):
+            moving.offer(40_000 + min(i, 10) * 3_000)  # 40,000 -> 70,000: half its span to list
+        room = self.PRODUCT.list_price_cents - self.PRODUCT.floor_cents
+        assert moving.ask.price_cents >= self.PRODUCT.list_price_cents - room // 4 - moving.agent.unit
+
     @pytest.mark.parametrize("price", [79_999, 80_000])
     def test_never_below_the_floor_when_bound(self, price):
         chat = Chat(self.PRODUCT, max_messages=30, to_the_cap=True)

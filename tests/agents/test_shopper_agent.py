@@ -588,3 +588,51 @@ def test_offers_its_best_when_a_merchant_on_a_clock_stops_above_its_budget():
         assert turn is not None and turn.kind == "offer" and turn.price_cents < 40_000
     turn = agent.next_turn(reading(LIST - 12_000))
     assert turn is not None and turn.kind == "offer" and turn.price_cents == agent.cap < 50_000
+
+
+class TestBoundToTheCap:
+    """A shopper whose merchant is bound to the same deadline (the lab's alternating offers,
+    ``to_the_cap``): it haggles to its last turn on a firm curve. A store's shopper gets what
+    it always got."""
+
+    BUDGET = 60_000
+
+    def bound(self, max_turns: int = 40) -> ShopperAgent:
+        return ShopperAgent(ShopperGoal(LIST, self.BUDGET), seed=3, max_turns=max_turns, to_the_cap=True)
+
+    def test_opens_low_and_concedes_on_a_firm_curve_to_its_cap_at_the_end(self):
+        agent = self.bound()
+        first = agent.first_turn(reading(LIST))
+        assert first.kind == "offer" and first.price_cents <= 0.40 * LIST
+        turns = [agent.next_turn(reading(LIST)) for _ in range(agent.max_turns - 1)]
+        assert all(t is not None and t.kind == "offer" for t in turns)  # never walks away early
+        offers = agent.offers
+        assert offers == sorted(offers) and max(offers) <= self.BUDGET
+        assert offers[len(offers) // 2] - offers[0] < 0.05 * (offers[-1] - offers[0])  # firm for half the time
+        # its cap from the turn before its last (a merchant's last offer can still meet it), not
+        # before, and its budget itself in its last turn: the merchant's answer is its last
+        assert offers[-2] == agent.cap and offers[-3] < agent.cap
+        assert offers[-1] == self.BUDGET
+        store = ShopperAgent(ShopperGoal(LIST, self.BUDGET), seed=3, max_turns=40)
+        store.first_turn(reading(LIST))
+        kinds = [store.next_turn(reading(LIST)) for _ in range(39)]
+        assert any(t is None or t.kind == "walk_away" for t in kinds)  # a store's shopper gives up
+
+    def test_does_not_take_a_clock_merchant_that_stopped_coming_down_before_its_last_turn(self):
+        agent = self.bound(max_turns=20)
+        agent.first_turn(reading(LIST))
+        asks = [LIST - 1_500 * i for i in range(1, 5)] + [LIST - 6_000] * 15  # within budget from the 4th
+        turns = [agent.next_turn(reading(ask)) for ask in asks]
+        kinds = [t.kind for t in turns if t is not None]
+        # It takes the terms only when its own curve reaches them, at the end, not when the
+        # merchant's clock stops coming down.
+        assert kinds[:-2] == ["offer"] * (len(kinds) - 2) and "accept" in kinds[-2:]
+
+    def test_never_above_its_budget(self):
+        agent = self.bound(max_turns=10)
+        agent.first_turn(reading(LIST))
+        turns = [agent.next_turn(reading(self.BUDGET + 5_000)) for _ in range(9)]
+        assert all(t is not None and t.kind == "offer" and t.price_cents <= self.BUDGET for t in turns)
+        assert turns[-1].price_cents == self.BUDGET and turns[-2].price_cents < self.BUDGET
+        assert agent.next_turn(reading(self.BUDGET + 5_000)) is None and agent.outcome is not None
+        assert not agent.outcome.agreed

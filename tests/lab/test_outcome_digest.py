@@ -18,8 +18,8 @@ from haggler.lab.generate import mixed_set, single_issue
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 from haggler.lab.tournament import run_tournament
 
-OUTCOMES_DIGEST = "0be6063f97e61cbabfa9df4030c912b126829f9631aabf2298a9fd5440cd8b5c"
-TOURNAMENT_DIGEST = "1aa3341568d429accc2bfb6cda0fbba9be23ca857359b8707477bef5ce54915f"
+OUTCOMES_DIGEST = "0e79109533550b9a8086f81f1431c8067a6d84985d5c4cc070792723fb6a12d2"
+TOURNAMENT_DIGEST = "88614542e16890624d51b6f1434b5205665fca1878c0d6736f2e9fe7be48cfe5"
 
 
 def _speed_scenarios(n: int, seed: int) -> list[Scenario]:

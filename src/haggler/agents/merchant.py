@@ -243,6 +243,11 @@ class MerchantAgent:
     #: that cannot leave before the deadline moves only when it nears, so the merchant has no
     #: early concession to make to keep it talking.
     BOUND_BOULWARE_E = 0.05
+    #: Bound to the cap, against a shopper whose pace shows no sign of reaching the lowest
+    #: quote: the share of the room given for each share of its span the shopper gave, and the
+    #: least share given (see :meth:`_reciprocal_price`).
+    RECIPROCAL_SHARE = 0.5
+    BOUND_LEAST_GIVE = 0.2
     #: With a clock: the token cut (fraction of the remaining room, at least one price unit,
     #: at most the shopper's own move) answering each move of the shopper.
     TOKEN_STEP = 0.01
@@ -523,15 +528,19 @@ class MerchantAgent:
         cut (no more than the shopper's own move) whenever the shopper improved its offer, so
         that every move of the shopper is answered — unless the shopper is bound to the cap: it
         stays to the end whether answered or not, and token cuts answering a shopper that moves
-        every round add up to most of the room. The standing terms when no move is due; None
-        when nothing is left to give."""
+        every round add up to most of the room; and such a shopper whose pace never reaches the
+        lowest quote gets no more than it gave (:meth:`_reciprocal_price`). The standing terms
+        when no move is due; None when nothing is left to give."""
         ask = state.ask
         offers = state.shopper_offers
         moved = offers[-1] - max(offers[:-1]) if len(offers) >= 2 else None
         lowest = self.lowest_quote(ask.extras)
         target = self._time_price(clock, lowest)
         if offers:
-            target = max(target, self._forecast(state))
+            forecast = self._forecast(state)
+            target = max(target, forecast)
+            if clock.to_the_cap and forecast < lowest:
+                target = max(target, self._reciprocal_price(offers, lowest))
         lowball = price < self.product.list_price_cents * self.LOWBALL
         if not lowball and not clock.to_the_cap and (moved is None or moved > 0):
             room = ask.price_cents - lowest
@@ -547,6 +556,21 @@ class MerchantAgent:
         if ask.price_cents <= lowest:
             return None
         return Terms(max(lowest, self._on_grid_below(ask, target)), ask.currency, ask.extras)
+
+    def _reciprocal_price(self, offers: tuple[int, ...], lowest: int) -> int:
+        """The least price to answer a shopper bound to the deadline whose pace shows no sign
+        of reaching the lowest quote. The curve's concessions buy nothing from such a shopper:
+        one that keeps to its reservation must move first, and one that takes whatever the
+        deadline leaves takes the higher price as readily. So the merchant gives of its room
+        (list price to the lowest quote) at most :attr:`RECIPROCAL_SHARE` of the share of its
+        own span (its opening to list price) the shopper gave, and at least
+        :attr:`BOUND_LEAST_GIVE`, so that its terms leave the shopper something."""
+        list_price = self.product.list_price_cents
+        room = list_price - lowest
+        span = list_price - offers[0]
+        given = 1.0 if span <= 0 else max(0, max(offers) - offers[0]) / span
+        share = min(1.0, max(self.BOUND_LEAST_GIVE, self.RECIPROCAL_SHARE * given))
+        return max(lowest, int(list_price - room * share))
 
     def _counter(self, state: MerchantHistory, price: int | None) -> Terms | None:
         """The merchant's next concession from its current terms, or None when it has none

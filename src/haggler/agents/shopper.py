@@ -228,13 +228,27 @@ class ShopperAgent:
     PROBE_MIN_TURNS = 8
     #: Share of the remaining room conceded per turn against a merchant on a clock.
     CREEP = 0.01
+    #: Bound to the cap (``to_the_cap``): the concession curve's exponent, from the opening to
+    #: the cap over the turns (below 1: Boulware, firm until late), and the opening, a fraction
+    #: of list price or of the cap, whichever is lower.
+    BOUND_E = 0.05
+    BOUND_ANCHOR = 0.40
+    BOUND_ANCHOR_OF_CAP = 0.80
 
-    def __init__(self, goal: ShopperGoal, *, seed: int | None = None, max_turns: int | None = None) -> None:
+    def __init__(self, goal: ShopperGoal, *, seed: int | None = None, max_turns: int | None = None,
+                 to_the_cap: bool = False) -> None:
+        """``to_the_cap``: the merchant is bound to the same deadline, ``max_turns`` (the lab's
+        alternating offers), rather than a store that may close the chat or a merchant reading
+        a shopper's patience. The rules that guard against that give way: the shopper does not
+        take a merchant's terms because its clock stopped coming down, does not walk away
+        before its last turn, and concedes on a firm time curve towards its cap, offering its
+        cap in its last turn rather than giving up."""
         max_turns = self.MAX_TURNS if max_turns is None else max_turns
         if max_turns < 2:
             raise ValueError("max_turns must be at least 2")
         self.goal = goal
         self.max_turns = max_turns
+        self.to_the_cap = to_the_cap
         self._rng = random.Random(seed)
         self.unit = price_unit(goal.list_price_cents)
         self.fine = min(self.unit, 100)
@@ -386,9 +400,9 @@ class ShopperAgent:
         else:
             if reading.final:
                 return self._walk(_WALK, "walked_away")
-            if last is not None and last >= self.cap and self._merchant_holds >= 2:
+            if last is not None and last >= self.cap and self._merchant_holds >= 2 and not self.to_the_cap:
                 return self._walk(_WALK, "walked_away")
-        if turns_left <= 1:
+        if turns_left <= 1 and not self.to_the_cap:
             return self._walk(_GIVE_UP, "gave_up")
         templates: tuple[str, ...]
         if opening or not self.offers:
@@ -420,7 +434,7 @@ class ShopperAgent:
             return True
         if planned >= ask or reading.final or self.max_turns - len(self.turns) <= self._accept_turns_left():
             return True
-        if self._clock_merchant and moved <= 0:
+        if self._clock_merchant and moved <= 0 and not self.to_the_cap:
             # A merchant on a clock that stops coming down has reached its best terms.
             return True
         last = self.offers[-1] if self.offers else None
@@ -431,7 +445,7 @@ class ShopperAgent:
         """With this few turns left it takes any terms within budget. A merchant on a clock
         saves its best terms for its last offer, so it waits for that one; otherwise it takes
         the terms one turn earlier, before a store's message limit can end the chat."""
-        return 1 if self._clock_merchant else 2
+        return 1 if self._clock_merchant or self.to_the_cap else 2
 
     def _observe(self, reading: MerchantReading) -> int:
         """Record the merchant's terms; return how far (in value to us) they moved."""
@@ -480,6 +494,11 @@ class ShopperAgent:
         reference = min(self.goal.list_price_cents, ask)
         cap = self.cap
         share = self.ANCHOR + self._rng.uniform(-0.03, 0.03)
+        if self.to_the_cap:
+            # Bound to the cap, a merchant cannot close on a lowball and the shopper has every
+            # turn to the deadline to come up: it opens lower, as the lab's buyers do.
+            anchor = min(reference * self.BOUND_ANCHOR, cap * self.BOUND_ANCHOR_OF_CAP)
+            return max(1, min(int(anchor) // self.fine * self.fine, cap))
         anchor = min(reference * share, cap * self.ANCHOR_SHARE, cap - reference * self.ANCHOR_ROOM)
         if anchor < reference * self.MIN_ANCHOR:
             anchor = min(reference * self.MIN_ANCHOR, cap) if cap >= reference * self.MIN_ANCHOR else cap * 0.9
@@ -493,6 +512,8 @@ class ShopperAgent:
         if not self.offers:
             return self._anchor(ask)
         last = self.offers[-1]
+        if self.to_the_cap:
+            return self._bound_plan(last)
         room = self.cap - last
         if room <= 0 or self._probing():
             return last
@@ -516,6 +537,23 @@ class ShopperAgent:
         target = max(target, last + self.fine)
         target = min(target, self.cap)
         return max(target, last)
+
+    def _bound_plan(self, last: int) -> int:
+        """Bound to the cap: from the opening to the cap on a Boulware curve over the turns —
+        the cap from the turn before its last, so that a merchant's last offer can still meet
+        it — never below the last offer. Its very last offer is the budget itself, when no
+        target is set: the merchant's next move is its last, taking that or nothing, and a
+        merchant whose floor lies between the cap and the budget would otherwise lose a deal
+        both could make (the market's guard offers a walking agent's limit for the same
+        reason)."""
+        if len(self.turns) >= self.max_turns - 1 and self.goal.target_cents is None:
+            return max(last, self.goal.budget_cents)
+        last_turn = self.max_turns - 2
+        tau = min(1.0, len(self.turns) / last_turn) if last_turn > 0 else 1.0
+        opening = self.offers[0]
+        target = opening + int((self.cap - opening) * tau ** (1 / self.BOUND_E))
+        target = target // self.fine * self.fine if tau < 1.0 else self.cap
+        return max(last, min(target, self.cap))
 
     def _creep(self, last: int, room: int) -> int:
         """A token step against a merchant on a clock: enough that it never reads as a stall

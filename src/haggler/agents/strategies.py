@@ -466,7 +466,7 @@ class DefaultShopper:
         if not view.my_offers or self._agent is None:
             goal = ShopperGoal(list_price_cents=view.list_price_cents, budget_cents=view.reservation_cents,
                                extra_values=dict(view.extras), currency=view.currency)
-            self._agent = ShopperAgent(goal, seed=self.seed, max_turns=max(2, view.max_rounds))
+            self._agent = ShopperAgent(goal, seed=self.seed, max_turns=max(2, view.max_rounds), to_the_cap=True)
             turn: ShopperTurn | None = self._agent.first_turn(reading)
         else:
             turn = self._agent.next_turn(reading)
