@@ -180,17 +180,23 @@ class Negotiation:
         return self.outcome
 
     def check(self, turn: Turn) -> None:
-        """Raise RuleViolation if ``turn`` may not be applied now; change nothing."""
-        self._validate(turn)
+        """Raise RuleViolation if ``turn`` may not be applied now; change nothing.
 
-    def _validate(self, turn: Turn) -> str:
-        """The checks of :meth:`check` and :meth:`apply`, in order; returns the turn's counterpart.
+        A dry run: the turn is applied to a snapshot (the last turn, the standing offers, the
+        count — all the rules read), so the rules are written once, in :meth:`apply`."""
+        last = self.turns[-1:]
+        Negotiation(self.rules, last, self.outcome, dict(self.standing), self.turn_count - len(last)).apply(turn)
 
-        No property or helper calls: a turn's checks are part of every turn's cost."""
+    def apply(self, turn: Turn) -> Outcome | None:
+        """Apply one turn; returns the outcome when the turn ends the negotiation. Nothing changes
+        until every check has passed.
+
+        The rules, in order, are here and only here (:meth:`check` is a dry run of this), with no
+        property or helper calls: a turn's checks are part of every turn's cost."""
         if self.outcome is not None:
             raise RuleViolation("closed", "this negotiation is closed")
         rules = self.rules
-        party = turn.party
+        party, action, at, terms, _, _ = turn
         a, b = rules.parties
         if party == a:
             counterpart = b
@@ -203,45 +209,34 @@ class Negotiation:
             last = turns[-1]
             if rules.strict_alternation and party == last.party:
                 raise RuleViolation("out_of_turn", f"it is {counterpart}'s turn, not {party}'s")
-            if turn.at < last.at:
+            if at < last.at:
                 raise RuleViolation("time_reversed", "a turn cannot be earlier than the turn before it")
         elif rules.strict_alternation and party != a:
             # The expected party: the first party to open, then the last mover's counterpart.
             raise RuleViolation("out_of_turn", f"it is {a}'s turn, not {party}'s")
-        action = turn.action
         if action is _OFFER:
-            if turn.terms is None:
+            if terms is None:
                 raise RuleViolation("missing_terms", "an offer must carry terms")
+            turns.append(turn)
+            self.standing[party] = terms
         elif action is _ACCEPT:
             standing = self.standing.get(counterpart)
-            if turn.terms is not None and turn.terms != standing:
+            if terms is not None and terms != standing:
                 raise RuleViolation("accept_with_terms", "accept agrees to the standing offer; it cannot carry new terms")
             if standing is None:
                 raise RuleViolation("nothing_to_accept", f"{counterpart} has no offer on the table")
-        return counterpart
-
-    def apply(self, turn: Turn) -> Outcome | None:
-        """Apply one turn; returns the outcome when the turn ends the negotiation. Nothing changes
-        until every check of :meth:`_validate` has passed."""
-        counterpart = self._validate(turn)
-        party, action, turns = turn.party, turn.action, self.turns
-        if action is _OFFER:
             turns.append(turn)
-            self.standing[party] = turn.terms
-        elif action is _ACCEPT:
-            standing = self.standing[counterpart]
-            turns.append(turn)
-            self.outcome = outcome = Outcome(_AGREED, turn.at, standing, party)
+            self.outcome = outcome = Outcome(_AGREED, at, standing, party)
             return outcome
         elif action is _REJECT:
             turns.append(turn)
-            self.outcome = outcome = Outcome(_REJECTED, turn.at, None, party)
+            self.outcome = outcome = Outcome(_REJECTED, at, None, party)
             return outcome
         else:
             turns.append(turn)
         # An offer or a message: the turn cap may end it.
-        max_turns = self.rules.max_turns
+        max_turns = rules.max_turns
         if max_turns is not None and len(turns) + self.earlier >= max_turns:
-            self.outcome = outcome = Outcome(_TURN_CAP, turn.at)
+            self.outcome = outcome = Outcome(_TURN_CAP, at)
             return outcome
         return None
