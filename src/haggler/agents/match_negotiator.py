@@ -142,7 +142,6 @@ def _only_condition(text: str) -> bool:
     return bool(spans) and not concepts(text) - _concepts_of(spans) - _BOUNDS
 
 
-@per_user
 def _needs(user: UserContext) -> tuple[Need, ...]:
     """A user's needs: its profile's seeks and its intents' descriptions, each with some
     substance — "a co-founder" alone asks for nothing anyone can check, and "minimum £13.50 an
@@ -302,7 +301,7 @@ def offer_meeting(giver: UserContext, need: Need) -> str | None:
     meets it on its own, else the first sentence of its free text that does (as :func:`judge`
     quotes evidence); None when nothing does. Whoever explains a match names the offer, not only
     the need: "backend engineering" says more than "meets the need for a technical co-founder"."""
-    about = _concepts_of(_all_texts(giver))
+    about = _reading(giver).about
     for text in _texts(giver.profile, _DECLARED + _IDENTITY):
         if _met(need, concepts(text), about):
             return text
@@ -415,7 +414,6 @@ def _compounds(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(found)
 
 
-@per_user
 def _offered_compounds(user: UserContext) -> frozenset[tuple[str, str]]:
     """The compounds of what a user offers and who it is (see :func:`_compounds`)."""
     return frozenset().union(*(_compounds(t) for t in _texts(user.profile, _DECLARED + _IDENTITY)))
@@ -437,19 +435,40 @@ def _same_kind(a: str, b: str) -> bool:
     return kind is not None and kind == match_lexicon.lexfile(b)
 
 
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What :func:`judge` reads of one user whoever the other is, read once per user (memoized
+    together: a decision judges both users, twice after a counter, and reading each part again,
+    each behind a fingerprint of its own, was a third of the decision)."""
+
+    #: Concepts of everything the user wrote (:func:`_all_texts`).
+    about: frozenset[str]
+    #: Concepts of its declared offers.
+    offered: frozenset[str]
+    #: Concepts of who it is, with who it says it would be (:func:`_aspiring`).
+    identity: frozenset[str]
+    needs: tuple[Need, ...]
+    #: The compounds of what it offers and who it is (:func:`_offered_compounds`).
+    compounds: frozenset[tuple[str, str]]
+
+
+@per_user
+def _reading(user: UserContext) -> _Reading:
+    needs = _needs(user)
+    return _Reading(_concepts_of(_all_texts(user)), _concepts_of(_texts(user.profile, _DECLARED)),
+                    _concepts_of(_texts(user.profile, _IDENTITY)) | _aspiring(needs), needs,
+                    _offered_compounds(user))
+
+
 def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
     """The advocate's judgement given ``history`` (default: the context's whole history)."""
     own, other = context.own, context.other
     history = context.history if history is None else history
-    own_about, other_about = _concepts_of(_all_texts(own)), _concepts_of(_all_texts(other))
-    own_offered = _concepts_of(_texts(own.profile, _DECLARED))
-    own_identity = _concepts_of(_texts(own.profile, _IDENTITY))
-    other_offered = _concepts_of(_texts(other.profile, _DECLARED)) | _affirmed_by(other.user_id, history)
-    other_identity = _concepts_of(_texts(other.profile, _IDENTITY))
-
-    own_needs, other_needs = _needs(own), _needs(other)
-    own_identity |= _aspiring(own_needs)
-    other_identity |= _aspiring(other_needs)
+    mine, theirs = _reading(own), _reading(other)
+    own_about, other_about = mine.about, theirs.about
+    own_offered, own_identity, own_needs = mine.offered, mine.identity, mine.needs
+    other_offered = theirs.offered | _affirmed_by(other.user_id, history)
+    other_identity, other_needs = theirs.identity, theirs.needs
     declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
     evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
     gets_other = [n for n in other_needs if n in declared or n in evidence]
@@ -463,7 +482,7 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     met_other = tuple(n for n in other_needs if n in gets_other or _met_by_wanting(n, own_needs)
                       or _met_by_seeker(n, own_needs, for_other, own_about, own_identity))
 
-    other_kinds, own_kinds = _offered_compounds(other), _offered_compounds(own)
+    other_kinds, own_kinds = theirs.compounds, mine.compounds
     met_own = tuple(n for n in met_own if not _other_kind(n, other_kinds, other_about))
     met_other = tuple(n for n in met_other if not _other_kind(n, own_kinds, own_about))
     alike = _alike(own, other)

@@ -231,10 +231,12 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text) if s.strip()]
 
 
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
 def affirmed_concepts(text: str) -> frozenset[str]:
     """Concepts a counterpart *affirms* in free text: those of its sentences that neither negate
     ("my user does not offer design") nor seek ("my user needs design"). A negated or seeking
-    sentence names a gap, not an offer, so it must never count as answering an objection."""
+    sentence names a gap, not an offer, so it must never count as answering an objection.
+    Memoized: every decision reads the counterpart's messages so far again, twice after a counter."""
     found: set[str] = set()
     for sentence in sentences(text):
         words = set(_tokens(sentence))

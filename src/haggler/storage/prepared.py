@@ -42,8 +42,9 @@ class _Compiled:
     #: Parameter names in the order the SQL takes them (positional paramstyles), else None.
     order: tuple[str, ...] | None
     binds: tuple[tuple[str, Processor], ...]
-    #: One conversion per result column (None: the driver's value as it is).
-    results: tuple[Processor | None, ...]
+    #: (column index, conversion) for each result column the driver's value is not kept as it is
+    #: (a row of a wide table converts its few timestamps, not every column).
+    results: tuple[tuple[int, Processor], ...]
     #: The class of a named row: the result columns' keys.
     row_type: type
 
@@ -72,7 +73,9 @@ class Prepared:
                           if (processor := bind.type.dialect_impl(dialect).bind_processor(dialect)) is not None)
             # A SELECT's columns, or what an INSERT or UPDATE returns (RETURNING; none without).
             columns = getattr(self.statement, "exported_columns", ())
-            results = tuple(column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns)
+            results = tuple((index, processor) for index, column in enumerate(columns)
+                            if (processor := column.type.dialect_impl(dialect).result_processor(dialect, None))
+                            is not None)
             order = tuple(compiled.positiontup) if compiled.positional and compiled.positiontup else None
             found = _Compiled(compiled, compiled.string, order, binds, results,
                               _row_type([column.key for column in columns]))
@@ -87,7 +90,7 @@ class Prepared:
         values = prepared.compiled.construct_params(params)
         for name, processor in prepared.binds:
             values[name] = processor(values[name])
-        args: Any = values if prepared.order is None else tuple(values[name] for name in prepared.order)
+        args: Any = values if prepared.order is None else tuple(map(values.__getitem__, prepared.order))
         # The DB-API connection: the driver's own, or SQLAlchemy's adapter of an asyncio driver
         # (whose calls await on the loop, under Database.run_on_loop).
         driver = conn.connection.dbapi_connection
@@ -110,7 +113,7 @@ class Prepared:
             cursor.close()
         if row is None:
             return None
-        return _converted(prepared.results, row)
+        return tuple(_converted(prepared.results, row))
 
     def row(self, conn: Connection, params: Mapping[str, Any]) -> Any:
         """The first row of a SELECT as a named row (see the module's docstring), or None."""
@@ -140,8 +143,14 @@ class Prepared:
             cursor.close()
 
 
-def _converted(results: Sequence[Processor | None], row: Sequence[Any]) -> tuple[Any, ...]:
-    return tuple(value if convert is None else convert(value) for convert, value in zip(results, row))
+def _converted(results: Sequence[tuple[int, Processor]], row: Sequence[Any]) -> Sequence[Any]:
+    """The driver's ``row`` with ``results``' conversions applied (the row itself when none)."""
+    if not results:
+        return row
+    values = list(row)
+    for index, convert in results:
+        values[index] = convert(values[index])
+    return values
 
 
 @lru_cache(maxsize=32)

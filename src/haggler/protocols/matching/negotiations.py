@@ -250,7 +250,14 @@ def _run(conn: Connection, task: Any, settings: MatchingSettings, now: datetime,
     ``system_takes``: the next turn is a personal side's whose parked turn timed out. ``task`` is
     the locked row as read; only its fixed columns (sides, cap, opportunity) are used."""
     history = stored_turns(conn, task.id)
-    negotiation = _negotiation(task, history)
+    _play(conn, task, history, _negotiation(task, history), settings, now, system_takes=system_takes)
+
+
+def _play(conn: Connection, task: Any, history: list[StoredTurn], negotiation: Negotiation,
+          settings: MatchingSettings, now: datetime, *, system_takes: bool) -> None:
+    """:func:`_run` from the stored ``history`` and its ``negotiation`` in hand (a respond has
+    both, having just taken its turn: reading and replaying them again cost a tenth of it).
+    ``history`` grows by the turns taken."""
     parties = _Parties.load(conn, task)
     if task.protocol_version == v2.V2 and settings.v2_screen and not history and task.screen is None:
         decision = _screen(task, parties)
@@ -537,9 +544,10 @@ def claim_view(task: Any) -> dict[str, Any]:
 
 
 def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], settings: MatchingSettings,
-            now: datetime) -> None:
+            now: datetime) -> list[StoredTurn]:
     """Take the claimed turn: compare-and-swap ``claimed`` (by this agent, claim unexpired) →
-    ``working``, store the turn, then finish, take the system's turn or park the counterpart's."""
+    ``working``, store the turn, then finish, take the system's turn or park the counterpart's.
+    Returns the history as stored now, for the view that answers (which need not read it again)."""
     turn = turns.parse_turn(body, agent.user_id)  # a malformed body is a 400 before anything is touched
     task = task_row(conn, task_id, lock=True)
     if agent.user_id not in (task.source_user_id, task.candidate_user_id):
@@ -560,7 +568,8 @@ def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], se
     elif negotiation.outcome is not None:
         _finalize(conn, task, history, negotiation, now)
     else:
-        _run(conn, task, settings, now, system_takes=False)
+        _play(conn, task, history, negotiation, settings, now, system_takes=False)
+    return history
 
 
 # -- ask_user (v2) --------------------------------------------------------------------------------

@@ -177,12 +177,16 @@ _PARTICIPANTS = Prepared(select(a2a_conversations.c.participants)
                          .where(a2a_conversations.c.id == bindparam("conversation_id")))
 
 
-def negotiation_view(conn: Connection, caller: Principal, task_id: str) -> dict[str, Any]:
-    """The negotiation: conversation, A2A task, turns, outcome artifact and trace."""
+def negotiation_view(conn: Connection, caller: Principal, task_id: str,
+                     stored: list[negotiations.StoredTurn] | None = None) -> dict[str, Any]:
+    """The negotiation: conversation, A2A task, turns, outcome artifact and trace. ``stored``:
+    its turns as the caller's transaction has just written them (a respond's), not read again."""
     task = negotiations.task_row(conn, task_id)
     negotiations.require_party(task, caller)
     viewer = None if caller.is_operator else caller.user_id
-    history = negotiations.visible_history(task, negotiations.stored_turns(conn, task_id), viewer)
+    if stored is None:
+        stored = negotiations.stored_turns(conn, task_id)
+    history = negotiations.visible_history(task, stored, viewer)
     artifact = negotiations.artifact_of(conn, task_id)
     participants = json.loads(_PARTICIPANTS.row(conn, {"conversation_id": task.conversation_id}).participants)
     view = {

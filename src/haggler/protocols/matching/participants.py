@@ -12,6 +12,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, Table, bindparam, insert, select
@@ -129,10 +130,19 @@ def user_view(row: Any) -> dict[str, Any]:
 def user_context(row: Any) -> UserContext:
     """What a negotiator reads of a user: the profile (with the name, when the profile has none)
     and the intents."""
-    profile = json.loads(row.profile)
-    profile.setdefault("name", row.name)
-    intents = tuple(UserIntent(i["description"], tuple(i.get("tags", ()))) for i in json.loads(row.intents))
-    return UserContext(row.id, profile, intents)
+    return _user_context(row.id, row.name, row.profile, row.intents)
+
+
+@lru_cache(maxsize=1024)
+def _user_context(user_id: str, name: str, profile_json: str, intents_json: str) -> UserContext:
+    """:func:`user_context` of the row as stored, one context per stored state: every turn of a
+    negotiation reads both users again, and a context parsed once keeps its fingerprint and so
+    its negotiator's readings (``match_context.per_user``) at hand. Nothing changes a context
+    once made (``match_context``), so sharing it is safe."""
+    profile = json.loads(profile_json)
+    profile.setdefault("name", name)
+    intents = tuple(UserIntent(i["description"], tuple(i.get("tags", ()))) for i in json.loads(intents_json))
+    return UserContext(user_id, profile, intents)
 
 
 def context_json(user: UserContext) -> dict[str, Any]:

@@ -143,8 +143,8 @@ class Matching:
             task = negotiations.task_row(conn, negotiation_id)  # 404 before anything else
         self._enforce_if_due(task)
         with self.db.write() as conn:
-            negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
-            return opportunities.negotiation_view(conn, principal, negotiation_id)
+            stored = negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
+            return opportunities.negotiation_view(conn, principal, negotiation_id, stored)
 
     def answer(self, caller: Principal, negotiation_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """A user's answer to its side's ask_user (Negotiations v2); the negotiation's view."""
