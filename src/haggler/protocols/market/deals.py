@@ -28,7 +28,7 @@ import secrets
 from datetime import datetime
 from typing import Any, Callable, Mapping
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, update
 
 from haggler.errors import Conflict, Forbidden
 from haggler.money import to_decimal_number
@@ -46,6 +46,7 @@ from haggler.protocols.market.mandates import (
 )
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.database import lock_key
+from haggler.storage.prepared import Prepared
 from haggler.storage.rows import find_by_id, row_by_id, update_by_id
 from haggler.storage.schema import market_deals, market_listings, market_requests
 from haggler.timestamps import utc_z
@@ -92,21 +93,34 @@ def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: s
     approvals_needed = [party for party, agent_id in (("buyer", buyer_id), ("seller", seller_id))
                         if needs_owner_approval(known.get(agent_id) or identity.mandate_of(conn, agent_id))]
     deal_id = "dl_" + secrets.token_hex(10)
-    conn.execute(insert(market_deals).values(
-        id=deal_id, request_id=request_id, listing_id=listing_id, buyer_id=buyer_id, seller_id=seller_id,
-        protocol=protocol, price_cents=price_cents, quantity=quantity, total_cents=total, currency=currency,
-        deal=json.dumps(deal, separators=(",", ":")), approvals="{}", needs_approval=json.dumps(approvals_needed),
-        status=AWAITING_SIGNATURES, created_at=now, updated_at=now, expires_at=expires_at))
-    if listing is not None:
-        sold = conn.execute(update(market_listings).where(market_listings.c.id == listing_id,
-                                                          market_listings.c.status == "live")
-                            .values(status="sold", updated_at=now))
-        if sold.rowcount != 1:
-            raise Conflict(f"listing {listing_id} was sold meanwhile")
+    _INSERT_DEAL.run(conn, {
+        "id": deal_id, "request_id": request_id, "listing_id": listing_id, "buyer_id": buyer_id,
+        "seller_id": seller_id, "protocol": protocol, "price_cents": price_cents, "quantity": quantity,
+        "total_cents": total, "currency": currency, "deal": json.dumps(deal, separators=(",", ":")),
+        "buyer_signature": None, "seller_signature": None, "approvals": "{}",
+        "needs_approval": json.dumps(approvals_needed), "status": AWAITING_SIGNATURES, "created_at": now,
+        "updated_at": now, "expires_at": expires_at})
+    if listing is not None and not _listing_status(conn, listing_id, "live", "sold", now):
+        raise Conflict(f"listing {listing_id} was sold meanwhile")
+
     summary = {"dealId": deal_id, "finalPrice": deal["finalPrice"], "total": deal["total"], "protocol": protocol,
                "requestId": request_id, "listingId": listing_id}
     inbox.notify(conn, [buyer_id, seller_id], "deal_closed", now, deal=deal, **summary)
     return summary
+
+
+#: A deal's insert, every column given, and the compare-and-set of a listing's status that a
+#: deal's opening and its end run: compiled once (``storage/prepared.py``), a deal a negotiation.
+_INSERT_DEAL = Prepared(insert(market_deals).values({column.name: bindparam(column.name)
+                                                     for column in market_deals.columns}))
+_LISTING_STATUS = Prepared(update(market_listings).where(market_listings.c.id == bindparam("listing_id"),
+                                                         market_listings.c.status == bindparam("was"))
+                           .values(status=bindparam("becomes"), updated_at=bindparam("now")))
+
+
+def _listing_status(conn: Connection, listing_id: str, was: str, becomes: str, now: datetime) -> bool:
+    """Move the listing from status ``was`` to ``becomes``; whether it was ``was`` (and moved)."""
+    return _LISTING_STATUS.run(conn, {"listing_id": listing_id, "was": was, "becomes": becomes, "now": now}) == 1
 
 
 def lock_spend(conn: Connection, *agent_ids: str) -> None:
@@ -226,9 +240,7 @@ def end_deal(conn: Connection, row: Any, status: str, reason: str, now: datetime
     update_by_id(conn, market_deals, row.id, status=status, updated_at=now)
     if row.protocol != AUCTION:
         # a listing is sold by one pending deal at a time (open_deal's compare-and-set): this one
-        conn.execute(update(market_listings).where(market_listings.c.id == row.listing_id,
-                                                   market_listings.c.status == "sold")
-                     .values(status="live", updated_at=now))
+        _listing_status(conn, row.listing_id, "sold", "live", now)
     update_by_id(conn, market_requests, row.request_id, state="failed", updated_at=now)
     inbox.notify(conn, [row.buyer_id, row.seller_id], f"deal_{status}", now, dealId=row.id,
                  requestId=row.request_id, reason=reason)

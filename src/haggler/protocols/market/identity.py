@@ -19,9 +19,10 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, or_, select, update
 
 from haggler.errors import Conflict, InvalidInput, Unauthorized
 from haggler.protocols.fields import bearer_credential
@@ -106,10 +107,15 @@ def bound_to(conn: Connection, matrix_id: str) -> Agent | None:
     return None if row is None else _agent(row)
 
 
+#: The agent of a token, read by every request that carries no signed message (a deal read
+#: back, the inbox): compiled once (``storage/prepared.py``).
+_BY_TOKEN = Prepared(select(market_agents).where(market_agents.c.token_hash == bindparam("token_hash")))
+
+
 def authenticate(conn: Connection, authorization: str | None) -> Agent:
     """The agent whose token is in ``Authorization: Bearer mkt_…``; 401 otherwise."""
     token = bearer_credential(authorization, "your agent token")
-    row = conn.execute(select(market_agents).where(market_agents.c.token_hash == secret_hash(token))).first()
+    row = _BY_TOKEN.row(conn, {"token_hash": secret_hash(token)})
     if row is None:
         raise Unauthorized("unknown agent token")
     return _agent(row)
@@ -196,9 +202,19 @@ def mandate_of(conn: Connection, agent_id: str) -> Mandate:
 
 def mandates_of(conn: Connection, agent_ids: Iterable[str]) -> dict[str, Mandate]:
     """The mandates on file of several agents, in one query (an agent with none is left out)."""
-    rows = conn.execute(select(market_mandates.c.agent_id, market_mandates.c.mandate)
-                        .where(market_mandates.c.agent_id.in_(set(agent_ids)))).all()
+    wanted = sorted(set(agent_ids))
+    rows = _mandates(len(wanted)).rows(conn, {f"agent_{index}": agent_id for index, agent_id in enumerate(wanted)})
     return {row.agent_id: parse_mandate(row.mandate) for row in rows}
+
+
+@lru_cache(maxsize=32)
+def _mandates(count: int) -> Prepared:
+    """The mandates of ``count`` agents: compiled once per count (``storage/prepared.py``), as
+    every signature reads its deal's two parties' mandates."""
+    c = market_mandates.c
+    # equalities, not IN: SQLAlchemy renders an IN's list at execution, which a Prepared skips
+    return Prepared(select(c.agent_id, c.mandate).where(or_(*(c.agent_id == bindparam(f"agent_{index}")
+                                                              for index in range(count)))))
 
 
 def mandate_document(conn: Connection, agent_id: str) -> dict[str, Any] | None:
