@@ -197,14 +197,23 @@ def mandate_of(conn: Connection, agent_id: str) -> Mandate:
     stored = _stored_mandate(conn, agent_id)
     if stored is None:
         raise MandateViolation(NO_MANDATE)
-    return parse_mandate(stored)
+    return _on_file(stored)
 
 
 def mandates_of(conn: Connection, agent_ids: Iterable[str]) -> dict[str, Mandate]:
     """The mandates on file of several agents, in one query (an agent with none is left out)."""
     wanted = sorted(set(agent_ids))
     rows = _mandates(len(wanted)).rows(conn, {f"agent_{index}": agent_id for index, agent_id in enumerate(wanted)})
-    return {row.agent_id: parse_mandate(row.mandate) for row in rows}
+    return {row.agent_id: _on_file(row.mandate) for row in rows}
+
+
+@lru_cache(maxsize=1024)
+def _on_file(stored: str) -> Mandate:
+    """A mandate as filed (its JSON text, verified when it was filed), parsed once per text: a
+    negotiation reads its parties' mandates a dozen times, and parsing one cost more than
+    reading it. A :class:`Mandate` is immutable, so every reader may share one; a new mandate
+    is new text, parsed afresh."""
+    return parse_mandate(stored)
 
 
 @lru_cache(maxsize=32)
