@@ -201,8 +201,11 @@ def mandate_of(conn: Connection, agent_id: str) -> Mandate:
 
 
 def mandates_of(conn: Connection, agent_ids: Iterable[str]) -> dict[str, Mandate]:
-    """The mandates on file of several agents, in one query (an agent with none is left out)."""
+    """The mandates on file of several agents, in one query (an agent with none is left out);
+    none asked for, none read (a book cleared with no orders)."""
     wanted = sorted(set(agent_ids))
+    if not wanted:
+        return {}
     rows = _mandates(len(wanted)).rows(conn, {f"agent_{index}": agent_id for index, agent_id in enumerate(wanted)})
     return {row.agent_id: _on_file(row.mandate) for row in rows}
 
