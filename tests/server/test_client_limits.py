@@ -261,6 +261,23 @@ def test_market_messages_are_limited_per_address(make_store):
     assert_limited(response, "--max-agent-messages-per-hour")
 
 
+def test_refused_market_messages_count_toward_the_limit(make_store):
+    """A message the market refuses — malformed JSON, a schema violation, a signature that does
+    not verify, an offer on an unknown request — is counted like any other: its count is kept
+    when the action's transaction rolls back, so a client cannot send freely by sending junk."""
+    store = limited_store(make_store, max_agent_messages_per_hour=4)
+    seller, buyer = seller_and_buyer(store)
+    listing = seller.listing()
+    tampered = {**seller.sign(listing), "title": "not what was signed"}
+    refusals = [store.http.post("/market/listings", content=b"{not json", headers={"content-type": "application/json"}),
+                seller.send("/market/listings", {"type": "listing"}),
+                seller.send("/market/listings", tampered, sign=False),
+                buyer.send("/market/contact/rq_unknown/offers", buyer.offer("rq_unknown", "buyer", 160))]
+    assert [r.status_code for r in refusals if r.status_code >= 400 and r.status_code != 429] == \
+        [r.status_code for r in refusals], [r.text for r in refusals]
+    assert_limited(seller.send("/market/listings", seller.listing()), "--max-agent-messages-per-hour")
+
+
 def test_market_notices_are_never_refused_or_dropped(make_store):
     """With the seller's inbox at its bound, the market's own notices still arrive: a wanted ad
     that matches its listing, and an instant match's closed deal."""

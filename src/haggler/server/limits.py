@@ -141,7 +141,9 @@ class Limits:
                                        "the seller's inbox has taken all the contact requests it takes for now")
 
     def _take(self, gate: Gate, subject: str) -> None:
-        """Count one event of ``subject`` in a transaction of its own."""
+        """Count one event of ``subject`` in a transaction of its own, or in the caller's write
+        when one is open (``Database.write`` joins it: the market counts a message in the
+        transaction of its action)."""
         with self.db.write() as conn:
             gate.take(conn, subject, self.clock())
 

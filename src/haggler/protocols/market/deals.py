@@ -28,7 +28,7 @@ import secrets
 from datetime import datetime
 from typing import Any, Callable, Mapping
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, update
 
 from haggler.errors import Conflict, Forbidden
 from haggler.money import to_decimal_number
@@ -46,6 +46,7 @@ from haggler.protocols.market.mandates import (
 )
 from haggler.protocols.market.messages import InvalidMessage
 from haggler.storage.database import lock_key
+from haggler.storage.prepared import Prepared
 from haggler.storage.rows import find_by_id, row_by_id, update_by_id
 from haggler.storage.schema import market_deals, market_listings, market_requests
 from haggler.timestamps import utc_z
@@ -92,21 +93,33 @@ def open_deal(conn: Connection, *, request_id: str, listing_id: str, buyer_id: s
     approvals_needed = [party for party, agent_id in (("buyer", buyer_id), ("seller", seller_id))
                         if needs_owner_approval(known.get(agent_id) or identity.mandate_of(conn, agent_id))]
     deal_id = "dl_" + secrets.token_hex(10)
-    conn.execute(insert(market_deals).values(
-        id=deal_id, request_id=request_id, listing_id=listing_id, buyer_id=buyer_id, seller_id=seller_id,
-        protocol=protocol, price_cents=price_cents, quantity=quantity, total_cents=total, currency=currency,
-        deal=json.dumps(deal, separators=(",", ":")), approvals="{}", needs_approval=json.dumps(approvals_needed),
-        status=AWAITING_SIGNATURES, created_at=now, updated_at=now, expires_at=expires_at))
-    if listing is not None:
-        sold = conn.execute(update(market_listings).where(market_listings.c.id == listing_id,
-                                                          market_listings.c.status == "live")
-                            .values(status="sold", updated_at=now))
-        if sold.rowcount != 1:
-            raise Conflict(f"listing {listing_id} was sold meanwhile")
+    _INSERT_DEAL.run(conn, {
+        "id": deal_id, "request_id": request_id, "listing_id": listing_id, "buyer_id": buyer_id,
+        "seller_id": seller_id, "protocol": protocol, "price_cents": price_cents, "quantity": quantity,
+        "total_cents": total, "currency": currency, "deal": json.dumps(deal, separators=(",", ":")),
+        "buyer_signature": None, "seller_signature": None, "approvals": "{}",
+        "needs_approval": json.dumps(approvals_needed), "status": AWAITING_SIGNATURES, "created_at": now,
+        "updated_at": now, "expires_at": expires_at})
+    if listing is not None and not _listing_status(conn, listing_id, "live", "sold", now):
+        raise Conflict(f"listing {listing_id} was sold meanwhile")
     summary = {"dealId": deal_id, "finalPrice": deal["finalPrice"], "total": deal["total"], "protocol": protocol,
                "requestId": request_id, "listingId": listing_id}
     inbox.notify(conn, [buyer_id, seller_id], "deal_closed", now, deal=deal, **summary)
     return summary
+
+
+#: A deal's insert, every column given, and the compare-and-set of a listing's status that a
+#: deal's opening and its end run: compiled once (``storage/prepared.py``), a deal a negotiation.
+_INSERT_DEAL = Prepared(insert(market_deals).values({column.name: bindparam(column.name)
+                                                     for column in market_deals.columns}))
+_LISTING_STATUS = Prepared(update(market_listings).where(market_listings.c.id == bindparam("listing_id"),
+                                                         market_listings.c.status == bindparam("was"))
+                           .values(status=bindparam("becomes"), updated_at=bindparam("now")))
+
+
+def _listing_status(conn: Connection, listing_id: str, was: str, becomes: str, now: datetime) -> bool:
+    """Move the listing from status ``was`` to ``becomes``; whether it was ``was`` (and moved)."""
+    return _LISTING_STATUS.run(conn, {"listing_id": listing_id, "was": was, "becomes": becomes, "now": now}) == 1
 
 
 def lock_spend(conn: Connection, *agent_ids: str) -> None:
@@ -226,9 +239,7 @@ def end_deal(conn: Connection, row: Any, status: str, reason: str, now: datetime
     update_by_id(conn, market_deals, row.id, status=status, updated_at=now)
     if row.protocol != AUCTION:
         # a listing is sold by one pending deal at a time (open_deal's compare-and-set): this one
-        conn.execute(update(market_listings).where(market_listings.c.id == row.listing_id,
-                                                   market_listings.c.status == "sold")
-                     .values(status="live", updated_at=now))
+        _listing_status(conn, row.listing_id, "sold", "live", now)
     update_by_id(conn, market_requests, row.request_id, state="failed", updated_at=now)
     inbox.notify(conn, [row.buyer_id, row.seller_id], f"deal_{status}", now, dealId=row.id,
                  requestId=row.request_id, reason=reason)
@@ -283,11 +294,11 @@ def void_disallowed(conn: Connection, agent_id: str, audit: AuditEvents, now: da
     pending = conn.execute(select(market_deals).where(or_(c.buyer_id == agent_id, c.seller_id == agent_id),
                                                       c.status.in_(PENDING), c.expires_at > now)
                            .order_by(c.id).with_for_update()).all()
-    agent = _agent(conn, agent_id)
-    at = max(now, identity.mandate_of(conn, agent_id).issued_at)
+    mandate = identity.mandate_of(conn, agent_id)
+    at = max(now, mandate.issued_at)
     voided = []
     for row in sorted(pending, key=lambda row: (row.created_at, row.id), reverse=True):
-        refusal = _confirm_refusal(conn, row, agent, at)
+        refusal = _confirm_refusal(conn, row, agent_id, at, mandate)
         if refusal is not None:
             audit.violation(agent_id, "deal voided by a new mandate", refusal, dealId=row.id)
             end_deal(conn, row, VOID, "mandate", now)
@@ -308,12 +319,14 @@ def file_mandate(conn: Connection, body: object, audit: AuditEvents, now: dateti
                                         "status": "on_file", "replaced": replaced}
 
 
-def _confirm_refusal(conn: Connection, row: Any, agent: Agent, now: datetime) -> str | None:
+def _confirm_refusal(conn: Connection, row: Any, agent_id: str, now: datetime,
+                     mandate: Mandate | None) -> str | None:
     """The constraint the agent's mandate would refuse its signature on the deal for, or None:
-    the signing check itself, its audit entry discarded (the caller logs what it does instead)."""
-    party = "buyer" if agent.id == row.buyer_id else "seller"
+    the signing check itself, its audit entry discarded (the caller logs what it does instead).
+    ``mandate``: the agent's mandate on file when the caller has read it."""
+    party = "buyer" if agent_id == row.buyer_id else "seller"
     try:
-        _enforce_confirm(conn, row, party, agent, AuditEvents(), now)
+        _enforce_confirm(conn, row, party, agent_id, AuditEvents(), now, mandate)
     except MandateViolation as exc:
         return exc.constraint
     return None
@@ -351,16 +364,19 @@ def sign(conn: Connection, deal_id: str, body: object, audit: AuditEvents,
         if current == signature:
             return document(row, conn)
         raise Conflict(f"the {party} has already signed this deal")
-    _enforce_confirm(conn, row, party, agent, audit, now)
+    _enforce_confirm(conn, row, party, agent.id, audit, now)
     update_by_id(conn, market_deals, row.id, **{f"{party}_signature": signature}, updated_at=now)
-    return _settle(conn, deal_id, audit, now)
+    return _settle(conn, deal_id, audit, now, checked=party)
 
 
-def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit: AuditEvents, now: datetime) -> None:
+def _enforce_confirm(conn: Connection, row: Any, party: str, agent_id: str, audit: AuditEvents, now: datetime,
+                     mandate: Mandate | None = None) -> None:
     """The party's mandate in force now must allow confirming this deal (its total, the spend
     of its other pending and confirmed deals, the listing's facts); 403 (and an audit entry)
-    otherwise."""
-    mandate = identity.mandate_of(conn, agent.id)
+    otherwise. ``mandate``: the agent's mandate on file when the caller has read it (else read
+    here; none on file is the same 403)."""
+    if mandate is None:
+        mandate = identity.mandate_of(conn, agent_id)
     condition: str | None = None
     accessories: tuple[str, ...] | None = None
     if row.protocol != AUCTION:
@@ -368,14 +384,14 @@ def _enforce_confirm(conn: Connection, row: Any, party: str, agent: Agent, audit
         condition, accessories = facts(listing)
         if party == "seller":
             mandate = seller_floor(mandate, listing.floor_cents)
-    action = confirm(agent.id, row.price_cents, row.currency, now, protocol=row.protocol, condition=condition,
+    action = confirm(agent_id, row.price_cents, row.currency, now, protocol=row.protocol, condition=condition,
                      accessories=accessories, quantity=row.quantity,
                      shipping=row.total_cents - row.price_cents * row.quantity)
     try:
-        enforce(mandate, party, action, spent=spend(conn, mandate, agent.id, party, row.currency, now,
+        enforce(mandate, party, action, spent=spend(conn, mandate, agent_id, party, row.currency, now,
                                                     excluding=row.id))
     except MandateViolation as exc:
-        audit.violation(agent.id, "confirm", exc.constraint, dealId=row.id)
+        audit.violation(agent_id, "confirm", exc.constraint, dealId=row.id)
         raise
 
 
@@ -389,7 +405,7 @@ def approve(conn: Connection, deal_id: str, body: object, audit: AuditEvents,
     now = clock()
     _refuse_unless(row, now, SIGNABLE)
     agent = _agent(conn, _party_of(row, party))
-    if party not in _needs_approval(conn, row):
+    if party not in _needs_approval(row, _mandates(conn, row)):
         raise Conflict(f"the {party}'s mandate does not ask for the owner's approval")
     deal = json.loads(row.deal)
     deal[party]["signature"] = signature
@@ -402,12 +418,17 @@ def approve(conn: Connection, deal_id: str, body: object, audit: AuditEvents,
     return _settle(conn, deal_id, audit, now)
 
 
-def _needs_approval(conn: Connection, row: Any) -> list[str]:
+def _mandates(conn: Connection, row: Any) -> dict[str, Mandate]:
+    """The mandates on file of the deal's two parties, by agent id (one with none left out)."""
+    return identity.mandates_of(conn, (row.buyer_id, row.seller_id))
+
+
+def _needs_approval(row: Any, mandates: Mapping[str, Mandate]) -> list[str]:
     """The parties whose owner must approve the deal: those recorded so far, and any whose
-    mandate in force now requires it — a protection an owner adds reaches the deals its agent
-    has not finished; one it drops does not loosen a deal that was opened under it."""
+    mandate in force now (``mandates``: :func:`_mandates`) requires it — a protection an owner
+    adds reaches the deals its agent has not finished; one it drops does not loosen a deal that
+    was opened under it."""
     needed = json.loads(row.needs_approval)
-    mandates = identity.mandates_of(conn, (row.buyer_id, row.seller_id))
     for party, agent_id in (("buyer", row.buyer_id), ("seller", row.seller_id)):
         mandate = mandates.get(agent_id)
         if party not in needed and mandate is not None and needs_owner_approval(mandate):
@@ -415,19 +436,25 @@ def _needs_approval(conn: Connection, row: Any) -> list[str]:
     return needed
 
 
-def _settle(conn: Connection, deal_id: str, audit: AuditEvents, now: datetime) -> dict[str, Any]:
+def _settle(conn: Connection, deal_id: str, audit: AuditEvents, now: datetime,
+            checked: str | None = None) -> dict[str, Any]:
     """After a signature or an approval landed: the deal's status, with the approvals the
     mandates in force ask for now. A deal about to be confirmed is checked against *both*
     parties' mandates in force now — a party that signed earlier may have a newer mandate that
     no longer allows it (one dated ahead of its filing voids nothing until this check) — and
-    ends ``void`` if either refuses: no deal is confirmed that a mandate in force forbids."""
+    ends ``void`` if either refuses: no deal is confirmed that a mandate in force forbids.
+    ``checked``: the party whose signing check passed in this transaction at ``now`` (the
+    signer's, :func:`sign`), the same check on the same mandate and spend: not run twice."""
     row = _deal(conn, deal_id)
-    status, needed = row.status, _needs_approval(conn, row)
+    mandates = _mandates(conn, row)
+    status, needed = row.status, _needs_approval(row, mandates)
     if row.buyer_signature and row.seller_signature and row.status in PENDING:
         status = AWAITING_APPROVAL if set(needed) - set(json.loads(row.approvals)) else CONFIRMED
     if status == CONFIRMED and row.status != CONFIRMED:
-        for agent_id in (row.buyer_id, row.seller_id):
-            refusal = _confirm_refusal(conn, row, _agent(conn, agent_id), now)
+        for party, agent_id in (("buyer", row.buyer_id), ("seller", row.seller_id)):
+            if party == checked:
+                continue
+            refusal = _confirm_refusal(conn, row, agent_id, now, mandates.get(agent_id))
             if refusal is not None:
                 audit.violation(agent_id, "deal voided at confirmation", refusal, dealId=row.id)
                 end_deal(conn, row, VOID, "mandate", now)

@@ -19,9 +19,10 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, insert, or_, select, update
 
 from haggler.errors import Conflict, InvalidInput, Unauthorized
 from haggler.protocols.fields import bearer_credential
@@ -106,10 +107,15 @@ def bound_to(conn: Connection, matrix_id: str) -> Agent | None:
     return None if row is None else _agent(row)
 
 
+#: The agent of a token, read by every request that carries no signed message (a deal read
+#: back, the inbox): compiled once (``storage/prepared.py``).
+_BY_TOKEN = Prepared(select(market_agents).where(market_agents.c.token_hash == bindparam("token_hash")))
+
+
 def authenticate(conn: Connection, authorization: str | None) -> Agent:
     """The agent whose token is in ``Authorization: Bearer mkt_…``; 401 otherwise."""
     token = bearer_credential(authorization, "your agent token")
-    row = conn.execute(select(market_agents).where(market_agents.c.token_hash == secret_hash(token))).first()
+    row = _BY_TOKEN.row(conn, {"token_hash": secret_hash(token)})
     if row is None:
         raise Unauthorized("unknown agent token")
     return _agent(row)
@@ -191,14 +197,36 @@ def mandate_of(conn: Connection, agent_id: str) -> Mandate:
     stored = _stored_mandate(conn, agent_id)
     if stored is None:
         raise MandateViolation(NO_MANDATE)
-    return parse_mandate(stored)
+    return _on_file(stored)
 
 
 def mandates_of(conn: Connection, agent_ids: Iterable[str]) -> dict[str, Mandate]:
-    """The mandates on file of several agents, in one query (an agent with none is left out)."""
-    rows = conn.execute(select(market_mandates.c.agent_id, market_mandates.c.mandate)
-                        .where(market_mandates.c.agent_id.in_(set(agent_ids)))).all()
-    return {row.agent_id: parse_mandate(row.mandate) for row in rows}
+    """The mandates on file of several agents, in one query (an agent with none is left out);
+    none asked for, none read (a book cleared with no orders)."""
+    wanted = sorted(set(agent_ids))
+    if not wanted:
+        return {}
+    rows = _mandates(len(wanted)).rows(conn, {f"agent_{index}": agent_id for index, agent_id in enumerate(wanted)})
+    return {row.agent_id: _on_file(row.mandate) for row in rows}
+
+
+@lru_cache(maxsize=1024)
+def _on_file(stored: str) -> Mandate:
+    """A mandate as filed (its JSON text, verified when it was filed), parsed once per text: a
+    negotiation reads its parties' mandates a dozen times, and parsing one cost more than
+    reading it. A :class:`Mandate` is immutable, so every reader may share one; a new mandate
+    is new text, parsed afresh."""
+    return parse_mandate(stored)
+
+
+@lru_cache(maxsize=32)
+def _mandates(count: int) -> Prepared:
+    """The mandates of ``count`` agents: compiled once per count (``storage/prepared.py``), as
+    every signature reads its deal's two parties' mandates."""
+    c = market_mandates.c
+    # equalities, not IN: SQLAlchemy renders an IN's list at execution, which a Prepared skips
+    return Prepared(select(c.agent_id, c.mandate).where(or_(*(c.agent_id == bindparam(f"agent_{index}")
+                                                              for index in range(count)))))
 
 
 def mandate_document(conn: Connection, agent_id: str) -> dict[str, Any] | None:

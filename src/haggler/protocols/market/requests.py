@@ -143,16 +143,21 @@ def contact(conn: Connection, message: object, audit: AuditEvents, now: datetime
     return {"requestId": message["requestId"], "state": PROPOSED}
 
 
+#: A request's insert, one per negotiation: compiled once (``storage/prepared.py``), every column given.
+_INSERT_REQUEST = Prepared(insert(market_requests).values({column.name: bindparam(column.name)
+                                                           for column in market_requests.columns}))
+
+
 def _open_request(conn: Connection, message: dict[str, Any], listing: Any, buyer: Agent, proposed: str,
                   protocol: str | None, state: str, now: datetime) -> None:
     """Insert the buyer's request ``message["requestId"]``, bound to the listing's goods. The
     caller checked the id is free; one taken meanwhile by a racing request (the unique key) is
     the same 409, not a 500."""
     try:
-        conn.execute(insert(market_requests).values(
-            id=message["requestId"], listing_id=listing.id, buyer_id=buyer.id, seller_id=listing.seller_id,
-            proposed_protocol=proposed, protocol=protocol, state=state, item_hash=listing.item_hash,
-            message=stored(message), created_at=now, updated_at=now))
+        _INSERT_REQUEST.run(conn, {
+            "id": message["requestId"], "listing_id": listing.id, "buyer_id": buyer.id,
+            "seller_id": listing.seller_id, "proposed_protocol": proposed, "protocol": protocol, "state": state,
+            "item_hash": listing.item_hash, "message": stored(message), "created_at": now, "updated_at": now})
     except IntegrityError:
         raise Conflict(f"requestId {message['requestId']} is already taken") from None
 

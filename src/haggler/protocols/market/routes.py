@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from functools import partial
 from typing import Any, Callable, TypeVar
 
 from fastapi import APIRouter, Request
@@ -19,7 +20,7 @@ from fastapi.responses import Response
 from sqlalchemy import Connection
 from starlette.concurrency import run_in_threadpool
 
-from haggler.errors import Forbidden, NotFound
+from haggler.errors import Forbidden, NotFound, RateLimited
 from haggler.protocols.fields import bearer_credential, query_integer
 from haggler.protocols.market import audit, books, deals, identity, inbox, listings, requests, text_ads
 from haggler.protocols.market.audit import AuditEvents
@@ -100,22 +101,35 @@ class Market:
 
     # -- one action, whichever door it came through ------------------------------------------------------
 
-    def act(self, action: Callable[[Connection, AuditEvents], T]) -> T:
+    def act(self, action: Callable[[Connection, AuditEvents], T], count: Callable[[], None] | None = None) -> T:
         """Run ``action(conn, events)`` in one write transaction and keep the audit events it
         raised whatever happens: with its result when it succeeds, in a transaction of their own
         after the refused one rolled back when it fails (a signature that does not verify is
         logged for the agent it claimed to be). The HTTP routes and the Matrix door both act
-        through here, so that a refusal leaves the same trace on either."""
+        through here, so that a refusal leaves the same trace on either.
+
+        ``count()``: a rate limit's count of the request (``server/limits.py``, whose write joins
+        the open one), run first in the action's transaction, as one write rather than two; its
+        refusal (429) is the action's. A refused or failed action's count must stick all the
+        same — a client must not escape the limit by sending messages the market refuses — so it
+        is counted again beside the audit events once the action's transaction rolled back."""
         events = AuditEvents()
+        # The count, once it ran in the action's transaction: undone if that rolls back.
+        counted: Callable[[], None] | None = None
         try:
             with self.db.write() as conn:
+                if count is not None:
+                    count()
+                    counted = count
                 result = action(conn, events)
                 events.write(conn, self.clock())
         except Exception as exc:
             if isinstance(exc, identity.BadSignature):
                 events.add(exc.agent_id, audit.BAD_SIGNATURE, {"signed": exc.signed})
-            if events.events:
+            if counted is not None or events.events:
                 with self.db.write() as conn:
+                    if counted is not None:
+                        _count_again(counted)
                     events.write(conn, self.clock())
             raise
         return result
@@ -162,13 +176,18 @@ class Market:
                   after: After | None = None, prepare: Callable[..., None] | None = None) -> None:
             """``handler(conn, [caller,] [body,] audit, **path_params) -> (status, data)`` runs in
             one write transaction; its audit events are kept whatever happens. ``limit(request)``
-            counts the request first (``server/limits.py``); ``prepare(**path_params)`` runs next,
-            after authentication, for upkeep that must stick even if the request is refused;
-            ``after`` checks a success in its transaction, so that its refusal rolls the success back.
+            counts the request in that transaction, first, and the count sticks even when the
+            request is refused (:meth:`Market.act`); ``prepare(**path_params)`` runs before, after
+            authentication, for upkeep that must stick even if the request is refused; ``after``
+            checks a success in its transaction, so that its refusal rolls the success back. The
+            body is parsed inside the action, so that a malformed one is counted too.
 
-            The count and the rest are two calls of the lane, each safe to run again from the
-            start as the lane may: the count is one write, and what the rest writes before its
-            action (a due deal's expiry) is the same when done twice."""
+            Safe to run again from the start, as the lane may: what it writes before its action (a
+            due deal's expiry) is the same when done twice, and the count is in the action's
+            transaction."""
+            # What ran before the action would escape the count: a limited route has none of it.
+            assert limit is None or not (caller or prepare), f"{path}: a limited route counts in its action"
+
             async def endpoint(request: Request) -> Response:
                 raw = await request.body()
 
@@ -176,19 +195,18 @@ class Market:
                     who = self._agent(request) if caller else None
                     if prepare is not None:
                         prepare(**request.path_params)
-                    args: list[Any] = [who] if caller else []
-                    parsed = parse_json_body(raw, BODY_WORDING) if body else None
-                    if body:
-                        args.append(parsed)
+
                     def run(conn: Connection, events: AuditEvents) -> tuple[int, Any]:
+                        args: list[Any] = [who] if caller else []
+                        parsed = parse_json_body(raw, BODY_WORDING) if body else None
+                        if body:
+                            args.append(parsed)
                         status, data = handler(conn, *args, events, **request.path_params)
                         if after is not None:
                             after(conn, request, parsed, data)
                         return status, data
-                    status, data = self.act(run)
+                    status, data = self.act(run, None if limit is None else partial(limit, request))
                     return JSON(data, status_code=status)
-                if limit is not None:
-                    await in_writer(limit, request)
                 return await in_writer(handle)
             plain.append(PlainRoute(method, PREFIX + path, endpoint))
 
@@ -326,6 +344,16 @@ class Market:
             return JSON({"entries": audit.entries(conn, agent_id, after=after, limit=limit)})
         get("/audit", read_audit)
         return router, plain
+
+
+def _count_again(count: Callable[[], None]) -> None:
+    """Count a refused request after its action's transaction rolled back. A refusal now (429:
+    the limit filled meanwhile) counts nothing and changes nothing: the request was already
+    answered, and the client is at its limit anyway."""
+    try:
+        count()
+    except RateLimited:
+        pass
 
 
 def _known_agent(conn: Connection, agent_id: str) -> Agent:
