@@ -241,8 +241,8 @@ class ShopperAgent:
         alternating offers), rather than a store that may close the chat or a merchant reading
         a shopper's patience. The rules that guard against that give way: the shopper does not
         take a merchant's terms because its clock stopped coming down, does not walk away
-        before its last turn, and concedes on a firm time curve towards its cap, offering its
-        cap in its last turn rather than giving up."""
+        before its last turn, and concedes on a firm time curve to its cap by the turn before
+        its last, offering its budget in its last turn rather than giving up."""
         max_turns = self.MAX_TURNS if max_turns is None else max_turns
         if max_turns < 2:
             raise ValueError("max_turns must be at least 2")

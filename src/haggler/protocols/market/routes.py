@@ -186,7 +186,9 @@ class Market:
             due deal's expiry) is the same when done twice, and the count is in the action's
             transaction."""
             # What ran before the action would escape the count: a limited route has none of it.
-            assert limit is None or not (caller or prepare), f"{path}: a limited route counts in its action"
+            if limit is not None and (caller or prepare):
+                raise ValueError(f"{path}: a rate-limited route counts in its action, so it can have no caller "
+                                 "check or prepare step running before it")
 
             async def endpoint(request: Request) -> Response:
                 raw = await request.body()
