@@ -33,12 +33,26 @@ _OFFER = Action.OFFER
 _AGREED, _REJECTED = OutcomeKind.AGREED, OutcomeKind.REJECTED
 _new = tuple.__new__
 _RULES: dict[tuple[str, int], Rules] = {}
+_SCHEDULES: dict[tuple[str, int], tuple[tuple[bool, int, datetime, int], ...]] = {}
 
 
 def _times(n: int) -> list[datetime]:
     while len(_TIMES) < n:
         _TIMES.append(_EPOCH + timedelta(seconds=len(_TIMES)))
     return _TIMES
+
+
+def _schedule(first: str, max_turns: int) -> tuple[tuple[bool, int, datetime, int], ...]:
+    """Each turn of a negotiation opened by ``first`` and capped at ``max_turns``, made once per
+    (opener, cap): (whether the seller moves, the round, the turn's timestamp, the turns taken
+    once it is). The hot loop reads these instead of working them out from the turn index."""
+    schedule = _SCHEDULES.get((first, max_turns))
+    if schedule is None:
+        seller_parity = 0 if first == SELLER else 1
+        times = _times(max_turns)
+        schedule = _SCHEDULES[(first, max_turns)] = tuple(
+            ((i & 1) == seller_parity, i >> 1, times[i], i + 1) for i in range(max_turns))
+    return schedule
 
 
 def _rules(first: str, max_turns: int) -> Rules:
@@ -82,7 +96,7 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     max_rounds = scenario.max_rounds
     max_turns = 2 * max_rounds
     apply = Negotiation(_rules(first, max_turns)).apply
-    times = _times(max_turns)
+    schedule = _schedule(first, max_turns)
     currency = scenario.currency
     list_price = scenario.list_price_cents
     floor, budget = scenario.seller_reservation_cents, scenario.buyer_reservation_cents
@@ -93,56 +107,54 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     else:  # the same fresh empty dicts, without two comprehensions' frames
         seller_extras, buyer_extras = {}, {}
     seller_decide, buyer_decide = seller.decide, buyer.decide
-    seller_parity = 0 if first == SELLER else 1
     seller_offers: tuple[Terms, ...] = ()
     buyer_offers: tuple[Terms, ...] = ()
     outcome = None
-    turn_index = 0
+    turns = 0
     # Module globals as locals: the loop reads each of them on every turn.
     new, view_type, turn_type, terms_type, offer = _new, DeciderView, Turn, Terms, _OFFER
-    for turn_index in range(max_turns):
-        if (turn_index & 1) == seller_parity:
-            view = new(view_type, (SELLER, floor, list_price, turn_index >> 1, max_rounds, seller_offers,
+    for seller_moves, round_, at, turns in schedule:
+        if seller_moves:
+            view = new(view_type, (SELLER, floor, list_price, round_, max_rounds, seller_offers,
                                    buyer_offers, seller_extras, currency))
             decision = seller_decide(view)
             # Unpacked once rather than read as three attributes (each a descriptor lookup).
             if type(decision) is terms_type:
                 price, decision_currency, decision_extras = decision
                 if not decision_extras and decision_currency == currency and price >= floor:
-                    outcome = apply(new(turn_type, (SELLER, offer, times[turn_index], decision, None, False)))
+                    outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
                     seller_offers += (decision,)
                     if outcome is None:
                         continue
                     break
             decision = guard(decision, view)
             if decision is ACCEPT or decision is REJECT:
-                outcome = apply(new(turn_type, (SELLER, decision, times[turn_index], None, None, False)))
+                outcome = apply(new(turn_type, (SELLER, decision, at, None, None, False)))
             else:
                 # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here
                 # would cost the hot loop what the type checker cannot see.
-                outcome = apply(new(turn_type, (SELLER, offer, times[turn_index], decision, None, False)))
+                outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
                 seller_offers += (decision,)  # type: ignore[operator]
         else:
-            view = new(view_type, (BUYER, budget, list_price, turn_index >> 1, max_rounds, buyer_offers,
+            view = new(view_type, (BUYER, budget, list_price, round_, max_rounds, buyer_offers,
                                    seller_offers, buyer_extras, currency))
             decision = buyer_decide(view)
             if type(decision) is terms_type:
                 price, decision_currency, decision_extras = decision
                 if not decision_extras and decision_currency == currency and price <= budget:
-                    outcome = apply(new(turn_type, (BUYER, offer, times[turn_index], decision, None, False)))
+                    outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
                     buyer_offers += (decision,)
                     if outcome is None:
                         continue
                     break
             decision = guard(decision, view)
             if decision is ACCEPT or decision is REJECT:
-                outcome = apply(new(turn_type, (BUYER, decision, times[turn_index], None, None, False)))
+                outcome = apply(new(turn_type, (BUYER, decision, at, None, None, False)))
             else:
-                outcome = apply(new(turn_type, (BUYER, offer, times[turn_index], decision, None, False)))
+                outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
                 buyer_offers += (decision,)  # type: ignore[operator]
         if outcome is not None:
             break
-    turns = turn_index + 1
     assert outcome is not None  # the turn cap closes it at the latest
     kind = outcome.kind
     # Compared by identity: an Enum's __hash__ is Python code, so a dict lookup keyed on it is not.
