@@ -123,20 +123,20 @@ class TimeDependent(_PriceStrategy):
         self.e = e
         self._inverse = 1.0 / e
         self.name = name or f"time-dependent(e={e:g})"
-        # Per-negotiation constants, remembered from the last view (see decide), each set as one
-        # immutable tuple so that a decider shared between threads never reads half of one:
-        # (reservation, list price, side, best price, concession span) ...
-        self._plan: tuple[int, int, str | None, int, int] = (0, 0, None, 0, 0)
-        # ... and (rounds, t ** (1/e) for each round).
-        self._curve: tuple[int, tuple[float, ...]] = (0, ())
+        # Per-negotiation constants, remembered from the last view (see decide) as one immutable
+        # tuple, so that a decider shared between threads never reads half of it: (reservation,
+        # list price, side, rounds, best price, concession span, t ** (1/e) for each round).
+        self._state: tuple[int, int, str | None, int, int, int, tuple[float, ...]] = (0, 0, None, 0, 0, 0, ())
 
     def next_price(self, view: DeciderView) -> int:
         best = best_price(view)
         shift = int(abs(best - view.reservation_cents) * view.time ** self._inverse)
         return best - shift if view.role == SELLER else best + shift
 
-    def _plan_for(self, role: str, reservation: int, list_price: int) -> tuple[int, int, str | None, int, int]:
-        """The best price and the concession span for this side and these prices."""
+    def _refresh(self, role: str, reservation: int, list_price: int,
+                 max_rounds: int) -> tuple[int, int, tuple[float, ...]]:
+        """The best price, the concession span and the time curve for this side, these prices and
+        these rounds; the curve is kept from the last view when the rounds are the same."""
         if role == SELLER:
             best = list_price if list_price > reservation else reservation
             span = best - reservation
@@ -147,8 +147,11 @@ class TimeDependent(_PriceStrategy):
             if best < 1:
                 best = 1
             span = reservation - best
-        self._plan = plan = (reservation, list_price, role, best, span)
-        return plan
+        _, _, _, rounds, _, _, factors = self._state
+        if max_rounds != rounds:
+            factors = self._curve_for(max_rounds)
+        self._state = (reservation, list_price, role, max_rounds, best, span, factors)
+        return best, span, factors
 
     def _factor(self, round_: int, max_rounds: int) -> float:
         """``t ** (1/e)`` at ``round_`` of ``max_rounds``: 0 at the first round, 1 from the last."""
@@ -159,11 +162,9 @@ class TimeDependent(_PriceStrategy):
     def _curve_for(self, max_rounds: int) -> tuple[float, ...]:
         """``t ** (1/e)`` for each round of ``max_rounds`` (none when that is not a whole number)."""
         try:
-            factors = tuple(self._factor(r, max_rounds) for r in range(max_rounds))
+            return tuple(self._factor(r, max_rounds) for r in range(max_rounds))
         except TypeError:
-            factors = ()
-        self._curve = (max_rounds, factors)
-        return factors
+            return ()
 
     def decide(self, view: DeciderView) -> Decision:
         # The hot path of the lab: the per-negotiation constants (best price, span, the time
@@ -172,12 +173,10 @@ class TimeDependent(_PriceStrategy):
         # as next_price's. No clamping is needed: the target lies between the best price and
         # the reservation by construction.
         role, reservation, list_price, round_, max_rounds, _, theirs, _, currency = view
-        plan_reservation, plan_list_price, plan_role, best, span = self._plan
-        if reservation != plan_reservation or list_price != plan_list_price or role != plan_role:
-            _, _, _, best, span = self._plan_for(role, reservation, list_price)
-        rounds, factors = self._curve
-        if max_rounds != rounds:
-            factors = self._curve_for(max_rounds)
+        state_reservation, state_list_price, state_role, rounds, best, span, factors = self._state
+        if (reservation != state_reservation or list_price != state_list_price or role != state_role
+                or max_rounds != rounds):
+            best, span, factors = self._refresh(role, reservation, list_price, max_rounds)
         try:
             factor = factors[round_] if round_ >= 0 else self._factor(round_, max_rounds)
         except (IndexError, TypeError):  # past the last round, or not a whole number: the curve itself

@@ -33,6 +33,8 @@ class OutcomeKind(str, Enum):
 
 
 _AGREED, _REJECTED, _TURN_CAP = OutcomeKind.AGREED, OutcomeKind.REJECTED, OutcomeKind.TURN_CAP
+#: Builds a named tuple from all its fields without its Python-level __new__ (see Terms).
+_new = tuple.__new__
 
 
 class Terms(NamedTuple):
@@ -63,8 +65,13 @@ class Turn(NamedTuple):
     final: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
+    """How a negotiation ended.
+
+    A named tuple like Terms and Turn (see Terms on why, and on the caveat that it compares
+    equal to a plain tuple of the same values): a frozen dataclass set each of its fields
+    through ``object.__setattr__``, about 1% of a 20-round lab negotiation."""
+
     kind: OutcomeKind
     at: datetime
     terms: Terms | None = None
@@ -226,17 +233,17 @@ class Negotiation:
             if standing is None:
                 raise RuleViolation("nothing_to_accept", f"{counterpart} has no offer on the table")
             turns.append(turn)
-            self.outcome = outcome = Outcome(_AGREED, at, standing, party)
+            self.outcome = outcome = _new(Outcome, (_AGREED, at, standing, party))
             return outcome
         elif action is _REJECT:
             turns.append(turn)
-            self.outcome = outcome = Outcome(_REJECTED, at, None, party)
+            self.outcome = outcome = _new(Outcome, (_REJECTED, at, None, party))
             return outcome
         else:
             turns.append(turn)
         # An offer or a message: the turn cap may end it.
         max_turns = rules.max_turns
         if max_turns is not None and len(turns) + self.earlier >= max_turns:
-            self.outcome = outcome = Outcome(_TURN_CAP, at)
+            self.outcome = outcome = _new(Outcome, (_TURN_CAP, at, None, None))
             return outcome
         return None

@@ -16,9 +16,9 @@ the hot loop of ``benchmarks/engine_speed.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from time import perf_counter
+from typing import NamedTuple
 
 from haggler.agents.decider import ACCEPT, REJECT, Decider, DeciderView, guard
 from haggler.engine import Action, Negotiation, OutcomeKind, Rules, Terms, Turn
@@ -29,18 +29,30 @@ __all__ = ["AlternatingResult", "run_alternating"]
 
 _EPOCH = datetime(2000, 1, 1, tzinfo=timezone.utc)
 _TIMES: list[datetime] = []
-_REASONS = {OutcomeKind.AGREED: "agreed", OutcomeKind.REJECTED: "rejected", OutcomeKind.TURN_CAP: "timeout",
-            OutcomeKind.EXPIRED: "timeout"}
 _OFFER = Action.OFFER
-_AGREED = OutcomeKind.AGREED
+_AGREED, _REJECTED = OutcomeKind.AGREED, OutcomeKind.REJECTED
 _new = tuple.__new__
 _RULES: dict[tuple[str, int], Rules] = {}
+_SCHEDULES: dict[tuple[str, int], tuple[tuple[bool, int, datetime, int], ...]] = {}
 
 
 def _times(n: int) -> list[datetime]:
     while len(_TIMES) < n:
         _TIMES.append(_EPOCH + timedelta(seconds=len(_TIMES)))
     return _TIMES
+
+
+def _schedule(first: str, max_turns: int) -> tuple[tuple[bool, int, datetime, int], ...]:
+    """Each turn of a negotiation opened by ``first`` and capped at ``max_turns``, made once per
+    (opener, cap): (whether the seller moves, the round, the turn's timestamp, the turns taken
+    once it is). The hot loop reads these instead of working them out from the turn index."""
+    schedule = _SCHEDULES.get((first, max_turns))
+    if schedule is None:
+        seller_parity = 0 if first == SELLER else 1
+        times = _times(max_turns)
+        schedule = _SCHEDULES[(first, max_turns)] = tuple(
+            ((i & 1) == seller_parity, i >> 1, times[i], i + 1) for i in range(max_turns))
+    return schedule
 
 
 def _rules(first: str, max_turns: int) -> Rules:
@@ -51,8 +63,14 @@ def _rules(first: str, max_turns: int) -> Rules:
     return rules
 
 
-@dataclass(frozen=True, slots=True)
-class AlternatingResult:
+class AlternatingResult(NamedTuple):
+    """How one negotiation ended.
+
+    A named tuple rather than a frozen dataclass: one is built per negotiation, and a frozen
+    dataclass sets each of its seven fields through ``object.__setattr__`` — about 2% of a
+    20-round negotiation. Like the engine's Terms, it compares equal to a plain tuple of the
+    same values, so compare results only with each other."""
+
     agreed: bool
     terms: Terms | None
     #: Rounds begun (a round is one turn of each side; the last may be half a round).
@@ -78,7 +96,7 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     max_rounds = scenario.max_rounds
     max_turns = 2 * max_rounds
     apply = Negotiation(_rules(first, max_turns)).apply
-    times = _times(max_turns)
+    schedule = _schedule(first, max_turns)
     currency = scenario.currency
     list_price = scenario.list_price_cents
     floor, budget = scenario.seller_reservation_cents, scenario.buyer_reservation_cents
@@ -89,48 +107,57 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     else:  # the same fresh empty dicts, without two comprehensions' frames
         seller_extras, buyer_extras = {}, {}
     seller_decide, buyer_decide = seller.decide, buyer.decide
-    seller_parity = 0 if first == SELLER else 1
     seller_offers: tuple[Terms, ...] = ()
     buyer_offers: tuple[Terms, ...] = ()
     outcome = None
-    turn_index = 0
-    for turn_index in range(max_turns):
-        if (turn_index & 1) == seller_parity:
-            view = _new(DeciderView, (SELLER, floor, list_price, turn_index >> 1, max_rounds, seller_offers,
-                                      buyer_offers, seller_extras, currency))
+    turns = 0
+    # Module globals as locals: the loop reads each of them on every turn.
+    new, view_type, turn_type, terms_type, offer = _new, DeciderView, Turn, Terms, _OFFER
+    for seller_moves, round_, at, turns in schedule:
+        if seller_moves:
+            view = new(view_type, (SELLER, floor, list_price, round_, max_rounds, seller_offers,
+                                   buyer_offers, seller_extras, currency))
             decision = seller_decide(view)
-            if (type(decision) is Terms and not decision.extras and decision.currency == currency
-                    and decision.price_cents >= floor):
-                outcome = apply(_new(Turn, (SELLER, _OFFER, times[turn_index], decision, None, False)))
-                seller_offers += (decision,)
+            # Unpacked once rather than read as three attributes (each a descriptor lookup).
+            if type(decision) is terms_type:
+                price, decision_currency, decision_extras = decision
+                if not decision_extras and decision_currency == currency and price >= floor:
+                    outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
+                    seller_offers += (decision,)
+                    if outcome is None:
+                        continue
+                    break
+            decision = guard(decision, view)
+            if decision is ACCEPT or decision is REJECT:
+                outcome = apply(new(turn_type, (SELLER, decision, at, None, None, False)))
             else:
-                decision = guard(decision, view)
-                if decision is ACCEPT or decision is REJECT:
-                    outcome = apply(_new(Turn, (SELLER, decision, times[turn_index], None, None, False)))
-                else:
-                    # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here
-                    # would cost the hot loop what the type checker cannot see.
-                    outcome = apply(_new(Turn, (SELLER, _OFFER, times[turn_index], decision, None, False)))
-                    seller_offers += (decision,)  # type: ignore[operator]
+                # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here
+                # would cost the hot loop what the type checker cannot see.
+                outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
+                seller_offers += (decision,)  # type: ignore[operator]
         else:
-            view = _new(DeciderView, (BUYER, budget, list_price, turn_index >> 1, max_rounds, buyer_offers,
-                                      seller_offers, buyer_extras, currency))
+            view = new(view_type, (BUYER, budget, list_price, round_, max_rounds, buyer_offers,
+                                   seller_offers, buyer_extras, currency))
             decision = buyer_decide(view)
-            if (type(decision) is Terms and not decision.extras and decision.currency == currency
-                    and decision.price_cents <= budget):
-                outcome = apply(_new(Turn, (BUYER, _OFFER, times[turn_index], decision, None, False)))
-                buyer_offers += (decision,)
+            if type(decision) is terms_type:
+                price, decision_currency, decision_extras = decision
+                if not decision_extras and decision_currency == currency and price <= budget:
+                    outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
+                    buyer_offers += (decision,)
+                    if outcome is None:
+                        continue
+                    break
+            decision = guard(decision, view)
+            if decision is ACCEPT or decision is REJECT:
+                outcome = apply(new(turn_type, (BUYER, decision, at, None, None, False)))
             else:
-                decision = guard(decision, view)
-                if decision is ACCEPT or decision is REJECT:
-                    outcome = apply(_new(Turn, (BUYER, decision, times[turn_index], None, None, False)))
-                else:
-                    outcome = apply(_new(Turn, (BUYER, _OFFER, times[turn_index], decision, None, False)))
-                    buyer_offers += (decision,)  # type: ignore[operator]
+                outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
+                buyer_offers += (decision,)  # type: ignore[operator]
         if outcome is not None:
             break
-    turns = turn_index + 1
     assert outcome is not None  # the turn cap closes it at the latest
     kind = outcome.kind
-    return AlternatingResult(kind is _AGREED, outcome.terms, (turns + 1) // 2, turns, perf_counter() - started,
-                             _REASONS[kind], outcome.by)
+    # Compared by identity: an Enum's __hash__ is Python code, so a dict lookup keyed on it is not.
+    reason = "agreed" if kind is _AGREED else "rejected" if kind is _REJECTED else "timeout"
+    return _new(AlternatingResult, (kind is _AGREED, outcome.terms, (turns + 1) // 2, turns,
+                                    perf_counter() - started, reason, outcome.by))
