@@ -10,11 +10,24 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from a2a.types import Artifact, DataPart, Message, Part, Role, Task, TaskState, TaskStatus
+from a2a.types import (
+    Artifact,
+    DataPart,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskState,
+    TaskStatus,
+)
 
 from haggler.agents.match_context import Assessment, MatchAction, MatchTurn, Roles
 from haggler.protocols.matching import a2a, negotiations
-from haggler.protocols.matching.negotiations import OUTCOME_ARTIFACT, StoredTurn, participant
+from haggler.protocols.matching.negotiations import (
+    OUTCOME_ARTIFACT,
+    StoredTurn,
+    participant,
+)
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
 _SDK_STATE = {"submitted": TaskState.submitted, "working": TaskState.working,

@@ -165,12 +165,11 @@ class Matching:
         deadlines are applied first, each in a transaction of its own (their effect sticks
         whatever the pickup finds), and then a second write claims."""
         now = self.clock()
-        with _counted(caller):
-            with self.db.write() as conn:
-                _, agent = _calling_agent(conn, caller, agent_id)
-                due = negotiations.due_tasks(conn, now, user_id=agent.user_id)
-                if not due:
-                    return negotiations.pickup(conn, agent, self.settings, self.clock())
+        with _counted(caller), self.db.write() as conn:
+            _, agent = _calling_agent(conn, caller, agent_id)
+            due = negotiations.due_tasks(conn, now, user_id=agent.user_id)
+            if not due:
+                return negotiations.pickup(conn, agent, self.settings, self.clock())
         self._enforce_all(due, now)
         with self.db.write() as conn:
             return negotiations.pickup(conn, agent, self.settings, self.clock())
@@ -182,13 +181,12 @@ class Matching:
         when no deadline of the task is due, takes the turn. A due one is applied first in a
         transaction of its own, so that it sticks even when the respond is then refused (a claim
         that expired is a 409, and the turn is back in the queue), and a second write takes it."""
-        with _counted(caller):
-            with self.db.write() as conn:
-                principal, agent = _calling_agent(conn, caller, agent_id)
-                task = negotiations.task_row(conn, negotiation_id, lock=True)
-                now = self.clock()
-                if not negotiations.is_due(task, now):
-                    return self._take(conn, principal, agent, task, body)
+        with _counted(caller), self.db.write() as conn:
+            principal, agent = _calling_agent(conn, caller, agent_id)
+            task = negotiations.task_row(conn, negotiation_id, lock=True)
+            now = self.clock()
+            if not negotiations.is_due(task, now):
+                return self._take(conn, principal, agent, task, body)
         self._enforce(task.id, now)
         with self.db.write() as conn:
             return self._take(conn, principal, agent, negotiations.task_row(conn, negotiation_id, lock=True), body)
