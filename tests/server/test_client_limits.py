@@ -114,6 +114,24 @@ def test_a_blocked_address_is_no_oracle(make_store):
     assert call(store, ("GET", "/metrics"), TOKEN).status_code == 200
 
 
+def test_wrong_keys_on_a_polling_agents_turn_routes_count(make_store):
+    """A pickup and a respond check their key inside the write they take the turn in; a wrong key
+    is counted all the same (not rolled back with the refused request), and the right key is still
+    served afterwards."""
+    store = limited_store(make_store, max_wrong_tokens=4)
+    agents = "/api/agents/agt_x/negotiations"
+    for path in (f"{agents}/pickup", f"{agents}/neg_x/respond") * 2:
+        assert store.http.post(path, headers=bearer("hma_guess"), json={}).status_code == 401, path
+    assert_limited(store.http.post(f"{agents}/pickup", headers=bearer(WRONG)), "--max-wrong-tokens")
+    store.clock.advance(seconds=1)  # a blocked address has one credential a second compared
+    user = store.http.post("/api/users", headers=bearer(TOKEN), json={"name": "Ada"}).json()
+    store.clock.advance(seconds=1)
+    agent = store.http.post(f"/api/users/{user['id']}/agents", headers=bearer(TOKEN), json={"name": "a"}).json()
+    store.clock.advance(seconds=1)
+    answer = store.http.post(f"/api/agents/{agent['id']}/negotiations/pickup", headers=bearer(agent["apiKey"]))
+    assert answer.status_code == 204, answer.text
+
+
 def test_a_missing_token_is_not_a_guess(make_store):
     store = limited_store(make_store, max_wrong_tokens=2)
     for _ in range(5):

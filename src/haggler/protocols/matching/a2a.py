@@ -1,10 +1,12 @@
-"""A negotiation in the A2A protocol's shapes, built with the ``a2a-sdk`` types.
+"""A negotiation in the A2A protocol's shapes: the JSON of the ``a2a-sdk`` types (0.3.x).
 
 Spec 002 ("A2A Conversation Integration"): a conversation (A2A ``contextId``) with two
 participants ``agent:{userId}``, a task per negotiation, one message per turn whose data part has
-``kind: "data"``, and an artifact with the outcome. The SDK's pydantic types (0.3.x; 1.x moved to
-protobuf messages without ``kind``) serialize to the protocol's JSON, so the views here are A2A
-documents any A2A client can read.
+``kind: "data"``, and an artifact with the outcome. The documents here are what the SDK's pydantic
+types (0.3.x; 1.x moved to protobuf messages without ``kind``) serialize to — camelCase, fields in
+the models' order, unset optional fields left out — built as plain dicts: every respond answers
+with one, and building and dumping the models cost a tenth of a match turn's server CPU. The test
+``tests/protocols/matching/test_a2a.py`` holds them to the SDK's own serialization.
 
 A2A's task states have no ``waiting_for_agent`` or ``claimed``: the A2A ``status.state`` is the
 nearest A2A state (``input-required`` while a turn waits for an agent, ``working`` while one
@@ -18,8 +20,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from a2a.types import Artifact, DataPart, Message, Part, Role, Task, TaskState, TaskStatus
-
 from haggler.protocols.matching.negotiations import (
     CLAIMED,
     COMPLETED,
@@ -32,19 +32,33 @@ from haggler.protocols.matching.negotiations import (
     participant,
 )
 
-_A2A_STATE = {SUBMITTED: TaskState.submitted, WORKING: TaskState.working, WAITING: TaskState.input_required,
-              CLAIMED: TaskState.working, COMPLETED: TaskState.completed, INPUT_REQUIRED: TaskState.input_required}
+#: The A2A ``TaskState`` values (``a2a.types.TaskState``) of the negotiation's states.
+_A2A_STATE = {SUBMITTED: "submitted", WORKING: "working", WAITING: "input-required", CLAIMED: "working",
+              COMPLETED: "completed", INPUT_REQUIRED: "input-required"}
 
 
 def iso(at: datetime | None) -> str | None:
     return None if at is None else at.isoformat()
 
 
-def message(task: Any, stored: StoredTurn) -> Message:
-    return Message(message_id=stored.message_id, role=Role.agent, context_id=task.conversation_id, task_id=task.id,
-                   parts=[Part(root=DataPart(data=stored.turn.to_json()))],
-                   metadata={"sender": participant(stored.turn.speaker), "turnNumber": stored.number,
-                             "takenBy": stored.taken_by, "at": iso(stored.at)})
+def _without_none(document: dict[str, Any]) -> dict[str, Any]:
+    """A model's fields as the SDK dumps them (``exclude_none``): a field that is None is left
+    out (only the model's own fields: None inside ``metadata`` or ``data`` stays)."""
+    return {key: value for key, value in document.items() if value is not None}
+
+
+def _data_part(data: dict[str, Any]) -> dict[str, Any]:
+    """An A2A ``Part`` holding a ``DataPart``."""
+    return {"data": data, "kind": "data"}
+
+
+def message(task: Any, stored: StoredTurn) -> dict[str, Any]:
+    """A turn as an A2A ``Message`` (``role`` agent: each side speaks through its advocate)."""
+    return _without_none({
+        "contextId": task.conversation_id, "kind": "message", "messageId": stored.message_id,
+        "metadata": {"sender": participant(stored.turn.speaker), "turnNumber": stored.number,
+                     "takenBy": stored.taken_by, "at": iso(stored.at)},
+        "parts": [_data_part(stored.turn.to_json())], "role": "agent", "taskId": task.id})
 
 
 def task_document(task: Any, history: list[StoredTurn], outcome: dict[str, Any] | None,
@@ -52,14 +66,12 @@ def task_document(task: Any, history: list[StoredTurn], outcome: dict[str, Any] 
     """The negotiation as an A2A ``Task`` (JSON, camelCase, as on the wire)."""
     artifacts = None
     if outcome is not None and artifact_id is not None:
-        artifacts = [Artifact(artifact_id=artifact_id, name=OUTCOME_ARTIFACT, parts=[Part(root=DataPart(data=outcome))])]
-    document = Task(
-        id=task.id, context_id=task.conversation_id,
-        status=TaskStatus(state=_A2A_STATE[task.state], timestamp=iso(task.updated_at)),
-        history=[message(task, stored) for stored in history] or None,
-        artifacts=artifacts,
-        metadata={"type": task.type, "negotiationState": task.state, "protocolVersion": task.protocol_version,
-                  "opportunityId": task.opportunity_id,
-                  "sourceUserId": task.source_user_id, "candidateUserId": task.candidate_user_id},
-    )
-    return document.model_dump(mode="json", by_alias=True, exclude_none=True)
+        artifacts = [{"artifactId": artifact_id, "name": OUTCOME_ARTIFACT, "parts": [_data_part(outcome)]}]
+    return _without_none({
+        "artifacts": artifacts, "contextId": task.conversation_id,
+        "history": [message(task, stored) for stored in history] or None, "id": task.id, "kind": "task",
+        "metadata": {"type": task.type, "negotiationState": task.state, "protocolVersion": task.protocol_version,
+                     "opportunityId": task.opportunity_id,
+                     "sourceUserId": task.source_user_id, "candidateUserId": task.candidate_user_id},
+        "status": _without_none({"state": _A2A_STATE[task.state], "timestamp": iso(task.updated_at)}),
+    })

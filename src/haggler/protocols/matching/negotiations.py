@@ -544,12 +544,14 @@ def claim_view(task: Any) -> dict[str, Any]:
 
 
 def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], settings: MatchingSettings,
-            now: datetime) -> list[StoredTurn]:
+            now: datetime, *, task: Any | None = None) -> list[StoredTurn]:
     """Take the claimed turn: compare-and-swap ``claimed`` (by this agent, claim unexpired) →
     ``working``, store the turn, then finish, take the system's turn or park the counterpart's.
-    Returns the history as stored now, for the view that answers (which need not read it again)."""
+    Returns the history as stored now, for the view that answers (which need not read it again).
+    ``task``: the task's row as the caller locked and read it in this transaction, not read again."""
     turn = turns.parse_turn(body, agent.user_id)  # a malformed body is a 400 before anything is touched
-    task = task_row(conn, task_id, lock=True)
+    if task is None:
+        task = task_row(conn, task_id, lock=True)
     if agent.user_id not in (task.source_user_id, task.candidate_user_id):
         raise Forbidden("this negotiation is not your user's")
     if task.state != CLAIMED or task.claimed_by != agent.id:

@@ -55,24 +55,33 @@ class Principal:
 OPERATOR = Principal("operator")
 
 
-#: Every agent request looks its key up: compiled once (storage/prepared.py).
-_AGENT_BY_KEY = Prepared(select(match_agents.c.id, match_agents.c.user_id)
+#: Every agent request looks its key up, and with it what :func:`calling_agent` checks of the
+#: agent: compiled once (storage/prepared.py).
+_AGENT_BY_KEY = Prepared(select(match_agents.c.id, match_agents.c.user_id, match_agents.c.negotiation_mode)
                          .where(match_agents.c.key_hash == bindparam("key_hash")))
 
 
 def authenticate(conn: Connection, authorization: str | None, operator_token: str | None) -> Principal:
     """The principal an ``Authorization: Bearer <key>`` header belongs to; Unauthorized otherwise."""
+    return authenticate_with_row(conn, authorization, operator_token)[0]
+
+
+def authenticate_with_row(conn: Connection, authorization: str | None,
+                          operator_token: str | None) -> tuple[Principal, Any | None]:
+    """:func:`authenticate`, with the agent's row (``id``, ``user_id``, ``negotiation_mode``) when
+    the key is an agent's (None otherwise): a polling agent's request checks its agent in
+    :func:`calling_agent` without reading the row a second time."""
     credential = bearer_credential(authorization, "your key")
     if is_secret(credential, operator_token):
-        return OPERATOR
+        return OPERATOR, None
     if credential.startswith(AGENT_KEY_PREFIX):
         row = _AGENT_BY_KEY.row(conn, {"key_hash": secret_hash(credential)})
         if row is not None:
-            return Principal("agent", user_id=row.user_id, agent_id=row.id)
+            return Principal("agent", user_id=row.user_id, agent_id=row.id), row
     elif credential.startswith(USER_KEY_PREFIX):
         user_id = conn.execute(select(match_users.c.id).where(match_users.c.key_hash == secret_hash(credential))).scalar()
         if user_id is not None:
-            return Principal("user", user_id=user_id)
+            return Principal("user", user_id=user_id), None
     raise Unauthorized("unknown key")
 
 
@@ -177,12 +186,14 @@ def agent_view(row: Any) -> dict[str, Any]:
             "negotiationMode": data["negotiation_mode"]}
 
 
-def calling_agent(conn: Connection, caller: Principal, agent_id: str) -> Any:
+def calling_agent(conn: Connection, caller: Principal, agent_id: str, key_row: Any | None = None) -> Any:
     """The agent of a polling route: the path's agent must be the key's own agent (which
-    belongs to its user by construction), and it must be negotiating."""
+    belongs to its user by construction), and it must be negotiating. ``key_row``: the agent's
+    row as read with the key in this transaction (:func:`authenticate_with_row`), else it is read
+    here."""
     if caller.kind != "agent" or caller.agent_id != agent_id:
         raise Forbidden("use the API key of the agent named in the path")
-    row = agent_row(conn, agent_id)
+    row = agent_row(conn, agent_id) if key_row is None else key_row
     if row.user_id != caller.user_id:  # assertAgentOwnership: cannot fail unless keys were moved
         raise Forbidden("this agent does not belong to the key's user")
     if row.negotiation_mode != ENABLED:

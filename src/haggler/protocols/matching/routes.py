@@ -10,8 +10,9 @@ first, as the spec asks); the sweep runs any negotiation a crash left ``submitte
 from __future__ import annotations
 
 import logging
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -20,7 +21,7 @@ from starlette.background import BackgroundTask
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection
 
-from haggler.errors import Forbidden, InvalidInput
+from haggler.errors import Forbidden, InvalidInput, Unauthorized
 from haggler.protocols.matching import insights, negotiations, opportunities, participants
 from haggler.protocols.matching.participants import Principal
 from haggler.protocols.matching.settings import MatchingSettings
@@ -39,13 +40,58 @@ PATH_PREFIXES = tuple(PREFIX + part for part in ("/users", "/agents", "/opportun
 #: How the matching API words a refused body (the request edge uses it for bodies over the size cap).
 BODY_WORDING = BodyWording()
 WAITING_FILTER = negotiations.WAITING
-#: Who sent a request, told inside an operation's own transaction (:meth:`Matching.identify`).
-Identify = Callable[[Connection], Principal]
 
 
-def _principal(caller: Principal | Identify, conn: Connection) -> Principal:
-    """The caller, already known (an MCP tool's) or told in ``conn`` (a route's request)."""
-    return caller if isinstance(caller, Principal) else caller(conn)
+class Credential:
+    """The key a request presents, checked inside the transaction its operation opens anyway (a
+    polling agent's turn reads its key, its agent and its deadlines in its one write). Checked as
+    ``Limits.authenticated`` checks one (``server/limits.py``): paced first when its address is
+    blocked, and a wrong key or operator token counted toward the store's wrong-token limit (429
+    past it), but counted by :meth:`counted` once the operation's transaction is over — counted
+    inside a write, the count would be rolled back with the refused request. The right one is
+    always let through."""
+
+    def __init__(self, request: HTTPConnection | None, limits: Limits | None, operator_token: str | None) -> None:
+        self.request = request
+        self.limits = limits if request is not None else None
+        self.operator_token = operator_token
+        self.authorization = request.headers.get("authorization") if request is not None else None
+        self._refused = False
+
+    def check(self, conn: Connection) -> tuple[Principal, Any | None]:
+        """The caller, and its agent's row when the key is an agent's
+        (``participants.authenticate_with_row``); Unauthorized, not yet counted, otherwise."""
+        if self.limits is not None and self.request is not None and self.authorization:
+            self.limits.pace(self.request)
+        try:
+            return participants.authenticate_with_row(conn, self.authorization, self.operator_token)
+        except Unauthorized:
+            self._refused = True
+            raise
+
+    @contextmanager
+    def counted(self) -> Iterator[None]:
+        """Around the transactions that :meth:`check` the key: a key they refused is counted as
+        they end (which may answer 429 instead of 401)."""
+        try:
+            yield
+        except Unauthorized:
+            if self._refused and self.limits is not None and self.request is not None and self.authorization:
+                self.limits.wrong_credential(self.request)
+            raise
+
+
+def _calling_agent(conn: Connection, caller: Principal | Credential, agent_id: str) -> tuple[Principal, Any]:
+    """The caller — already known (an MCP tool's), or told by its key in ``conn`` (a route's
+    request, with its agent's row read once) — and the polling agent it calls as."""
+    if isinstance(caller, Principal):
+        return caller, participants.calling_agent(conn, caller, agent_id)
+    principal, key_row = caller.check(conn)
+    return principal, participants.calling_agent(conn, principal, agent_id, key_row)
+
+
+def _counted(caller: Principal | Credential) -> AbstractContextManager[None]:
+    return caller.counted() if isinstance(caller, Credential) else nullcontext()
 
 
 class Matching:
@@ -105,46 +151,51 @@ class Matching:
 
     def caller(self, request: HTTPConnection | None) -> Principal:
         """Who sent ``request`` (None: a call with no HTTP request, which carries no key)."""
-        with self.db.read() as conn:
-            return self.identify(request)(conn)
+        credential = self.credential(request)
+        with credential.counted(), self.db.read() as conn:
+            return credential.check(conn)[0]
 
-    def identify(self, request: HTTPConnection | None) -> Identify:
-        """How to tell who sent ``request`` inside a transaction the operation opens anyway (a
-        polling agent's turn reads its key, its agent and its deadlines in one). A wrong key or
-        operator token counts toward the store's wrong-token limit (429 past it); the right one is
-        always let through (``server/limits.py``)."""
-        authorization = request.headers.get("authorization") if request is not None else None
+    def credential(self, request: HTTPConnection | None) -> Credential:
+        """The key ``request`` presents, to check inside the transaction an operation opens."""
+        return Credential(request, self.limits, self.settings.operator_token)
 
-        def within(conn: Connection) -> Principal:
-            def authenticate() -> Principal:
-                return participants.authenticate(conn, authorization, self.settings.operator_token)
-            if request is None or self.limits is None:
-                return authenticate()
-            return self.limits.authenticated(request, authorization, authenticate)
-        return within
-
-    def pickup(self, caller: Principal | Identify, agent_id: str) -> dict[str, Any] | None:
-        """The agent's next parked turn, claimed (None: nothing waits). One read finds the caller,
-        its agent and the deadlines due for its user; those are applied; one write claims."""
+    def pickup(self, caller: Principal | Credential, agent_id: str) -> dict[str, Any] | None:
+        """The agent's next parked turn, claimed (None: nothing waits). One write finds the
+        caller, its agent and the deadlines due for its user and, when none is, claims. Due
+        deadlines are applied first, each in a transaction of its own (their effect sticks
+        whatever the pickup finds), and then a second write claims."""
         now = self.clock()
-        with self.db.read() as conn:
-            agent = participants.calling_agent(conn, _principal(caller, conn), agent_id)
+        with _counted(caller), self.db.write() as conn:
+            _, agent = _calling_agent(conn, caller, agent_id)
             due = negotiations.due_tasks(conn, now, user_id=agent.user_id)
+            if not due:
+                return negotiations.pickup(conn, agent, self.settings, self.clock())
         self._enforce_all(due, now)
         with self.db.write() as conn:
             return negotiations.pickup(conn, agent, self.settings, self.clock())
 
-    def respond(self, caller: Principal | Identify, agent_id: str, negotiation_id: str,
+    def respond(self, caller: Principal | Credential, agent_id: str, negotiation_id: str,
                 body: dict[str, Any]) -> dict[str, Any]:
-        """Take the agent's claimed turn; the negotiation's view after it (and the system's turns)."""
-        with self.db.read() as conn:
-            principal = _principal(caller, conn)
-            agent = participants.calling_agent(conn, principal, agent_id)
-            task = negotiations.task_row(conn, negotiation_id)  # 404 before anything else
-        self._enforce_if_due(task)
+        """Take the agent's claimed turn; the negotiation's view after it (and the system's turns).
+        One write finds the caller, its agent and the task (locked: 404 before anything else) and,
+        when no deadline of the task is due, takes the turn. A due one is applied first in a
+        transaction of its own, so that it sticks even when the respond is then refused (a claim
+        that expired is a 409, and the turn is back in the queue), and a second write takes it."""
+        with _counted(caller), self.db.write() as conn:
+            principal, agent = _calling_agent(conn, caller, agent_id)
+            task = negotiations.task_row(conn, negotiation_id, lock=True)
+            now = self.clock()
+            if not negotiations.is_due(task, now):
+                return self._take(conn, principal, agent, task, body)
+        self._enforce(task.id, now)
         with self.db.write() as conn:
-            stored = negotiations.respond(conn, agent, negotiation_id, body, self.settings, self.clock())
-            return opportunities.negotiation_view(conn, principal, negotiation_id, stored)
+            return self._take(conn, principal, agent, negotiations.task_row(conn, negotiation_id, lock=True), body)
+
+    def _take(self, conn: Connection, principal: Principal, agent: Any, task: Any,
+              body: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`respond`'s write, with the task's row as locked and read in it."""
+        stored = negotiations.respond(conn, agent, task.id, body, self.settings, self.clock(), task=task)
+        return opportunities.negotiation_view(conn, principal, task.id, stored)
 
     def answer(self, caller: Principal, negotiation_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """A user's answer to its side's ask_user (Negotiations v2); the negotiation's view."""
@@ -316,11 +367,11 @@ class Matching:
         agent = PREFIX + "/agents/{agent_id}/negotiations"
 
         def claim(request: Request, agent_id: str) -> Response:
-            found = self.pickup(self.identify(request), agent_id)
+            found = self.pickup(self.credential(request), agent_id)
             return Response(status_code=204) if found is None else JSON(found)
 
         def take(request: Request, agent_id: str, negotiation_id: str, body: dict[str, Any]) -> Response:
-            return JSON(self.respond(self.identify(request), agent_id, negotiation_id, body))
+            return JSON(self.respond(self.credential(request), agent_id, negotiation_id, body))
 
         async def pickup(request: Request) -> Response:
             return await in_writer(claim, request, request.path_params["agent_id"])
