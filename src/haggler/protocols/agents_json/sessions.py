@@ -19,6 +19,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, upda
 from haggler.errors import InvalidInput, RateLimited, Unauthorized, limit_words
 from haggler.storage.counters import count_one
 from haggler.storage.database import Database, lock_key
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import agent_sessions, rate_windows
 from haggler.trust.hashing import secret_hash
 
@@ -62,6 +63,11 @@ _END_SESSION = (
     .where(agent_sessions.c.id == bindparam("session_id"), agent_sessions.c.ended_at.is_(None))
     .values(ended_at=bindparam("ended_at"), end_reason=bindparam("end_reason"))
 )
+
+
+#: Every authenticated call reads its session by token: compiled once, run on the driver
+#: (``storage/prepared.py``).
+_SELECT_BY_TOKEN = Prepared(select(agent_sessions).where(agent_sessions.c.token_hash == bindparam("token_hash")))
 
 
 def end_session(conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
@@ -115,7 +121,7 @@ class SessionService:
             raise Unauthorized("this capability needs a session: create one and send its token in the "
                                "X-Agent-Session header")
         with self.db.read() as conn:
-            row = conn.execute(select(agent_sessions).where(agent_sessions.c.token_hash == secret_hash(token))).first()
+            row = _SELECT_BY_TOKEN.row(conn, {"token_hash": secret_hash(token)})
         if row is None:
             raise Unauthorized("unknown session token")
         session = _row_to_session(row)
