@@ -212,7 +212,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # First: the lane that serves them is the innermost middleware.
     writes = WriteLane(db, slots=2)
     market_router, market_writes = market.routes(writes)
-    agents_router, agents_plain = agents_json_router(agents, base_url, client_of)
+    agents_router, agents_plain = agents_json_router(agents, base_url, client_of, writes)
     install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, writes),
                                *matching.plain_routes(writes), *exchange.plain_routes(writes), *market_writes,
                                *agents_plain])
