@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, bindparam, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from haggler.commerce import order_events
 from haggler.errors import InvalidInput
 from haggler.money import decimal_string
 from haggler.storage.database import Database
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import deal_redemptions, orders
 from haggler.timestamps import utc_z
 
@@ -187,16 +188,23 @@ def _order(row: Any) -> Order:
                  details=json.loads(row.details) if row.details is not None else None)
 
 
+#: An order by each of its keys, and its insert: every order placed reads one and runs the other,
+#: so both are compiled once and run on the driver (``storage/prepared.py``).
+_ORDER_BY = {key: Prepared(select(orders).where(orders.c[key] == bindparam("key")))
+             for key in ("id", "session_id", "checkout_id", "deal_id")}
+_INSERT_ORDER = Prepared(insert(orders))
+
+
 def order_for(conn: Connection, *, checkout_id: str | None = None, deal_id: str | None = None,
               session_id: str | None = None, order_id: str | None = None) -> Order | None:
     """The order placed for a checkout, a deal or a checkout session, or the one with this id, if any."""
     if order_id is not None:
-        key = orders.c.id == order_id
+        column, value = "id", order_id
     elif session_id is not None:
-        key = orders.c.session_id == session_id
+        column, value = "session_id", session_id
     else:
-        key = orders.c.checkout_id == checkout_id if checkout_id is not None else orders.c.deal_id == deal_id
-    row = conn.execute(select(orders).where(key)).first()
+        column, value = ("checkout_id", checkout_id) if checkout_id is not None else ("deal_id", deal_id)
+    row = _ORDER_BY[column].row(conn, {"key": value})
     return _order(row) if row else None
 
 
@@ -214,7 +222,7 @@ def count_orders(conn: Connection) -> int:
 
 def insert_order(conn: Connection, order: Order) -> None:
     buyer = order.buyer
-    conn.execute(insert(orders).values(
+    _INSERT_ORDER.run(conn, dict(
         id=order.id, checkout_id=order.checkout_id, deal_id=order.deal_id, session_id=order.session_id,
         door=order.door, lines=lines_json(order.lines),
         total_cents=order.total_cents, currency=order.currency, placed_at=order.placed_at,

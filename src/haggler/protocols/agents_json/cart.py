@@ -54,6 +54,7 @@ _CHECKOUT_OF_SESSION = Prepared(select(checkouts.c.id).where(checkouts.c.session
                                 .with_for_update())
 _ORDER_OF_CHECKOUT = Prepared(select(orders.c.id).where(orders.c.checkout_id == bindparam("checkout_id")))
 _INSERT_CHECKOUT = Prepared(insert(checkouts))
+_CHECKOUT_FOR_UPDATE = Prepared(select(checkouts).where(checkouts.c.id == bindparam("checkout_id")).with_for_update())
 _UPDATE_CHECKOUT = Prepared(update(checkouts).where(checkouts.c.id == bindparam("checkout_id"))
                             .values(lines=bindparam("lines"), total_cents=bindparam("total_cents"),
                                     currency=bindparam("currency"), created_at=bindparam("created_at")))
@@ -300,7 +301,7 @@ class CartService:
         whoever it was for, with ``created=False``."""
         def place(conn: Connection) -> Placed:
             # The row lock orders a placement after (or before) any refresh of the same checkout.
-            row = conn.execute(select(checkouts).where(checkouts.c.id == checkout_id).with_for_update()).first()
+            row = _CHECKOUT_FOR_UPDATE.row(conn, {"checkout_id": checkout_id})
             if row is None:
                 raise NotFound("unknown checkout")
             found = order_for(conn, checkout_id=checkout_id)
