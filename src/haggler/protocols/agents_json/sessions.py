@@ -65,9 +65,15 @@ _END_SESSION = (
 )
 
 
-#: Every authenticated call reads its session by token: compiled once, run on the driver
+#: Every authenticated call reads its session by token, and every session's creation counts the
+#: client's active sessions and inserts its own: compiled once, run on the driver
 #: (``storage/prepared.py``).
 _SELECT_BY_TOKEN = Prepared(select(agent_sessions).where(agent_sessions.c.token_hash == bindparam("token_hash")))
+_ACTIVE_OF_CLIENT = Prepared(
+    select(func.count(), func.min(agent_sessions.c.expires_at))
+    .where(agent_sessions.c.client == bindparam("client"), agent_sessions.c.ended_at.is_(None),
+           agent_sessions.c.expires_at > bindparam("now")))
+_INSERT_SESSION = Prepared(insert(agent_sessions))
 
 
 def end_session(conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
@@ -99,19 +105,17 @@ class SessionService:
         now = self.clock()
         with self.db.write() as conn:
             lock_key(conn, f"agent-session:{client}")
-            active, soonest = conn.execute(
-                select(func.count(), func.min(agent_sessions.c.expires_at))
-                .where(agent_sessions.c.client == client, agent_sessions.c.ended_at.is_(None),
-                       agent_sessions.c.expires_at > now)).one()
+            counted = _ACTIVE_OF_CLIENT.first(conn, {"client": client, "now": now})
+            assert counted is not None  # an aggregate gives one row
+            active, soonest = counted
             if active >= self.max_sessions:
                 wait = math.ceil((soonest - now).total_seconds()) if soonest else 60
                 raise RateLimited(f"too many active sessions ({active} of {self.max_sessions}); end one with "
                                   "DELETE or wait for one to expire (" + limit_words(
                                       f"{self.max_sessions} active agents.json sessions per client address",
                                       "--max-sessions") + ")", wait)
-            values = dict(id=session_id, token_hash=secret_hash(token), client=client, created_at=now,
-                          expires_at=now + self.ttl, **agent)
-            conn.execute(insert(agent_sessions).values(**values))
+            _INSERT_SESSION.run(conn, dict(id=session_id, token_hash=secret_hash(token), client=client, created_at=now,
+                                           expires_at=now + self.ttl, ended_at=None, end_reason=None, **agent))
         return CreatedSession(AgentSession(session_id, client, agent["agent_name"], agent["agent_version"],
                                            agent["purpose"], now, now + self.ttl, None, None), token)
 
