@@ -189,10 +189,13 @@ def _order(row: Any) -> Order:
 
 
 #: An order by each of its keys, and its insert: every order placed reads one and runs the other,
-#: so both are compiled once and run on the driver (``storage/prepared.py``).
+#: so both are compiled once and run on the driver (``storage/prepared.py``); likewise a deal's
+#: redemption, read and taken by every deal added to a cart or bought.
 _ORDER_BY = {key: Prepared(select(orders).where(orders.c[key] == bindparam("key")))
              for key in ("id", "session_id", "checkout_id", "deal_id")}
 _INSERT_ORDER = Prepared(insert(orders))
+_REDEMPTION = Prepared(select(deal_redemptions.c.session_id).where(deal_redemptions.c.deal_id == bindparam("deal_id")))
+_REDEEM = Prepared(insert(deal_redemptions))
 
 
 def order_for(conn: Connection, *, checkout_id: str | None = None, deal_id: str | None = None,
@@ -248,13 +251,13 @@ def _details_json(details: dict[str, Any] | None) -> str | None:
 def redemption_of(conn: Connection, deal_id: str) -> Any:
     """The deal's redemption row (``session_id``: the agent session whose cart holds it, None when
     it was bought at its own checkout page), or None while nobody has it."""
-    return conn.execute(select(deal_redemptions.c.session_id).where(deal_redemptions.c.deal_id == deal_id)).first()
+    return _REDEMPTION.row(conn, {"deal_id": deal_id})
 
 
 def redeem(conn: Connection, deal_id: str, session_id: str | None, at: datetime) -> None:
     """Take the deal, for an agent session's cart or (None) for its own checkout page: the primary
     key lets one taker win on any worker, the other getting an IntegrityError."""
-    conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=at))
+    _REDEEM.run(conn, {"deal_id": deal_id, "session_id": session_id, "redeemed_at": at})
 
 
 def release(conn: Connection, deal_id: str) -> None:
