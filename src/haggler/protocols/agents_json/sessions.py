@@ -58,7 +58,8 @@ class CreatedSession:
 
 # Only a session nobody has ended yet: with two sweepers (or a sweep racing a DELETE)
 # exactly one UPDATE matches, and only its transaction goes on to sign the trail.
-_END_SESSION = (
+# Compiled once, run on the driver (``storage/prepared.py``): every checkout ends its session.
+_END_SESSION = Prepared(
     update(agent_sessions)
     .where(agent_sessions.c.id == bindparam("session_id"), agent_sessions.c.ended_at.is_(None))
     .values(ended_at=bindparam("ended_at"), end_reason=bindparam("end_reason"))
@@ -78,8 +79,7 @@ _INSERT_SESSION = Prepared(insert(agent_sessions))
 
 def end_session(conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
     """Mark a session ended inside the caller's transaction; False when it already was."""
-    result = conn.execute(_END_SESSION, {"session_id": session_id, "ended_at": at, "end_reason": reason})
-    return result.rowcount == 1
+    return _END_SESSION.run(conn, {"session_id": session_id, "ended_at": at, "end_reason": reason}) == 1
 
 
 def _row_to_session(row) -> AgentSession:  # type: ignore[no-untyped-def]

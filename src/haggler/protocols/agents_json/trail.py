@@ -52,11 +52,14 @@ _SELECT_LAST_EVENT = Prepared(
     .order_by(audit_events.c.seq.desc()).limit(1)
 )
 _INSERT_EVENT = Prepared(insert(audit_events))
-_SELECT_EVENTS = (
+# A session's end (its checkout, mostly) signs its trail: these too are compiled once.
+_SELECT_EVENTS = Prepared(
     select(audit_events.c.event)
     .where(audit_events.c.session_id == bindparam("session_id")).order_by(audit_events.c.seq)
 )
-_SELECT_ARTIFACT = select(audit_artifacts.c.artifact).where(audit_artifacts.c.session_id == bindparam("session_id"))
+_SELECT_ARTIFACT = Prepared(select(audit_artifacts.c.artifact)
+                            .where(audit_artifacts.c.session_id == bindparam("session_id")))
+_INSERT_ARTIFACT = Prepared(insert(audit_artifacts))
 
 
 class AuditTrail:
@@ -128,16 +131,16 @@ class AuditTrail:
         caller still holds it, is replaced by its hash wherever it occurs.
         """
         session = self._lock_session(conn, session_id)
-        stored = conn.execute(_SELECT_ARTIFACT, {"session_id": session_id}).scalar_one_or_none()
+        stored = _SELECT_ARTIFACT.first(conn, {"session_id": session_id})
         if stored is not None:
-            return json.loads(stored)
+            return json.loads(stored[0])
         if session_token is not None and hash_token(session_token) != _token_hash(session):
             raise ValueError(f"the token given is not session {session_id}'s token")
         if session.ended_at is None:
             end_session(conn, session_id, end_reason, ended_at)
         else:
             ended_at = session.ended_at
-        events = [json.loads(text) for text in conn.execute(_SELECT_EVENTS, {"session_id": session_id}).scalars()]
+        events = [json.loads(row.event) for row in _SELECT_EVENTS.rows(conn, {"session_id": session_id})]
         artifact = build_artifact(
             session_id=session_id,
             site=self.site,
@@ -154,7 +157,7 @@ class AuditTrail:
             signer=self.keys,
             session_token=session_token,
         )
-        conn.execute(insert(audit_artifacts), {
+        _INSERT_ARTIFACT.run(conn, {
             "session_id": session_id,
             "artifact": json.dumps(artifact, ensure_ascii=False),
             "created_at": self.clock(),
@@ -172,10 +175,10 @@ class AuditTrail:
         a reader never waits on the sweep's schedule.
         """
         with self.db.read() as conn:
-            stored = conn.execute(_SELECT_ARTIFACT, {"session_id": session_id}).scalar_one_or_none()
+            stored = _SELECT_ARTIFACT.first(conn, {"session_id": session_id})
             session = conn.execute(_SELECT_SESSION, {"session_id": session_id}).first()
         if stored is not None:
-            return json.loads(stored)
+            return json.loads(stored[0])
         if session is None:
             raise NotFound(f"unknown session {session_id}")
         if session.ended_at is not None:
