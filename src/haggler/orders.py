@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, delete, func, insert, select
+from sqlalchemy import Connection, bindparam, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from haggler.commerce import order_events
 from haggler.errors import InvalidInput
 from haggler.money import decimal_string
 from haggler.storage.database import Database
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import deal_redemptions, orders
 from haggler.timestamps import utc_z
 
@@ -187,16 +188,26 @@ def _order(row: Any) -> Order:
                  details=json.loads(row.details) if row.details is not None else None)
 
 
+#: An order by each of its keys, and its insert: every order placed reads one and runs the other,
+#: so both are compiled once and run on the driver (``storage/prepared.py``); likewise a deal's
+#: redemption, read and taken by every deal added to a cart or bought.
+_ORDER_BY = {key: Prepared(select(orders).where(orders.c[key] == bindparam("key")))
+             for key in ("id", "session_id", "checkout_id", "deal_id")}
+_INSERT_ORDER = Prepared(insert(orders))
+_REDEMPTION = Prepared(select(deal_redemptions.c.session_id).where(deal_redemptions.c.deal_id == bindparam("deal_id")))
+_REDEEM = Prepared(insert(deal_redemptions))
+
+
 def order_for(conn: Connection, *, checkout_id: str | None = None, deal_id: str | None = None,
               session_id: str | None = None, order_id: str | None = None) -> Order | None:
     """The order placed for a checkout, a deal or a checkout session, or the one with this id, if any."""
     if order_id is not None:
-        key = orders.c.id == order_id
+        column, value = "id", order_id
     elif session_id is not None:
-        key = orders.c.session_id == session_id
+        column, value = "session_id", session_id
     else:
-        key = orders.c.checkout_id == checkout_id if checkout_id is not None else orders.c.deal_id == deal_id
-    row = conn.execute(select(orders).where(key)).first()
+        column, value = ("checkout_id", checkout_id) if checkout_id is not None else ("deal_id", deal_id)
+    row = _ORDER_BY[column].row(conn, {"key": value})
     return _order(row) if row else None
 
 
@@ -214,7 +225,7 @@ def count_orders(conn: Connection) -> int:
 
 def insert_order(conn: Connection, order: Order) -> None:
     buyer = order.buyer
-    conn.execute(insert(orders).values(
+    _INSERT_ORDER.run(conn, dict(
         id=order.id, checkout_id=order.checkout_id, deal_id=order.deal_id, session_id=order.session_id,
         door=order.door, lines=lines_json(order.lines),
         total_cents=order.total_cents, currency=order.currency, placed_at=order.placed_at,
@@ -240,13 +251,13 @@ def _details_json(details: dict[str, Any] | None) -> str | None:
 def redemption_of(conn: Connection, deal_id: str) -> Any:
     """The deal's redemption row (``session_id``: the agent session whose cart holds it, None when
     it was bought at its own checkout page), or None while nobody has it."""
-    return conn.execute(select(deal_redemptions.c.session_id).where(deal_redemptions.c.deal_id == deal_id)).first()
+    return _REDEMPTION.row(conn, {"deal_id": deal_id})
 
 
 def redeem(conn: Connection, deal_id: str, session_id: str | None, at: datetime) -> None:
     """Take the deal, for an agent session's cart or (None) for its own checkout page: the primary
     key lets one taker win on any worker, the other getting an IntegrityError."""
-    conn.execute(insert(deal_redemptions).values(deal_id=deal_id, session_id=session_id, redeemed_at=at))
+    _REDEEM.run(conn, {"deal_id": deal_id, "session_id": session_id, "redeemed_at": at})
 
 
 def release(conn: Connection, deal_id: str) -> None:

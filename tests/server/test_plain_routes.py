@@ -1,10 +1,12 @@
 """negotiate.v1's routes, a polling match agent's pickup and respond, an exchange transaction's
-opening and messages, and the market's writes are plain Starlette routes served by the plain-route lane (server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
+opening and messages, the market's writes, and an agents.json agent's session and capability
+calls are plain Starlette routes served by the plain-route lane (server/plain_routes.py): a HEAD never takes a turn or starts a chat, a wrong method is the usual
 JSON 405, errors come out in the app's shapes, and the OpenAPI document still describes every one
 of them. (Counting by route template: tests/server/test_prometheus_metrics.py.)"""
 
 from __future__ import annotations
 
+from haggler.protocols.agents_json.capabilities import SESSION_PATH
 from haggler.protocols.market import views as market_views
 from haggler.protocols.market.routes import PREFIX as MARKET_PREFIX
 from haggler.protocols.matching import views as matching_views
@@ -48,8 +50,10 @@ def test_the_openapi_document_describes_every_plain_route(store):
     plain = [route for route in store.app.routes if isinstance(route, PlainRoute)]
     assert MATCH_TURN <= set(matching_views.openapi_operations(MATCHING_PREFIX))
     assert TRANSACTION <= set(exchange_views.openapi_operations(EXCHANGE_PREFIX))
+    agents_json = {("post", SESSION_PATH),
+                   *((c.method.lower(), c.endpoint) for c in store.app.state.agents.capabilities)}
     assert ({(next(iter(r.methods)).lower(), r.path) for r in plain}
-            == set(views.openapi_operations()) | MATCH_TURN | TRANSACTION | MARKET_WRITES)
+            == set(views.openapi_operations()) | MATCH_TURN | TRANSACTION | MARKET_WRITES | agents_json)
     ids = [op["operationId"] for ops in document["paths"].values() for op in ops.values()]
     assert len(ids) == len(set(ids))
     for route in plain:

@@ -33,10 +33,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple, Protocol
 
-from sqlalchemy import Connection, and_, delete, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, select, update
 
 from haggler.commerce.webhooks import Undeliverable
 from haggler.storage.database import Database
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import order_events
 
 log = logging.getLogger("haggler")
@@ -104,15 +105,22 @@ def event_id(door: str, order_id: str, kind: str) -> str:
     return "evt_" + hashlib.sha256(f"{door}\n{order_id}\n{kind}".encode()).hexdigest()[:24]
 
 
+#: Run by every order placed with a buyer's email (its confirmation mail) and every webhook owed:
+#: compiled once and run on the driver (``storage/prepared.py``), the same columns as ever.
+_RECORD = Prepared(insert(order_events).values(
+    id=bindparam("id"), door=bindparam("door"), order_id=bindparam("order_id"), kind=bindparam("kind"),
+    base=bindparam("base"), created_at=bindparam("created_at"), next_at=bindparam("next_at"),
+    attempts=bindparam("attempts")))
+
+
 def record(conn: Connection, door: str, order_id: str, kind: str, base: str | None, at: datetime, *,
            sent_after_answer: bool = True) -> str:
     """Record, in the caller's transaction, that ``door`` owes the event ``kind`` of ``order_id``;
     its id. ``sent_after_answer``: the request sends it once its answer is out (:meth:`OrderEvents.send`),
     so the sweep leaves it alone for :data:`HOLD`; otherwise it is due for the sweep at once."""
     found = event_id(door, order_id, kind)
-    conn.execute(insert(order_events).values(id=found, door=door, order_id=order_id, kind=kind, base=base,
-                                             created_at=at, next_at=at + HOLD if sent_after_answer else at,
-                                             attempts=0))
+    _RECORD.run(conn, {"id": found, "door": door, "order_id": order_id, "kind": kind, "base": base,
+                       "created_at": at, "next_at": at + HOLD if sent_after_answer else at, "attempts": 0})
     return found
 
 

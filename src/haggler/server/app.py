@@ -212,8 +212,10 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     # First: the lane that serves them is the innermost middleware.
     writes = WriteLane(db, slots=2)
     market_router, market_writes = market.routes(writes)
+    agents_router, agents_plain = agents_json_router(agents, base_url, client_of, writes)
     install_plain_routes(app, [*negotiate_v1_routes(service, base_url, client_of, is_local, writes),
-                               *matching.plain_routes(writes), *exchange.plain_routes(writes), *market_writes])
+                               *matching.plain_routes(writes), *exchange.plain_routes(writes), *market_writes,
+                               *agents_plain])
     # Inside the error edge's catch-all (added next), outside the routes whose errors it shapes.
     app.add_middleware(RequestEdge, hosts=hosts, trusted_proxies=trusted, public_url=config.public_url,
                        wordings=((ENVELOPE_PREFIX, AGENTS_JSON_BODIES), (EXCHANGE_PREFIX, EXCHANGE_BODIES),
@@ -223,7 +225,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
                        default_wording=NEGOTIATE_V1_BODIES, max_body_bytes=config.max_body_bytes)
     install_error_handlers(app)
     app.include_router(storefront.build_router(config.catalog, base_url))
-    app.include_router(agents_json_router(agents, base_url, client_of))
+    app.include_router(agents_router)
     app.include_router(deal_checkout_router(DealCheckout(config.catalog, db, config.clock,
                                                          deal_ttl=config.agents.deal_ttl)))
     app.include_router(exchange.router())

@@ -229,8 +229,12 @@ def _deal(row: Row[Any]) -> DealRow:
                    tuple(json.loads(row.extras)), row.created_at)
 
 
+#: A deal by its id: read by every redemption and purchase of one, so compiled once.
+_SELECT_DEAL = Prepared(select(deals).where(deals.c.id == bindparam("deal_id")))
+
+
 def get_deal(conn: Connection, deal_id: str) -> DealRow | None:
-    row = conn.execute(select(deals).where(deals.c.id == deal_id)).first()
+    row = _SELECT_DEAL.row(conn, {"deal_id": deal_id})
     return _deal(row) if row else None
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable
 
-from sqlalchemy import Connection, and_, delete, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from haggler.catalog import Catalog, Product
@@ -29,12 +29,35 @@ from haggler.orders import (Buyer, Order, OrderLine, insert_order, lines_from_js
 from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import (
     agent_sessions,
     cart_items,
     checkouts,
     orders,
 )
+
+
+# The statements of an agent's cart, redeem and checkout calls, each run once or more per call:
+# compiled once and run on the driver (``storage/prepared.py``) rather than built and compiled
+# through SQLAlchemy on every call.
+_LOCK_SESSION = Prepared(select(agent_sessions.c.id).where(agent_sessions.c.id == bindparam("session_id"))
+                         .with_for_update())
+_LINES = Prepared(select(cart_items).where(cart_items.c.session_id == bindparam("session_id"))
+                  .order_by(cart_items.c.added_at, cart_items.c.product_id))
+_LINE = Prepared(select(cart_items).where(and_(cart_items.c.session_id == bindparam("session_id"),
+                                               cart_items.c.product_id == bindparam("product_id"))))
+_OTHER_CURRENCY = Prepared(select(cart_items.c.currency).where(and_(cart_items.c.session_id == bindparam("session_id"),
+                                                                    cart_items.c.currency != bindparam("currency"))))
+_INSERT_LINE = Prepared(insert(cart_items))
+_CHECKOUT_OF_SESSION = Prepared(select(checkouts.c.id).where(checkouts.c.session_id == bindparam("session_id"))
+                                .with_for_update())
+_ORDER_OF_CHECKOUT = Prepared(select(orders.c.id).where(orders.c.checkout_id == bindparam("checkout_id")))
+_INSERT_CHECKOUT = Prepared(insert(checkouts))
+_CHECKOUT_FOR_UPDATE = Prepared(select(checkouts).where(checkouts.c.id == bindparam("checkout_id")).with_for_update())
+_UPDATE_CHECKOUT = Prepared(update(checkouts).where(checkouts.c.id == bindparam("checkout_id"))
+                            .values(lines=bindparam("lines"), total_cents=bindparam("total_cents"),
+                                    currency=bindparam("currency"), created_at=bindparam("created_at")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +142,12 @@ class CartService:
     @staticmethod
     def _lock_session(conn: Connection, session_id: str) -> None:
         """Serialize this session's writes (a no-op FOR UPDATE on SQLite, whose writes are exclusive)."""
-        found = conn.execute(select(agent_sessions.c.id).where(agent_sessions.c.id == session_id)
-                             .with_for_update()).first()
+        found = _LOCK_SESSION.first(conn, {"session_id": session_id})
         if found is None:
             raise NotFound(f"unknown session: {session_id}")
 
     def _lines(self, conn: Connection, session_id: str) -> tuple[OrderLine, ...]:
-        rows = conn.execute(select(cart_items).where(cart_items.c.session_id == session_id)
-                            .order_by(cart_items.c.added_at, cart_items.c.product_id))
+        rows = _LINES.rows(conn, {"session_id": session_id})
         lines = []
         for r in rows:
             product = self.catalog.product(r.product_id)
@@ -142,14 +163,12 @@ class CartService:
 
     @staticmethod
     def _line_row(conn: Connection, session_id: str, item_id: str) -> Any:
-        return conn.execute(select(cart_items).where(and_(cart_items.c.session_id == session_id,
-                                                          cart_items.c.product_id == item_id))).first()
+        return _LINE.row(conn, {"session_id": session_id, "product_id": item_id})
 
     @staticmethod
     def _check_currency(conn: Connection, session_id: str, currency: str) -> None:
         """A cart holds one currency: totals across currencies mean nothing."""
-        held = conn.execute(select(cart_items.c.currency).where(and_(cart_items.c.session_id == session_id,
-                                                                     cart_items.c.currency != currency))).first()
+        held = _OTHER_CURRENCY.row(conn, {"session_id": session_id, "currency": currency})
         if held is not None:
             raise Conflict(f"the cart holds {held.currency} items; it cannot also hold {currency} items")
 
@@ -223,7 +242,7 @@ class CartService:
             self._check_currency(conn, session_id, deal.currency)
             if redemption is None:  # re-adding a deal this session redeemed earlier reuses its redemption
                 redeem(conn, deal_id, session_id, now)
-            conn.execute(insert(cart_items).values(
+            _INSERT_LINE.run(conn, dict(
                 session_id=session_id, product_id=product.id, quantity=1, unit_price_cents=deal.price_cents,
                 currency=deal.currency, extras=json.dumps(list(deal.extras), ensure_ascii=False),
                 deal_id=deal_id, added_at=now))
@@ -261,19 +280,19 @@ class CartService:
             if not view.lines:
                 raise InvalidInput("the cart is empty: add items before checking out")
             now = self.clock()
-            existing = conn.execute(select(checkouts.c.id).where(checkouts.c.session_id == session_id)
-                                    .with_for_update()).scalar()
+            found = _CHECKOUT_OF_SESSION.first(conn, {"session_id": session_id})
+            existing = found[0] if found else None
             values = {"lines": lines_json(view.lines), "total_cents": view.total_cents,
                       "currency": view.currency, "created_at": now}
             if existing is None:
                 checkout_id = secrets.token_urlsafe(24)
-                conn.execute(insert(checkouts).values(id=checkout_id, session_id=session_id, **values))
+                _INSERT_CHECKOUT.run(conn, dict(id=checkout_id, session_id=session_id, **values))
             else:
                 checkout_id = existing
-                placed = conn.execute(select(orders.c.id).where(orders.c.checkout_id == checkout_id)).scalar()
+                placed = _ORDER_OF_CHECKOUT.first(conn, {"checkout_id": checkout_id})
                 if placed is not None:
-                    raise Conflict(f"this session's order {placed} has already been placed; the checkout cannot change")
-                conn.execute(update(checkouts).where(checkouts.c.id == checkout_id).values(**values))
+                    raise Conflict(f"this session's order {placed[0]} has already been placed; the checkout cannot change")
+                _UPDATE_CHECKOUT.run(conn, dict(checkout_id=checkout_id, **values))
         return Checkout(checkout_id, f"{base_url.rstrip('/')}/checkout/cart/{checkout_id}", session_id,
                         view.lines, view.total_cents, view.currency, now)
 
@@ -282,7 +301,7 @@ class CartService:
         whoever it was for, with ``created=False``."""
         def place(conn: Connection) -> Placed:
             # The row lock orders a placement after (or before) any refresh of the same checkout.
-            row = conn.execute(select(checkouts).where(checkouts.c.id == checkout_id).with_for_update()).first()
+            row = _CHECKOUT_FOR_UPDATE.row(conn, {"checkout_id": checkout_id})
             if row is None:
                 raise NotFound("unknown checkout")
             found = order_for(conn, checkout_id=checkout_id)

@@ -3,6 +3,13 @@ page, and one route per declared capability, each answering in the spec's envelo
 (``{"ok": true, "data": ...}``; errors are ``{"ok": false, "error": "..."}``, made by the
 app's error edge). What each call does is :class:`AgentsService`'s; this module only reads
 requests and writes responses.
+
+An agent's requests — a session, each capability call — are plain routes
+(``server/plain_routes.py``): they read their requests themselves, so FastAPI's router walk and parameter solving were only overhead on them. Their
+database work runs in the app's ``WriteLane`` (``server/write_lane.py``): on the event loop
+unless the database is busy, rather than a hop to a worker thread and back for each. The rate
+count is a lane call of its own, before the call's work: the lane may run its work again (in a
+thread), and a request must be counted once.
 """
 
 from __future__ import annotations
@@ -12,13 +19,14 @@ from typing import Any, Callable
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
-from starlette.concurrency import run_in_threadpool
 
 from haggler.errors import NotFound
 from haggler.protocols.agents_json.capabilities import AUDIT_PATH, SESSION_PATH, Capability
 from haggler.protocols.agents_json.service import AgentsService
 from haggler.server.json_body import BodyWording, read_json_body
+from haggler.server.plain_routes import PlainRoute
 from haggler.server.responses import JSON
+from haggler.server.write_lane import WriteLane
 from haggler.web.checkout import cart_page, unknown_link_page
 from haggler.web.checkout_routes import form_page, submit
 
@@ -36,18 +44,23 @@ _SESSION_BODY = BODY_WORDING._replace(
 
 
 def build_router(service: AgentsService, base_of: Callable[[Request], str],
-                 client_of: Callable[[Request], str]) -> APIRouter:
+                 client_of: Callable[[Request], str], in_writer: WriteLane) -> tuple[APIRouter, list[PlainRoute]]:
+    """The surface's FastAPI routes, and its plain routes for the app to install
+    (``install_plain_routes``)."""
     router = APIRouter()
+    plain: list[PlainRoute] = []
 
     @router.get(MANIFEST_PATH)
     def manifest(request: Request) -> JSON:
         return JSON(service.manifest(client_of(request), base_of(request)))
 
-    @router.post(SESSION_PATH, status_code=201)
     async def create_session(request: Request) -> JSON:
         body = await read_json_body(request, _SESSION_BODY)
-        data = await run_in_threadpool(lambda: service.create_session(client_of(request), body))
+        client = client_of(request)
+        await in_writer(service.limiter.hit, client)
+        data = await in_writer(service.create_session, client, body)
         return JSON({"ok": True, "data": data}, status_code=201)
+    plain.append(PlainRoute("POST", SESSION_PATH, create_session))
 
     @router.delete(SESSION_PATH)
     def end_session(request: Request) -> JSON:
@@ -79,24 +92,30 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
                                 partial(page, checkout_id), f"/checkout/cart/{checkout_id}")
 
     for capability in service.capabilities:
-        router.add_api_route(capability.endpoint, _route(service, capability, base_of, client_of),
-                             methods=[capability.method], name=capability.name)
-    return router
+        route = PlainRoute(capability.method, capability.endpoint,
+                           _route(service, capability, base_of, client_of, in_writer))
+        route.name = capability.name  # the OpenAPI operationId FastAPI gave it: name, path, method
+        plain.append(route)
+    return router, plain
 
 
 def _route(service: AgentsService, capability: Capability, base_of: Callable[[Request], str],
-           client_of: Callable[[Request], str]) -> Callable[..., Any]:
-    def call(request: Request, raw: dict[str, Any], from_query: bool) -> JSON:
-        data = service.call(capability, client=client_of(request), token=request.headers.get(SESSION_HEADER),
-                            raw=raw, from_query=from_query, base=base_of(request))
+           client_of: Callable[[Request], str], in_writer: WriteLane) -> Callable[..., Any]:
+    def serve(request: Request, raw: dict[str, Any], from_query: bool) -> Any:
+        return service.call(capability, token=request.headers.get(SESSION_HEADER), raw=raw,
+                             from_query=from_query, base=base_of(request))
+
+    async def call(request: Request, raw: dict[str, Any], from_query: bool) -> JSON:
+        await in_writer(service.limiter.hit, client_of(request))
+        data = await in_writer(serve, request, raw, from_query)
         return JSON({"ok": True, "data": data})
 
     if capability.params_in_query:
-        def in_query(request: Request) -> JSON:
-            return call(request, dict(request.query_params), True)
+        async def in_query(request: Request) -> JSON:
+            return await call(request, dict(request.query_params), True)
         return in_query
 
     async def in_body(request: Request) -> JSON:
         body = await read_json_body(request, BODY_WORDING)
-        return await run_in_threadpool(call, request, body, False)
+        return await call(request, body, False)
     return in_body

@@ -1,10 +1,15 @@
 """The agents.json surface without HTTP: the manifest, sessions, and one call path for every
 declared capability.
 
-Every capability call goes through :meth:`AgentsService.call`: count the request against the
-client's per-minute limit, authenticate the session when one is required (or offered), check
-the parameters against the capability's declaration, run the capability. In a session with
-audit on, the call's effect and its audit event commit in one transaction.
+Every capability call is counted against the client's per-minute limit (``limiter.hit``) and
+then goes through :meth:`AgentsService.call`: authenticate the session when one is required (or
+offered), check the parameters against the capability's declaration, run the capability. In a
+session with audit on, the call's effect and its audit event commit in one transaction.
+
+The count is the caller's, in a transaction of its own, for a session's creation as for a call:
+the routes run :meth:`AgentsService.create_session` and :meth:`AgentsService.call` in the app's
+``WriteLane``, which may run them again from the start (in a thread, when the database is busy),
+and a request must be counted once.
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ class AgentsService:
     # -- sessions ------------------------------------------------------------------------------------
 
     def create_session(self, client: str, body: dict[str, Any]) -> dict[str, Any]:
-        self.limiter.hit(client)
+        """Open a session for ``client``, whose request the caller has counted (``limiter.hit``)."""
         created = self.sessions.create(client, body)
         return {"session_token": created.token, "session_id": created.session.id,
                 "expires_at": created.session.expires_at.isoformat().replace("+00:00", "Z"),
@@ -132,10 +137,12 @@ class AgentsService:
 
     # -- the call path -------------------------------------------------------------------------------
 
-    def call(self, capability: Capability, *, client: str, token: str | None, raw: dict[str, Any],
-             from_query: bool, base: str) -> Any:
-        """Run one capability call for ``client`` and return the envelope's ``data``."""
-        self.limiter.hit(client)
+    def call(self, capability: Capability, *, token: str | None, raw: dict[str, Any], from_query: bool,
+             base: str) -> Any:
+        """Run one capability call, counted by the caller (``limiter.hit``), and return the
+        envelope's ``data``. One write transaction at most (and, when the call is refused, the
+        refusal's audit event in one more, after the first rolled back): safe to run again from
+        the start, as a ``WriteLane`` does when the database is busy."""
         session = self.sessions.authenticate(token) if capability.requires_session or token else None
         params = parse_params(capability, raw, from_query=from_query)
         call = Call(capability, params, session, base)

@@ -19,6 +19,7 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, select, upda
 from haggler.errors import InvalidInput, RateLimited, Unauthorized, limit_words
 from haggler.storage.counters import count_one
 from haggler.storage.database import Database, lock_key
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import agent_sessions, rate_windows
 from haggler.trust.hashing import secret_hash
 
@@ -57,17 +58,28 @@ class CreatedSession:
 
 # Only a session nobody has ended yet: with two sweepers (or a sweep racing a DELETE)
 # exactly one UPDATE matches, and only its transaction goes on to sign the trail.
-_END_SESSION = (
+# Compiled once, run on the driver (``storage/prepared.py``): every checkout ends its session.
+_END_SESSION = Prepared(
     update(agent_sessions)
     .where(agent_sessions.c.id == bindparam("session_id"), agent_sessions.c.ended_at.is_(None))
     .values(ended_at=bindparam("ended_at"), end_reason=bindparam("end_reason"))
 )
 
 
+#: Every authenticated call reads its session by token, and every session's creation counts the
+#: client's active sessions and inserts its own: compiled once, run on the driver
+#: (``storage/prepared.py``).
+_SELECT_BY_TOKEN = Prepared(select(agent_sessions).where(agent_sessions.c.token_hash == bindparam("token_hash")))
+_ACTIVE_OF_CLIENT = Prepared(
+    select(func.count(), func.min(agent_sessions.c.expires_at))
+    .where(agent_sessions.c.client == bindparam("client"), agent_sessions.c.ended_at.is_(None),
+           agent_sessions.c.expires_at > bindparam("now")))
+_INSERT_SESSION = Prepared(insert(agent_sessions))
+
+
 def end_session(conn: Connection, session_id: str, reason: str, at: datetime) -> bool:
     """Mark a session ended inside the caller's transaction; False when it already was."""
-    result = conn.execute(_END_SESSION, {"session_id": session_id, "ended_at": at, "end_reason": reason})
-    return result.rowcount == 1
+    return _END_SESSION.run(conn, {"session_id": session_id, "ended_at": at, "end_reason": reason}) == 1
 
 
 def _row_to_session(row) -> AgentSession:  # type: ignore[no-untyped-def]
@@ -93,19 +105,17 @@ class SessionService:
         now = self.clock()
         with self.db.write() as conn:
             lock_key(conn, f"agent-session:{client}")
-            active, soonest = conn.execute(
-                select(func.count(), func.min(agent_sessions.c.expires_at))
-                .where(agent_sessions.c.client == client, agent_sessions.c.ended_at.is_(None),
-                       agent_sessions.c.expires_at > now)).one()
+            counted = _ACTIVE_OF_CLIENT.first(conn, {"client": client, "now": now})
+            assert counted is not None  # an aggregate gives one row
+            active, soonest = counted
             if active >= self.max_sessions:
                 wait = math.ceil((soonest - now).total_seconds()) if soonest else 60
                 raise RateLimited(f"too many active sessions ({active} of {self.max_sessions}); end one with "
                                   "DELETE or wait for one to expire (" + limit_words(
                                       f"{self.max_sessions} active agents.json sessions per client address",
                                       "--max-sessions") + ")", wait)
-            values = dict(id=session_id, token_hash=secret_hash(token), client=client, created_at=now,
-                          expires_at=now + self.ttl, **agent)
-            conn.execute(insert(agent_sessions).values(**values))
+            _INSERT_SESSION.run(conn, dict(id=session_id, token_hash=secret_hash(token), client=client, created_at=now,
+                                           expires_at=now + self.ttl, ended_at=None, end_reason=None, **agent))
         return CreatedSession(AgentSession(session_id, client, agent["agent_name"], agent["agent_version"],
                                            agent["purpose"], now, now + self.ttl, None, None), token)
 
@@ -115,7 +125,7 @@ class SessionService:
             raise Unauthorized("this capability needs a session: create one and send its token in the "
                                "X-Agent-Session header")
         with self.db.read() as conn:
-            row = conn.execute(select(agent_sessions).where(agent_sessions.c.token_hash == secret_hash(token))).first()
+            row = _SELECT_BY_TOKEN.row(conn, {"token_hash": secret_hash(token)})
         if row is None:
             raise Unauthorized("unknown session token")
         session = _row_to_session(row)

@@ -20,10 +20,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, bindparam, delete, insert, select
+from sqlalchemy import Connection, and_, bindparam, delete, insert, select
 
 from haggler.errors import Closed, NotFound, TooEarly
 from haggler.storage.database import Database
+from haggler.storage.prepared import Prepared
 from haggler.storage.schema import agent_sessions, audit_artifacts, audit_events
 from haggler.trust.chain import event_hash
 from haggler.trust.keys import SigningKeys
@@ -42,18 +43,23 @@ _SELECT_SESSION = select(
     agent_sessions.c.agent_version, agent_sessions.c.purpose, agent_sessions.c.created_at,
     agent_sessions.c.expires_at, agent_sessions.c.ended_at,
 ).where(agent_sessions.c.id == bindparam("session_id"))
-# SQLite renders no FOR UPDATE: its write transactions are exclusive already.
-_SELECT_SESSION_FOR_UPDATE = _SELECT_SESSION.with_for_update()
-_SELECT_LAST_EVENT = (
+# SQLite renders no FOR UPDATE: its write transactions are exclusive already. This and the
+# next two run on every audited call: compiled once, run on the driver (``storage/prepared.py``).
+_SELECT_SESSION_FOR_UPDATE = Prepared(_SELECT_SESSION.with_for_update())
+_SELECT_LAST_EVENT = Prepared(
     select(audit_events.c.seq, audit_events.c.hash)
     .where(audit_events.c.session_id == bindparam("session_id"))
     .order_by(audit_events.c.seq.desc()).limit(1)
 )
-_SELECT_EVENTS = (
+_INSERT_EVENT = Prepared(insert(audit_events))
+# A session's end (its checkout, mostly) signs its trail: these too are compiled once.
+_SELECT_EVENTS = Prepared(
     select(audit_events.c.event)
     .where(audit_events.c.session_id == bindparam("session_id")).order_by(audit_events.c.seq)
 )
-_SELECT_ARTIFACT = select(audit_artifacts.c.artifact).where(audit_artifacts.c.session_id == bindparam("session_id"))
+_SELECT_ARTIFACT = Prepared(select(audit_artifacts.c.artifact)
+                            .where(audit_artifacts.c.session_id == bindparam("session_id")))
+_INSERT_ARTIFACT = Prepared(insert(audit_artifacts))
 
 
 class AuditTrail:
@@ -92,12 +98,12 @@ class AuditTrail:
             session = self._lock_session(conn, session_id)
             if not is_active(session.ended_at, session.expires_at, now):
                 raise Closed(f"session {session_id} has ended; its audit trail takes no more events")
-            last = conn.execute(_SELECT_LAST_EVENT, {"session_id": session_id}).first()
+            last = _SELECT_LAST_EVENT.row(conn, {"session_id": session_id})
             event = {
                 **make_event(capability, method, params, policy_result, response_status, timestamp=utc_timestamp(now)),
                 "prev_hash": last.hash if last else "",
             }
-            conn.execute(insert(audit_events), {
+            _INSERT_EVENT.run(conn, {
                 "session_id": session_id,
                 "seq": last.seq + 1 if last else 1,
                 "event": json.dumps(event, ensure_ascii=False),
@@ -125,16 +131,16 @@ class AuditTrail:
         caller still holds it, is replaced by its hash wherever it occurs.
         """
         session = self._lock_session(conn, session_id)
-        stored = conn.execute(_SELECT_ARTIFACT, {"session_id": session_id}).scalar_one_or_none()
+        stored = _SELECT_ARTIFACT.first(conn, {"session_id": session_id})
         if stored is not None:
-            return json.loads(stored)
+            return json.loads(stored[0])
         if session_token is not None and hash_token(session_token) != _token_hash(session):
             raise ValueError(f"the token given is not session {session_id}'s token")
         if session.ended_at is None:
             end_session(conn, session_id, end_reason, ended_at)
         else:
             ended_at = session.ended_at
-        events = [json.loads(text) for text in conn.execute(_SELECT_EVENTS, {"session_id": session_id}).scalars()]
+        events = [json.loads(row.event) for row in _SELECT_EVENTS.rows(conn, {"session_id": session_id})]
         artifact = build_artifact(
             session_id=session_id,
             site=self.site,
@@ -151,7 +157,7 @@ class AuditTrail:
             signer=self.keys,
             session_token=session_token,
         )
-        conn.execute(insert(audit_artifacts), {
+        _INSERT_ARTIFACT.run(conn, {
             "session_id": session_id,
             "artifact": json.dumps(artifact, ensure_ascii=False),
             "created_at": self.clock(),
@@ -169,10 +175,10 @@ class AuditTrail:
         a reader never waits on the sweep's schedule.
         """
         with self.db.read() as conn:
-            stored = conn.execute(_SELECT_ARTIFACT, {"session_id": session_id}).scalar_one_or_none()
+            stored = _SELECT_ARTIFACT.first(conn, {"session_id": session_id})
             session = conn.execute(_SELECT_SESSION, {"session_id": session_id}).first()
         if stored is not None:
-            return json.loads(stored)
+            return json.loads(stored[0])
         if session is None:
             raise NotFound(f"unknown session {session_id}")
         if session.ended_at is not None:
@@ -227,14 +233,15 @@ class AuditTrail:
 
     # --- helpers ------------------------------------------------------------------
 
-    def _lock_session(self, conn: Connection, session_id: str) -> Row[Any]:
-        session = conn.execute(_SELECT_SESSION_FOR_UPDATE, {"session_id": session_id}).first()
+    def _lock_session(self, conn: Connection, session_id: str) -> Any:
+        """The session's row (a named row, see ``storage/prepared.py``), locked for the caller's transaction."""
+        session = _SELECT_SESSION_FOR_UPDATE.row(conn, {"session_id": session_id})
         if session is None:
             raise NotFound(f"unknown session {session_id}")
         return session
 
 
-def _token_hash(session: Row[Any]) -> str:
+def _token_hash(session: Any) -> str:
     """The stored SHA-256 hex of the token, in the ``sha256:<hex>`` form ``hash_token`` gives."""
     return "sha256:" + session.token_hash
 
