@@ -308,3 +308,26 @@ def test_market_notices_are_never_refused_or_dropped(make_store):
     created(buyer.send(f"/market/listings/{listing_id}/instant_match", buyer.instant(listing_id, 180)))
     events = [m["body"].get("event") for m in seller.inbox()["messages"] if m["kind"] == "notification"]
     assert "wanted_matches_listing" in events and "deal_closed" in events
+
+
+@pytest.mark.parametrize("peer", ["127.0.0.1", "10.0.0.9", "::1", None])
+@pytest.mark.parametrize("forwarded", [[], ["203.0.113.7"], ["203.0.113.7, 127.0.0.1"], ["198.51.100.1", "127.0.0.1"],
+                                       ["not an address"], ["127.0.0.1"]])
+@pytest.mark.parametrize("trusted", [(), ("127.0.0.1/32",), ("127.0.0.0/8", "::1/128")])
+def test_a_request_s_client_is_resolved_once_as_each_check_resolves_it(peer, forwarded, trusted) -> None:  # type: ignore[no-untyped-def]
+    """The client and its locality kept in the request's scope are what request_client and
+    is_local_client say; the access log finds them there once a route asked, and only then."""
+    from starlette.datastructures import Headers
+
+    from haggler.server.clientip import is_local_client, known_client, request_client, resolved_client
+
+    networks = parse_networks(list(trusted))
+    scope = {"type": "http", "client": (peer, 5000) if peer else None,
+             "headers": [(b"x-forwarded-for", line.encode()) for line in forwarded]}
+    headers = Headers(scope=scope)
+    assert known_client(scope) is None
+    expected = (request_client(peer, headers, networks), is_local_client(peer, headers, networks))
+    assert resolved_client(scope, networks) == expected
+    assert known_client(scope) == expected[0]
+    scope["headers"] = []  # kept: not worked out again
+    assert resolved_client(scope, networks) == expected

@@ -64,3 +64,35 @@ def test_no_whitespace_and_nested_keys_sorted() -> None:
 def test_values_without_a_canonical_form_are_refused(value: object) -> None:
     with pytest.raises(CanonicalizationError):
         canonical_json(value)
+
+
+# -- the json fast path writes rfc8785's bytes ------------------------------------------------------
+
+_STRINGS = ["", "plain", "".join(chr(c) for c in range(0x20)) + "\x7f", 'quote " and \\ backslash /',
+            "\u2028\u2029 line separators", "caf\u00e9 \u20ac \U0001f600 \ufb33", "0x" + "ab" * 64]
+_SCALARS: list[object] = [*_STRINGS, None, True, False, 0, -1, 2**53 - 1, -(2**53 - 1), 170]
+
+
+def _values() -> list[object]:
+    """Scalars, and objects and lists nesting them under every kind of key."""
+    keys = ["a", "B", "_", "type", "z9", "", "\r", "\u00f6", "\U0001f600", "\ufb33"]
+    nested: list[object] = [[], {}, list(_SCALARS), {key: value for key, value in zip(keys, _SCALARS)}]
+    nested.append({"outer": nested[-1], "list": [nested[-1], [1, [2, {"x": "y"}]]], "n": None})
+    nested.append({key: {key: [key, 1]} for key in keys})
+    nested.append({"price": 170.1, "when": "2026-02-07T23:00:00Z"})  # a float: rfc8785's number form
+    nested.append([True, 1, 1.0, 1e21, 0.000001])
+    return [*_SCALARS, *nested]
+
+
+@pytest.mark.parametrize("value", _values())
+def test_the_same_bytes_as_the_rfc8785_package(value: object) -> None:
+    import rfc8785
+
+    assert canonical_json(value) == rfc8785.dumps(value)
+
+
+@pytest.mark.parametrize("value", [2**53, -(2**53), {"a": 2**60}, ["\ud800"], {"k": "\udfff"}, {"a": float("nan")},
+                                   {1: "non-string key"}, {"a": object()}])
+def test_what_rfc8785_refuses_is_refused(value: object) -> None:
+    with pytest.raises(CanonicalizationError):
+        canonical_json(value)

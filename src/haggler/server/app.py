@@ -56,7 +56,7 @@ from haggler.protocols.ucp.routes import build_router as ucp_router
 from haggler.protocols.ucp.service import UcpService
 from haggler.payments.handler import PaymentHandler
 from haggler.payments.simulated import SimulatedPaymentHandler
-from haggler.server.clientip import is_local_client, request_client
+from haggler.server.clientip import resolved_client
 from haggler.server.config import StoreConfig
 from haggler.server.cors import OpenCORSMiddleware
 from haggler.server.edge import RequestEdge, base_url
@@ -107,11 +107,12 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     trusted = config.trusted_proxies
     hosts = AllowedHosts.for_store(config.allowed_hosts, config.public_url)
 
+    # Resolved once per request (a market message asks up to three times), kept in its scope.
     def client_of(request: HTTPConnection) -> str:
-        return request_client(request.client.host if request.client else None, request.headers, trusted)
+        return resolved_client(request.scope, trusted)[0]
 
     def is_local(request: HTTPConnection) -> bool:
-        return is_local_client(request.client.host if request.client else None, request.headers, trusted)
+        return resolved_client(request.scope, trusted)[1]
 
     limits = Limits(db, config.clock, config.client_limits, client_of=client_of, is_local=is_local,
                     limit_loopback=config.limits.limit_loopback)

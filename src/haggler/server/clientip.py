@@ -17,11 +17,15 @@ address it saw last, where it belongs, and the client's forged first line stays 
 from __future__ import annotations
 
 import ipaddress
-from typing import Sequence
+from functools import lru_cache
+from typing import Any, MutableMapping, Sequence
 
 from starlette.datastructures import Headers
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+#: The ASGI scope key under which :func:`resolved_client` keeps a request's client.
+_RESOLVED = "haggler.client"
 
 
 def parse_networks(cidrs: Sequence[str]) -> tuple[Network, ...]:
@@ -59,18 +63,42 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequenc
     hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
     for hop in reversed(hops):
         try:
-            ipaddress.ip_address(hop)
+            ip = ipaddress.ip_address(hop)
         except ValueError:
             return peer  # a malformed chain is not evidence of anything
-        if not is_trusted(hop, trusted):
+        if not any(ip in net for net in trusted):
             return hop
     return hops[0] if hops else peer
 
 
+def resolved_client(scope: MutableMapping[str, Any], trusted: Sequence[Network]) -> tuple[str, bool]:
+    """:func:`request_client` and :func:`is_local_client` of the request of ``scope``, worked out
+    on the first call and kept in the scope for the rest of the request: a market message asks
+    for its client three times (its limit's loopback exemption, its count, the access log), and
+    each time parsed ``X-Forwarded-For`` and the addresses again. Every caller of one request must
+    pass the same ``trusted`` (the app's ``--trusted-proxy`` networks)."""
+    resolved = scope.get(_RESOLVED)
+    if resolved is None:
+        client = scope.get("client")
+        peer = client[0] if client else None
+        forwarded = ", ".join(Headers(scope=scope).getlist("x-forwarded-for"))
+        address = client_address(peer, forwarded, trusted)
+        resolved = scope[_RESOLVED] = (address, _is_local(peer, forwarded, address, trusted))
+    return resolved
+
+
+def known_client(scope: MutableMapping[str, Any]) -> str | None:
+    """The client :func:`resolved_client` found for this request, if anything asked for it."""
+    resolved = scope.get(_RESOLVED)
+    return None if resolved is None else resolved[0]
+
+
+@lru_cache(maxsize=4096)
 def holder(address: str) -> str:
     """Who a per-client limit counts for ``address``: an IPv4 address itself, an IPv6 address its
     /64 network — one host is handed a whole /64 and can pick a fresh address for every request,
-    so counting single IPv6 addresses would limit nobody. An IPv4-mapped one is its IPv4 address."""
+    so counting single IPv6 addresses would limit nobody. An IPv4-mapped one is its IPv4 address.
+    Kept for the addresses seen last: each limited request asks, and parsing costs more than asking."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
@@ -100,6 +128,12 @@ def is_local_client(peer: str | None, headers: Headers, trusted: Sequence[Networ
     (``--trusted-proxy``): it relays for clients nobody knows, so they are not local — otherwise a
     reverse proxy set up without ``--trusted-proxy`` would lift the limit for the whole world."""
     forwarded = ", ".join(headers.getlist("x-forwarded-for"))
+    return _is_local(peer, forwarded, client_address(peer, forwarded, trusted), trusted)
+
+
+def _is_local(peer: str | None, forwarded: str, client: str, trusted: Sequence[Network]) -> bool:
+    """:func:`is_local_client` of a request from ``peer`` whose ``X-Forwarded-For`` lines were
+    ``forwarded`` and whose client :func:`client_address` found was ``client``."""
     if forwarded and not is_trusted(peer or "", trusted):
         return False
-    return is_loopback(client_address(peer, forwarded, trusted))
+    return is_loopback(client)

@@ -31,7 +31,7 @@ from typing import Sequence, TextIO
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from haggler.server.clientip import Network, is_trusted, request_client
+from haggler.server.clientip import Network, is_trusted, known_client, request_client
 from haggler.server.metrics import UNMATCHED, Metrics
 from haggler.timestamps import utc_z
 
@@ -157,5 +157,7 @@ class RequestLog:
             "time": utc_z(datetime.now(timezone.utc)),
             "request_id": rid, "method": scope["method"], "route": route or scope["path"][:200],
             "status": status, "duration_ms": round(seconds * 1000, 3),
-            "client": request_client(client[0] if client else None, Headers(scope=scope), self.trusted),
+            # As the routes resolved it, when one did (with the same --trusted-proxy networks).
+            "client": known_client(scope) or request_client(client[0] if client else None, Headers(scope=scope),
+                                                            self.trusted),
         }, ensure_ascii=False))

@@ -47,6 +47,11 @@ class _Compiled:
     results: tuple[tuple[int, Processor], ...]
     #: The class of a named row: the result columns' keys.
     row_type: type
+    #: The statement's arguments worked out without ``construct_params``: for each parameter the
+    #: driver takes, in its order (by name for a named paramstyle), the key and name it may be
+    #: given under, its bind parameter (for its default) and its conversion. None for a statement
+    #: whose parameters need more than that (escaped names, collected or post-compiled ones).
+    plan: tuple[tuple[str, str, Any, Processor | None], ...] | None
 
 
 def _row_type(keys: Sequence[str]) -> type:
@@ -78,7 +83,7 @@ class Prepared:
                             is not None)
             order = tuple(compiled.positiontup) if compiled.positional and compiled.positiontup else None
             found = _Compiled(compiled, compiled.string, order, binds, results,
-                              _row_type([column.key for column in columns]))
+                              _row_type([column.key for column in columns]), _plan(compiled, order, dict(binds)))
             self._compiled[type(dialect)] = found
         return found
 
@@ -87,10 +92,12 @@ class Prepared:
         the statement as compiled for ``conn``'s dialect."""
         dialect = conn.dialect
         prepared = self._for(dialect)
-        values = prepared.compiled.construct_params(params)
-        for name, processor in prepared.binds:
-            values[name] = processor(values[name])
-        args: Any = values if prepared.order is None else tuple(map(values.__getitem__, prepared.order))
+        args: Any = None if prepared.plan is None else _arguments(prepared.plan, params, prepared.order is None)
+        if args is None:  # SQLAlchemy's own way, which also words a missing parameter's error
+            values = prepared.compiled.construct_params(params)
+            for name, processor in prepared.binds:
+                values[name] = processor(values[name])
+            args = values if prepared.order is None else tuple(map(values.__getitem__, prepared.order))
         # The DB-API connection: the driver's own, or SQLAlchemy's adapter of an asyncio driver
         # (whose calls await on the loop, under Database.run_on_loop).
         driver = conn.connection.dbapi_connection
@@ -141,6 +148,47 @@ class Prepared:
             return int(cursor.rowcount)
         finally:
             cursor.close()
+
+
+def _plan(compiled: SQLCompiler, order: tuple[str, ...] | None,
+          processors: Mapping[str, Processor]) -> tuple[tuple[str, str, Any, Processor | None], ...] | None:
+    """:attr:`_Compiled.plan` of ``compiled``: what ``construct_params`` does for each bind
+    parameter (SQLAlchemy 2's ``SQLCompiler.construct_params``: the value under the parameter's
+    key, else under its name, else its own value), laid out once; then the bind processor, and
+    the driver's order. Every statement here runs thousands of times a second on the turn path,
+    and ``construct_params`` walked the statement's parameters and their attributes each time."""
+    if (compiled.escaped_bind_names or getattr(compiled, "_collected_params", None)
+            or getattr(compiled, "_render_postcompile", False)):
+        return None
+    by_name = {name: (bind.key, name, bind, processors.get(name)) for bind, name in compiled.bind_names.items()}
+    if len(by_name) != len(compiled.bind_names):
+        return None  # two parameters under one name: left to SQLAlchemy
+    if order is None:
+        return tuple(by_name.values())
+    if not set(order) <= set(by_name):
+        return None
+    return tuple(by_name[name] for name in order)
+
+
+def _arguments(plan: tuple[tuple[str, str, Any, Processor | None], ...], params: Mapping[str, Any],
+               named: bool) -> Any:
+    """The driver's arguments for ``params`` by ``plan``: a tuple in the SQL's order, or a dict
+    for a named paramstyle; None when a required parameter is missing (``construct_params``
+    then raises its own error)."""
+    values = []
+    for key, name, bind, processor in plan:
+        if key in params:
+            value = params[key]
+        elif name in params:
+            value = params[name]
+        elif bind.required:
+            return None
+        else:
+            value = bind.effective_value if bind.callable else bind.value
+        values.append(value if processor is None else processor(value))
+    if named:
+        return {name: value for (_, name, _, _), value in zip(plan, values)}
+    return tuple(values)
 
 
 def _converted(results: Sequence[tuple[int, Processor]], row: Sequence[Any]) -> Sequence[Any]:

@@ -266,3 +266,62 @@ def test_the_type_picks_the_schema_and_an_unknown_type_is_a_clear_error() -> Non
 
 def test_module_names_spec_sections() -> None:
     assert "spec 003: Message Types" in (messages.__doc__ or "")
+
+
+# -- the compiled check that spares a good message jsonschema's walk -----------------------------------
+
+#: Values put in place of each field, and in each list, of every example: every JSON type, the
+#: edges of the schemas' bounds and forms (lengths, decimals, non-finite numbers, bools for numbers).
+_ODD_VALUES: list[Any] = [
+    None, True, False, 0, 1, -1, 2, 1.0, 1.5, 0.01, 0.001, 170.1, 170.123, -0.01, 1e9, 1e9 + 0.01, 10**12, 10001,
+    float("inf"), float("nan"), "", "x", "x" * 129, "x" * 2001, "a b", "a/b", "0x" + "ab" * 64, "0x" + "AB" * 64,
+    "0x" + "cd" * 32, "2026-02-07T23:00:00Z", "2026-02-07T24:00:00Z", "2026-02-07", "buyer", "seller", "accept",
+    "offer", "0.1.0", "EUR", "eur", "good", "new", "sha256:" + "0" * 64, [], ["a"], ["a", "a"], ["a", "b"], [1, 1],
+    [1, True], {}, {"x": 1},
+]
+
+
+def _mutants(value: Any) -> list[Any]:
+    """``value`` with one change each: every field deleted, every field and list item replaced by
+    each odd value, an unknown field added to every object, an item added to every list."""
+    out: list[Any] = list(_ODD_VALUES)
+    if isinstance(value, dict):
+        out.append({**value, "unknownField": 1})
+        for key, inner in value.items():
+            out.append({k: v for k, v in value.items() if k != key})
+            out.extend({**value, key: mutant} for mutant in _mutants(inner))
+    elif isinstance(value, list):
+        out.append([*value, *value[:1]])
+        out.append([*value, "extra"])
+        for index, inner in enumerate(value):
+            out.extend([*value[:index], mutant, *value[index + 1:]] for mutant in _mutants(inner))
+    return out
+
+
+@pytest.mark.parametrize(("name", "index"), [(n, i) for n, ms in EXAMPLES.items() for i in range(len(ms))])
+def test_the_compiled_check_accepts_exactly_what_jsonschema_accepts(name: str, index: int) -> None:
+    """The compiled check says yes to every example (so it spares them jsonschema), and to none of
+    the hundreds of changed ones that jsonschema refuses; nor does it refuse one jsonschema accepts
+    (such a one would only cost jsonschema's walk, but the check is meant to be exact)."""
+    schema_name = "mandate" if name == "mandate" else _example(name, index)["type"]
+    accepts = messages._accepts(schema_name)
+    judge = messages._validator(schema_name)
+    example = _example(name, index)
+    assert accepts(example)
+    mutants = _mutants(example)
+    refused = [mutant for mutant in mutants if not judge.is_valid(mutant)]
+    assert len(refused) > 300 and len(refused) < len(mutants)  # both kinds are tried
+    disagreements = [mutant for mutant in mutants if accepts(mutant) != judge.is_valid(mutant)]
+    assert not disagreements, disagreements[:3]
+
+
+def test_the_compiled_check_leaves_what_it_cannot_judge_to_jsonschema() -> None:
+    """Unique items that are not all strings are jsonschema's to judge (True and 1 differ there),
+    and a schema keyword the compiler does not know leaves the whole schema to jsonschema."""
+    labels = set_at(_example("listing"), "/item/photos", [1, True])
+    assert not messages._accepts("listing")(labels)
+    assert _error(labels).path.startswith("/item/photos")
+    with pytest.raises(messages._Unsupported):
+        messages._compiled({"type": "object", "unevaluatedProperties": False})
+    with pytest.raises(messages._Unsupported):
+        messages._compiled({"$ref": "#/$defs/id"})

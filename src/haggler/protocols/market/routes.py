@@ -173,32 +173,38 @@ class Market:
 
         def write(path: str, handler: Handler, *, method: str = "POST", body: bool = True,
                   caller: bool = False, limit: Callable[[Request], None] | None = None,
-                  after: After | None = None, prepare: Callable[..., None] | None = None) -> None:
+                  after: After | None = None, expires_deal: bool = False) -> None:
             """``handler(conn, [caller,] [body,] audit, **path_params) -> (status, data)`` runs in
             one write transaction; its audit events are kept whatever happens. ``limit(request)``
             counts the request in that transaction, first, and the count sticks even when the
-            request is refused (:meth:`Market.act`); ``prepare(**path_params)`` runs before, after
-            authentication, for upkeep that must stick even if the request is refused; ``after``
-            checks a success in its transaction, so that its refusal rolls the success back. The
-            body is parsed inside the action, so that a malformed one is counted too.
+            request is refused (:meth:`Market.act`); ``after`` checks a success in its transaction,
+            so that its refusal rolls the success back. The body is parsed inside the action, so
+            that a malformed one is counted too.
+
+            ``expires_deal``: the route acts on the deal ``{deal_id}``, which is expired first when
+            it is due, in a transaction of its own (after authentication), so that the expiry
+            sticks even if the request is refused. The action's transaction looks first: a due
+            deal rolls it back before it did anything, the expiry is written, and the action runs
+            again — rather than a read transaction of its own before every action, for the rare
+            deal that is due.
 
             Safe to run again from the start, as the lane may: what it writes before its action (a
             due deal's expiry) is the same when done twice, and the count is in the action's
             transaction."""
             # What ran before the action would escape the count: a limited route has none of it.
-            if limit is not None and (caller or prepare):
+            if limit is not None and (caller or expires_deal):
                 raise ValueError(f"{path}: a rate-limited route counts in its action, so it can have no caller "
-                                 "check or prepare step running before it")
+                                 "check or deal expiry running before it")
 
             async def endpoint(request: Request) -> Response:
                 raw = await request.body()
 
                 def handle() -> Response:
                     who = self._agent(request) if caller else None
-                    if prepare is not None:
-                        prepare(**request.path_params)
 
-                    def run(conn: Connection, events: AuditEvents) -> tuple[int, Any]:
+                    def run(conn: Connection, events: AuditEvents, *, expired: bool = False) -> tuple[int, Any]:
+                        if expires_deal and not expired and deals.is_due(conn, request.path_params["deal_id"], now()):
+                            raise _DueDeal
                         args: list[Any] = [who] if caller else []
                         parsed = parse_json_body(raw, BODY_WORDING) if body else None
                         if body:
@@ -207,7 +213,12 @@ class Market:
                         if after is not None:
                             after(conn, request, parsed, data)
                         return status, data
-                    status, data = self.act(run, None if limit is None else partial(limit, request))
+                    count = None if limit is None else partial(limit, request)
+                    try:
+                        status, data = self.act(run, count)
+                    except _DueDeal:
+                        self._expire_deal(request.path_params["deal_id"])
+                        status, data = self.act(partial(run, expired=True), count)
                     return JSON(data, status_code=status)
                 return await in_writer(handle)
             plain.append(PlainRoute(method, PREFIX + path, endpoint))
@@ -299,7 +310,7 @@ class Market:
               limit=message)
 
         # deals: each route expires a due deal first
-        def one_deal(request: Request, deal_id: str) -> Response:
+        def read_deal(request: Request, deal_id: str) -> Response:
             # A deal that is not due (nearly every one) is served from the read that finds the
             # caller and checks it: one transaction, not three.
             with self.db.read() as conn:
@@ -309,16 +320,22 @@ class Market:
             self._expire_deal(deal_id)
             with self.db.read() as conn:
                 return JSON(deals.view(conn, deal_id, caller))
+
+        async def one_deal(request: Request, deal_id: str) -> Response:
+            # In the write lane, as the writes: on the event loop unless a due deal's expiry
+            # would wait, rather than a worker thread each time (the hop there and back cost
+            # more than the read). Safe to run again: a read, and an expiry done twice is one.
+            return await in_writer(read_deal, request, deal_id)
         router.add_api_route("/deals/{deal_id}", one_deal, methods=["GET"])
         write("/deals/{deal_id}/signatures",
               lambda conn, body, events, deal_id: (200, deals.sign(conn, deal_id, body, events, now)),
-              prepare=self._expire_deal)
+              expires_deal=True)
         write("/deals/{deal_id}/approvals",
               lambda conn, body, events, deal_id: (200, deals.approve(conn, deal_id, body, events, now)),
-              prepare=self._expire_deal)
+              expires_deal=True)
         write("/deals/{deal_id}/cancel",
               lambda conn, caller, events, deal_id: (200, deals.cancel(conn, deal_id, caller, now())),
-              body=False, caller=True, prepare=self._expire_deal)
+              body=False, caller=True, expires_deal=True)
 
         # the double auction
         write("/books/{item}/orders",
@@ -346,6 +363,11 @@ class Market:
             return JSON({"entries": audit.entries(conn, agent_id, after=after, limit=limit)})
         get("/audit", read_audit)
         return router, plain
+
+
+class _DueDeal(Exception):
+    """The deal a route acts on is due to expire: its action's transaction rolls back, having
+    done nothing, for the expiry to be written in a transaction of its own."""
 
 
 def _count_again(count: Callable[[], None]) -> None:
