@@ -45,6 +45,11 @@ def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
         ip = ipaddress.ip_address(address)
     except ValueError:
         return False
+    return _within(ip, trusted)
+
+
+def _within(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, trusted: Sequence[Network]) -> bool:
+    """Whether the parsed ``ip`` is inside one of the trusted networks."""
     return any(ip in net for net in trusted)
 
 
@@ -66,7 +71,7 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequenc
             ip = ipaddress.ip_address(hop)
         except ValueError:
             return peer  # a malformed chain is not evidence of anything
-        if not any(ip in net for net in trusted):
+        if not _within(ip, trusted):
             return hop
     return hops[0] if hops else peer
 

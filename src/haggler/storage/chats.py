@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Row, and_, bindparam, insert, select, update
 from haggler.engine import Action, Terms, Turn
 from haggler.storage.database import lock_key
 from haggler.storage.prepared import Prepared, flattened, multi_row_insert
+from haggler.storage.rows import find_by_id
 from haggler.storage.schema import chat_model_usage, chat_starts, chats, deals, messages
 
 
@@ -229,12 +230,8 @@ def _deal(row: Row[Any]) -> DealRow:
                    tuple(json.loads(row.extras)), row.created_at)
 
 
-#: A deal by its id: read by every redemption and purchase of one, so compiled once.
-_SELECT_DEAL = Prepared(select(deals).where(deals.c.id == bindparam("deal_id")))
-
-
 def get_deal(conn: Connection, deal_id: str) -> DealRow | None:
-    row = _SELECT_DEAL.row(conn, {"deal_id": deal_id})
+    row = find_by_id(conn, deals, deal_id)
     return _deal(row) if row else None
 
 

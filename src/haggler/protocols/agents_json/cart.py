@@ -30,6 +30,7 @@ from haggler.protocols.agents_json.capabilities import MAX_QUANTITY
 from haggler.storage.chats import get_deal
 from haggler.storage.database import Database
 from haggler.storage.prepared import Prepared
+from haggler.storage.rows import find_by_id, update_by_id
 from haggler.storage.schema import (
     agent_sessions,
     cart_items,
@@ -54,10 +55,6 @@ _CHECKOUT_OF_SESSION = Prepared(select(checkouts.c.id).where(checkouts.c.session
                                 .with_for_update())
 _ORDER_OF_CHECKOUT = Prepared(select(orders.c.id).where(orders.c.checkout_id == bindparam("checkout_id")))
 _INSERT_CHECKOUT = Prepared(insert(checkouts))
-_CHECKOUT_FOR_UPDATE = Prepared(select(checkouts).where(checkouts.c.id == bindparam("checkout_id")).with_for_update())
-_UPDATE_CHECKOUT = Prepared(update(checkouts).where(checkouts.c.id == bindparam("checkout_id"))
-                            .values(lines=bindparam("lines"), total_cents=bindparam("total_cents"),
-                                    currency=bindparam("currency"), created_at=bindparam("created_at")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +277,8 @@ class CartService:
             if not view.lines:
                 raise InvalidInput("the cart is empty: add items before checking out")
             now = self.clock()
-            found = _CHECKOUT_OF_SESSION.first(conn, {"session_id": session_id})
-            existing = found[0] if found else None
+            found = _CHECKOUT_OF_SESSION.row(conn, {"session_id": session_id})
+            existing = found.id if found else None
             values = {"lines": lines_json(view.lines), "total_cents": view.total_cents,
                       "currency": view.currency, "created_at": now}
             if existing is None:
@@ -289,10 +286,10 @@ class CartService:
                 _INSERT_CHECKOUT.run(conn, dict(id=checkout_id, session_id=session_id, **values))
             else:
                 checkout_id = existing
-                placed = _ORDER_OF_CHECKOUT.first(conn, {"checkout_id": checkout_id})
+                placed = _ORDER_OF_CHECKOUT.row(conn, {"checkout_id": checkout_id})
                 if placed is not None:
-                    raise Conflict(f"this session's order {placed[0]} has already been placed; the checkout cannot change")
-                _UPDATE_CHECKOUT.run(conn, dict(checkout_id=checkout_id, **values))
+                    raise Conflict(f"this session's order {placed.id} has already been placed; the checkout cannot change")
+                update_by_id(conn, checkouts, checkout_id, **values)
         return Checkout(checkout_id, f"{base_url.rstrip('/')}/checkout/cart/{checkout_id}", session_id,
                         view.lines, view.total_cents, view.currency, now)
 
@@ -301,7 +298,7 @@ class CartService:
         whoever it was for, with ``created=False``."""
         def place(conn: Connection) -> Placed:
             # The row lock orders a placement after (or before) any refresh of the same checkout.
-            row = _CHECKOUT_FOR_UPDATE.row(conn, {"checkout_id": checkout_id})
+            row = find_by_id(conn, checkouts, checkout_id, lock=True)
             if row is None:
                 raise NotFound("unknown checkout")
             found = order_for(conn, checkout_id=checkout_id)

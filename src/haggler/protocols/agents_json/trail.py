@@ -131,9 +131,9 @@ class AuditTrail:
         caller still holds it, is replaced by its hash wherever it occurs.
         """
         session = self._lock_session(conn, session_id)
-        stored = _SELECT_ARTIFACT.first(conn, {"session_id": session_id})
+        stored = _SELECT_ARTIFACT.row(conn, {"session_id": session_id})
         if stored is not None:
-            return json.loads(stored[0])
+            return json.loads(stored.artifact)
         if session_token is not None and hash_token(session_token) != _token_hash(session):
             raise ValueError(f"the token given is not session {session_id}'s token")
         if session.ended_at is None:
@@ -175,10 +175,10 @@ class AuditTrail:
         a reader never waits on the sweep's schedule.
         """
         with self.db.read() as conn:
-            stored = _SELECT_ARTIFACT.first(conn, {"session_id": session_id})
+            stored = _SELECT_ARTIFACT.row(conn, {"session_id": session_id})
             session = conn.execute(_SELECT_SESSION, {"session_id": session_id}).first()
         if stored is not None:
-            return json.loads(stored[0])
+            return json.loads(stored.artifact)
         if session is None:
             raise NotFound(f"unknown session {session_id}")
         if session.ended_at is not None:
