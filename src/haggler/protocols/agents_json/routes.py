@@ -86,9 +86,11 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
         def checkout_page(checkout_id: str) -> HTMLResponse:
             return page(checkout_id)
 
+        # The placement runs in the write lane too: in a worker thread, it held SQLite's write lock
+        # from there, and every agent's write that came meanwhile went to a thread as well.
         @router.post(CHECKOUT_PAGE_PATH, response_class=HTMLResponse)
         async def place_order(request: Request, checkout_id: str) -> Response:
-            return await submit(request, cart.catalog, partial(service.place_order, checkout_id),
+            return await submit(request, cart.catalog, partial(in_writer, service.place_order, checkout_id),
                                 partial(page, checkout_id), f"/checkout/cart/{checkout_id}")
 
     for capability in service.capabilities:

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from sqlalchemy import Connection
+
 from haggler.catalog import Catalog
 from haggler.errors import HagglerError, NotFound
 from haggler.orders import Buyer
@@ -121,19 +123,23 @@ class AgentsService:
 
     def place_order(self, checkout_id: str, buyer: Buyer) -> None:
         """The human's form: place the order once, and end the agent's session (checkout
-        completion), signing its audit trail."""
+        completion), signing its audit trail, in the placement's one write transaction: safe to
+        run again from the start, as a ``WriteLane`` does when the database is busy (a placement
+        that committed is found again, and its session was ended with it)."""
         assert self.cart is not None  # the checkout page exists only with a cart
-        placed = self.cart.place_order(checkout_id, buyer)
-        if placed.created:
-            self._end(placed.session_id, "checkout")
+        self.cart.place_order(checkout_id, buyer, lambda conn, placed: self._end_in(conn, placed.session_id, "checkout"))
 
     def _end(self, session_id: str, reason: str) -> None:
         with self.sessions.db.write() as conn:
-            now = self.sessions.clock()
-            if self.trail is not None:  # ends the session and signs its trail in one transaction
-                self.trail.finalize(conn, session_id, ended_at=now, end_reason=reason)
-            else:
-                end_session(conn, session_id, reason, now)
+            self._end_in(conn, session_id, reason)
+
+    def _end_in(self, conn: Connection, session_id: str, reason: str) -> None:
+        """End the session in the caller's write transaction; with audit on, sign its trail in it."""
+        now = self.sessions.clock()
+        if self.trail is not None:
+            self.trail.finalize(conn, session_id, ended_at=now, end_reason=reason)
+        else:
+            end_session(conn, session_id, reason, now)
 
     # -- the call path -------------------------------------------------------------------------------
 
