@@ -39,13 +39,22 @@ def parse_networks(cidrs: Sequence[str]) -> tuple[Network, ...]:
     return tuple(networks)
 
 
+@lru_cache(maxsize=4096)
+def _parsed(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """``address`` parsed, None when it is no IP address. Kept for the addresses seen last: a
+    request from behind a trusted proxy has its peer and its forwarded address parsed up to
+    seven times (the request edge, its id, its client and whether that is local, the access
+    log), and parsing costs more than asking."""
+    try:
+        return ipaddress.ip_address(address)
+    except ValueError:
+        return None
+
+
 def is_trusted(address: str, trusted: Sequence[Network]) -> bool:
     """Whether ``address`` is inside one of the trusted networks."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return _within(ip, trusted)
+    ip = _parsed(address)
+    return ip is not None and _within(ip, trusted)
 
 
 def _within(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, trusted: Sequence[Network]) -> bool:
@@ -67,9 +76,8 @@ def client_address(peer: str | None, forwarded_for: str | None, trusted: Sequenc
         return peer
     hops = [hop.strip() for hop in forwarded_for.split(",") if hop.strip()]
     for hop in reversed(hops):
-        try:
-            ip = ipaddress.ip_address(hop)
-        except ValueError:
+        ip = _parsed(hop)
+        if ip is None:
             return peer  # a malformed chain is not evidence of anything
         if not _within(ip, trusted):
             return hop
@@ -104,9 +112,8 @@ def holder(address: str) -> str:
     /64 network — one host is handed a whole /64 and can pick a fresh address for every request,
     so counting single IPv6 addresses would limit nobody. An IPv4-mapped one is its IPv4 address.
     Kept for the addresses seen last: each limited request asks, and parsing costs more than asking."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
+    ip = _parsed(address)
+    if ip is None:
         return address
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
@@ -117,9 +124,8 @@ def holder(address: str) -> str:
 
 def is_loopback(address: str) -> bool:
     """Whether ``address`` is a loopback address (an IPv4-mapped IPv6 one included)."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
+    ip = _parsed(address)
+    if ip is None:
         return False
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped

@@ -31,13 +31,21 @@ def event_hash(event: Mapping[str, Any]) -> str:
 
 def chain_events(raw_events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Copies of the events, in order, each with ``prev_hash`` set to the previous one's hash."""
+    return chain_with_hashes(raw_events)[0]
+
+
+def chain_with_hashes(raw_events: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """:func:`chain_events`, and the chained events' hashes, which chaining works out anyway:
+    the root (:func:`root_of`) needs them again, and hashing an event is most of the cost."""
     chained: list[dict[str, Any]] = []
+    hashes: list[str] = []
     prev = ""
     for raw in raw_events:
         event = {**raw, "prev_hash": prev}
         prev = event_hash(event)
         chained.append(event)
-    return chained
+        hashes.append(prev)
+    return chained, hashes
 
 
 def root_hash(events: Sequence[Mapping[str, Any]]) -> str:

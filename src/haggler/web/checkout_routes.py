@@ -8,7 +8,7 @@ deal 410, a deal held by an agent's cart 409, a form with problems 400 with the 
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable, Optional
+from typing import Awaitable, Callable, Optional
 
 from fastapi import APIRouter, Request
 from pydantic import Field
@@ -36,19 +36,20 @@ def form_page(html: str, problems: dict[str, str] | None, order: Order | None) -
     return HTMLResponse(html, status_code=400 if problems and order is None else 200)
 
 
-async def submit(request: Request, catalog: Catalog, place: Callable[[Buyer], object], show: ShowPage,
+async def submit(request: Request, catalog: Catalog, place: Callable[[Buyer], Awaitable[object]], show: ShowPage,
                  done: str) -> Response:
-    """A checkout form's submission, for a deal's page and a cart's alike: ``place`` the order,
-    then 303 to ``done`` (post/redirect/get); with problems in the form, the page again (400);
-    when the order cannot be placed (unknown, expired, held elsewhere), the page saying why. A body
-    that is not a browser's form gets a page too: a person never sees a JSON error."""
+    """A checkout form's submission, for a deal's page and a cart's alike: ``place`` the order
+    (awaited: where its database work runs is the caller's choice), then 303 to ``done``
+    (post/redirect/get); with problems in the form, the page again (400); when the order cannot
+    be placed (unknown, expired, held elsewhere), the page saying why. A body that is not a
+    browser's form gets a page too: a person never sees a JSON error."""
     try:
         form = await read_form_body(request)
     except InvalidInput as exc:
         return HTMLResponse(notice_page(catalog, "That form could not be read", f"{exc} Please go back and "
                                         "submit the form again."), status_code=400)
     try:
-        await run_in_threadpool(place, read_buyer(form))
+        await place(read_buyer(form))
     except BuyerInvalid as exc:
         return await run_in_threadpool(show, form, exc.problems)
     except (NotFound, Conflict, Gone):  # the page says which
@@ -81,7 +82,8 @@ def build_router(checkout: DealCheckout) -> APIRouter:
 
     @router.post(DEAL_CHECKOUT_PATH, response_class=HTMLResponse)
     async def buy(request: Request, deal_id: str) -> Response:
-        return await submit(request, catalog, partial(checkout.place, deal_id), partial(show, deal_id),
+        return await submit(request, catalog, partial(run_in_threadpool, checkout.place, deal_id),
+                            partial(show, deal_id),
                             f"/checkout/{deal_id}")
 
     return router

@@ -26,7 +26,7 @@ from haggler.protocols.agents_json.audit import (
     redact,
     verify_artifact,
 )
-from haggler.trust.chain import chain_events, event_hash, root_hash
+from haggler.trust.chain import chain_events, chain_with_hashes, event_hash, root_hash
 from haggler.trust.keys import SigningKeys
 
 TOKEN = "tok_" + "Zq8x" * 10  # 44 characters, like a real session token
@@ -120,6 +120,9 @@ def test_chain_links_and_root_follow_the_published_rules() -> None:
     second = hashlib.sha256(rfc8785.dumps(events[1])).hexdigest()
     assert root_hash(events) == hashlib.sha256((first + second).encode()).hexdigest()
     assert root_hash([]) == hashlib.sha256(b"").hexdigest()
+    # The hashes chaining worked out are the events' own: an artifact's root is taken over them.
+    assert chain_with_hashes([{"event_id": "a"}, {"event_id": "b"}]) == (events, [first, second])
+    assert chain_with_hashes([]) == ([], [])
 
 
 def test_session_without_events_still_signs_and_verifies(keys: SigningKeys) -> None:

@@ -333,6 +333,32 @@ def test_place_order_twice_is_idempotent(cart, db, clock):
         assert conn.execute(select(func.count()).select_from(orders)).scalar() == 1
 
 
+def test_what_follows_a_placement_commits_with_it(cart, db, clock):
+    """``then`` runs in the placement's transaction, once: when it fails the order is not placed
+    (the agent's session must never be left open after its order), and a repeat, which places
+    nothing, does not run it."""
+    s = make_session(db, clock, "s1")
+    cart.add(s, P1.id, 1)
+    co = cart.checkout(s, BASE)
+
+    def fails(conn, placed):
+        raise RuntimeError("the session could not be ended")
+
+    with pytest.raises(RuntimeError):
+        cart.place_order(co.id, BUYER, fails)
+    with db.read() as conn:
+        assert conn.execute(select(func.count()).select_from(orders)).scalar() == 0
+    ran: list[str] = []
+
+    def follows(conn, placed):
+        assert conn.execute(select(orders.c.id).where(orders.c.checkout_id == co.id)).scalar() == placed.order.id
+        ran.append(placed.order.id)
+
+    first = cart.place_order(co.id, BUYER, follows)
+    again = cart.place_order(co.id, BUYER, follows)
+    assert ran == [first.order.id] and not again.created
+
+
 def test_place_order_concurrently_creates_one(cart, db, clock):
     s = make_session(db, clock, "s1")
     cart.add(s, P1.id, 1)

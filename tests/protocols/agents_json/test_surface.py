@@ -19,7 +19,7 @@ from haggler.protocols.agents_json.schema import load_schema
 from haggler.protocols.agents_json.settings import AgentsSettings
 from haggler.protocols.agents_json.validate import validate_manifest
 from haggler.protocols.ucp.settings import UcpSettings
-from haggler.storage.schema import agent_sessions
+from haggler.storage.schema import agent_sessions, rate_windows
 from haggler.trust.keys import SigningKeys
 from tests.conftest import SECRET_MARKERS
 
@@ -286,6 +286,24 @@ def test_requests_per_minute_then_429_with_retry_after(make_store):
     assert store.http.get(MANIFEST).status_code == 429  # the limit covers the whole surface
     store.clock.advance(seconds=45)
     assert store.http.get(f"{API}/browse").status_code == 200
+
+
+def test_every_request_counts_once_refused_or_not(make_store):
+    """The count rides in the request's own transaction; a refusal rolls that back, and the count
+    is written again: a client gets no free requests by sending ones the store refuses."""
+    store = make_store(agents=AgentsSettings(requests_per_minute=6))
+    token = session(store)  # 1
+    product = store.catalog.products[0].id
+    assert_error(store.http.get(f"{API}/negotiate", params={"id": product}, headers={"X-Agent-Session": "x" * 43}),
+                 401, "unknown")  # 2
+    assert_error(store.http.get(f"{API}/browse", params={"sort": "sideways"}), 400)  # 3
+    assert_error(store.http.post(f"{API}/cart", json={"item_id": "nope", "quantity": 1},
+                                 headers={"X-Agent-Session": token}), 404)  # 4: the handler's refusal
+    assert_error(store.http.post(SESSION_PATH, json={"agent_name": 5}), 400)  # 5
+    assert store.http.get(f"{API}/browse").status_code == 200  # 6
+    assert_error(store.http.get(f"{API}/browse"), 429)  # 7
+    with create_engine(store.app.state.service.db.url).connect() as conn:
+        assert conn.execute(select(rate_windows.c.count)).scalars().all() == [7]
 
 
 def test_two_workers_on_one_database_share_the_limit(make_store, db_url):

@@ -29,12 +29,11 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from haggler.trust.chain import (
-    chain_events,
+    chain_with_hashes,
     describe_event,
     event_hash,
     explain_root_mismatch,
     link_problems,
-    root_hash,
     root_of,
 )
 from haggler.trust.hashing import secret_hash
@@ -188,8 +187,8 @@ def build_artifact(
         events = _replace_substring(events, session_token, hashed)
         agent = _replace_substring(agent or {}, session_token, hashed)
         agent["session_token_hash"] = hashed
-    chained = chain_events(events)
-    root = root_hash(chained)
+    chained, hashes = chain_with_hashes(events)
+    root = root_of(hashes)
     return {
         "session_id": session_id,
         "site": site,

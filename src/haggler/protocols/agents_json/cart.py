@@ -293,9 +293,12 @@ class CartService:
         return Checkout(checkout_id, f"{base_url.rstrip('/')}/checkout/cart/{checkout_id}", session_id,
                         view.lines, view.total_cents, view.currency, now)
 
-    def place_order(self, checkout_id: str, buyer: Buyer) -> Placed:
+    def place_order(self, checkout_id: str, buyer: Buyer,
+                    then: Callable[[Connection, Placed], None] | None = None) -> Placed:
         """Place the order for a checkout, once: a repeat (or a racing twin) gets the same order,
-        whoever it was for, with ``created=False``."""
+        whoever it was for, with ``created=False``. ``then(conn, placed)`` runs in the placement's
+        transaction when the order was placed now, so that what follows from a placement (the
+        agent's session ended) commits with it or not at all."""
         def place(conn: Connection) -> Placed:
             # The row lock orders a placement after (or before) any refresh of the same checkout.
             row = find_by_id(conn, checkouts, checkout_id, lock=True)
@@ -307,7 +310,10 @@ class CartService:
             order = Order(new_order_id(), lines_from_json(row.lines), row.total_cents, row.currency, self.clock(),
                           buyer, checkout_id=checkout_id, door="cart")
             insert_order(conn, order)
-            return Placed(order, row.session_id, True)
+            placed = Placed(order, row.session_id, True)
+            if then is not None:
+                then(conn, placed)
+            return placed
 
         return place_once(self.db, place)
 

@@ -8,8 +8,8 @@ An agent's requests — a session, each capability call — are plain routes
 (``server/plain_routes.py``): they read their requests themselves, so FastAPI's router walk and parameter solving were only overhead on them. Their
 database work runs in the app's ``WriteLane`` (``server/write_lane.py``): on the event loop
 unless the database is busy, rather than a hop to a worker thread and back for each. The rate
-count is a lane call of its own, before the call's work: the lane may run its work again (in a
-thread), and a request must be counted once.
+count is in the request's one transaction (``AgentsService``): the lane may run its work again
+(in a thread), and a request must be counted once.
 """
 
 from __future__ import annotations
@@ -56,9 +56,7 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
 
     async def create_session(request: Request) -> JSON:
         body = await read_json_body(request, _SESSION_BODY)
-        client = client_of(request)
-        await in_writer(service.limiter.hit, client)
-        data = await in_writer(service.create_session, client, body)
+        data = await in_writer(service.create_session, client_of(request), body)
         return JSON({"ok": True, "data": data}, status_code=201)
     plain.append(PlainRoute("POST", SESSION_PATH, create_session))
 
@@ -86,9 +84,11 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
         def checkout_page(checkout_id: str) -> HTMLResponse:
             return page(checkout_id)
 
+        # The placement runs in the write lane too: in a worker thread, it held SQLite's write lock
+        # from there, and every agent's write that came meanwhile went to a thread as well.
         @router.post(CHECKOUT_PAGE_PATH, response_class=HTMLResponse)
         async def place_order(request: Request, checkout_id: str) -> Response:
-            return await submit(request, cart.catalog, partial(service.place_order, checkout_id),
+            return await submit(request, cart.catalog, partial(in_writer, service.place_order, checkout_id),
                                 partial(page, checkout_id), f"/checkout/cart/{checkout_id}")
 
     for capability in service.capabilities:
@@ -102,11 +102,10 @@ def build_router(service: AgentsService, base_of: Callable[[Request], str],
 def _route(service: AgentsService, capability: Capability, base_of: Callable[[Request], str],
            client_of: Callable[[Request], str], in_writer: WriteLane) -> Callable[..., Any]:
     def serve(request: Request, raw: dict[str, Any], from_query: bool) -> Any:
-        return service.call(capability, token=request.headers.get(SESSION_HEADER), raw=raw,
-                             from_query=from_query, base=base_of(request))
+        return service.call(capability, client=client_of(request), token=request.headers.get(SESSION_HEADER),
+                            raw=raw, from_query=from_query, base=base_of(request))
 
     async def call(request: Request, raw: dict[str, Any], from_query: bool) -> JSON:
-        await in_writer(service.limiter.hit, client_of(request))
         data = await in_writer(serve, request, raw, from_query)
         return JSON({"ok": True, "data": data})
 

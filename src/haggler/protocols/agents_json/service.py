@@ -1,24 +1,27 @@
 """The agents.json surface without HTTP: the manifest, sessions, and one call path for every
 declared capability.
 
-Every capability call is counted against the client's per-minute limit (``limiter.hit``) and
-then goes through :meth:`AgentsService.call`: authenticate the session when one is required (or
-offered), check the parameters against the capability's declaration, run the capability. In a
-session with audit on, the call's effect and its audit event commit in one transaction.
+Every capability call goes through :meth:`AgentsService.call`: count it against the client's
+per-minute limit (``limiter.hit``), authenticate the session when one is required (or offered),
+check the parameters against the capability's declaration, run the capability — all in one write
+transaction, with the call's audit event in a session with audit on. A session's creation is
+counted in its insert's transaction the same way.
 
-The count is the caller's, in a transaction of its own, for a session's creation as for a call:
-the routes run :meth:`AgentsService.create_session` and :meth:`AgentsService.call` in the app's
-``WriteLane``, which may run them again from the start (in a thread, when the database is busy),
-and a request must be counted once.
+The routes run :meth:`AgentsService.create_session` and :meth:`AgentsService.call` in the app's
+``WriteLane``, which may run them again from the start (in a thread, when the database is busy):
+the count is in the request's one transaction so that a request is counted once, and a refused
+request's count, undone with its transaction, is written again in one of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
+
+from sqlalchemy import Connection
 
 from haggler.catalog import Catalog
-from haggler.errors import HagglerError, NotFound
+from haggler.errors import HagglerError, NotFound, RateLimited
 from haggler.orders import Buyer
 from haggler.protocols.agents_json import shelf
 from haggler.protocols.agents_json.capabilities import Capability, parse_params, store_capabilities
@@ -44,6 +47,7 @@ class Call:
 
 #: A capability's implementation: the call → the ``data`` of the envelope.
 Handler = Callable[[Call], Any]
+T = TypeVar("T")
 
 
 class AgentsService:
@@ -101,8 +105,8 @@ class AgentsService:
     # -- sessions ------------------------------------------------------------------------------------
 
     def create_session(self, client: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Open a session for ``client``, whose request the caller has counted (``limiter.hit``)."""
-        created = self.sessions.create(client, body)
+        """Count ``client``'s request and open a session for it, in one write transaction."""
+        created = self._counted(client, lambda conn: self.sessions.create(client, body))
         return {"session_token": created.token, "session_id": created.session.id,
                 "expires_at": created.session.expires_at.isoformat().replace("+00:00", "Z"),
                 "capabilities": [c.name for c in self.capabilities]}
@@ -121,47 +125,85 @@ class AgentsService:
 
     def place_order(self, checkout_id: str, buyer: Buyer) -> None:
         """The human's form: place the order once, and end the agent's session (checkout
-        completion), signing its audit trail."""
+        completion), signing its audit trail, in the placement's one write transaction: safe to
+        run again from the start, as a ``WriteLane`` does when the database is busy (a placement
+        that committed is found again, and its session was ended with it)."""
         assert self.cart is not None  # the checkout page exists only with a cart
-        placed = self.cart.place_order(checkout_id, buyer)
-        if placed.created:
-            self._end(placed.session_id, "checkout")
+        self.cart.place_order(checkout_id, buyer, lambda conn, placed: self._end_in(conn, placed.session_id, "checkout"))
 
     def _end(self, session_id: str, reason: str) -> None:
         with self.sessions.db.write() as conn:
-            now = self.sessions.clock()
-            if self.trail is not None:  # ends the session and signs its trail in one transaction
-                self.trail.finalize(conn, session_id, ended_at=now, end_reason=reason)
-            else:
-                end_session(conn, session_id, reason, now)
+            self._end_in(conn, session_id, reason)
+
+    def _end_in(self, conn: Connection, session_id: str, reason: str) -> None:
+        """End the session in the caller's write transaction; with audit on, sign its trail in it."""
+        now = self.sessions.clock()
+        if self.trail is not None:
+            self.trail.finalize(conn, session_id, ended_at=now, end_reason=reason)
+        else:
+            end_session(conn, session_id, reason, now)
 
     # -- the call path -------------------------------------------------------------------------------
 
-    def call(self, capability: Capability, *, token: str | None, raw: dict[str, Any], from_query: bool,
-             base: str) -> Any:
-        """Run one capability call, counted by the caller (``limiter.hit``), and return the
-        envelope's ``data``. One write transaction at most (and, when the call is refused, the
-        refusal's audit event in one more, after the first rolled back): safe to run again from
-        the start, as a ``WriteLane`` does when the database is busy."""
-        session = self.sessions.authenticate(token) if capability.requires_session or token else None
-        params = parse_params(capability, raw, from_query=from_query)
-        call = Call(capability, params, session, base)
-        handler = self.handlers[capability.name]
+    def call(self, capability: Capability, *, client: str, token: str | None, raw: dict[str, Any],
+             from_query: bool, base: str) -> Any:
+        """Count ``client``'s request and run one capability call; return the envelope's ``data``.
+        One write transaction: the count, the session, the call's effect and its audit event
+        commit together (a crash between them can never leave an unaudited change). A refused
+        call rolls back; its count and, once it was authenticated and its parameters checked, its
+        refusal's audit event are written in one more."""
         trail = self.trail
-        if trail is None or session is None:
-            return handler(call)
-        try:
-            # The call's effect (a cart change, a redeemed deal) and its audit event commit in
-            # one transaction: a crash between them can never leave an unaudited change.
-            with trail.db.write():
-                data = handler(call)
-                trail.record(session.id, **_event(call), policy_result="allowed", response_status=200)
-        except HagglerError as exc:
+        ran: Call | None = None  # the call, once it reached its handler
+
+        def run(conn: Connection) -> Any:
+            nonlocal ran
+            session = self.sessions.authenticate(token, conn) if capability.requires_session or token else None
+            ran = Call(capability, parse_params(capability, raw, from_query=from_query), session, base)
+            data = self.handlers[capability.name](ran)
+            if trail is not None and session is not None:
+                trail.record(session.id, **_event(ran), policy_result="allowed", response_status=200)
+            return data
+
+        def refused(exc: Exception) -> None:
             # The effect rolled back; the refusal is still part of what the agent did.
-            trail.record(session.id, **_event(call), policy_result=f"refused: {exc.message}",
-                         response_status=status_for(exc))
+            if trail is not None and ran is not None and ran.session is not None and isinstance(exc, HagglerError):
+                trail.record(ran.session.id, **_event(ran), policy_result=f"refused: {exc.message}",
+                             response_status=status_for(exc))
+
+        return self._counted(client, run, refused)
+
+    def _counted(self, client: str, work: Callable[[Connection], T],
+                 refused: Callable[[Exception], None] | None = None) -> T:
+        """``work(conn)`` in one write transaction that first counts ``client``'s request
+        (``limiter.hit``, whose write joins it; its 429 is the request's). When anything fails
+        the transaction rolls back, and the count is written again in one of its own, with
+        ``refused(exc)``'s writes: a refused request counts as every request does. Safe to run
+        again from the start, as a ``WriteLane`` does when the database is busy: a write that
+        would wait raises before it did anything, and each transaction commits whole or not."""
+        db = self.sessions.db
+        counted = False
+        try:
+            with db.write() as conn:
+                counted = True  # the count's own refusal (429) is undone with the transaction too
+                self.limiter.hit(client)
+                return work(conn)
+        except Exception as exc:
+            if not counted:
+                raise
+            late: HagglerError | None = None
+            with db.write():
+                try:
+                    self.limiter.hit(client)
+                except RateLimited:  # the limit filled meanwhile: the request was counted all the same
+                    pass
+                if refused is not None:
+                    try:
+                        refused(exc)
+                    except HagglerError as error:  # its record refused before it wrote (an ended session)
+                        late = error
+            if late is not None:
+                raise late from exc
             raise
-        return data
 
 
 def _event(call: Call) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import secrets
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Callable
@@ -119,13 +120,15 @@ class SessionService:
         return CreatedSession(AgentSession(session_id, client, agent["agent_name"], agent["agent_version"],
                                            agent["purpose"], now, now + self.ttl, None, None), token)
 
-    def authenticate(self, token: str | None) -> AgentSession:
-        """The active session a token belongs to; Unauthorized otherwise."""
+    def authenticate(self, token: str | None, conn: Connection | None = None) -> AgentSession:
+        """The active session a token belongs to; Unauthorized otherwise. Read in ``conn``, the
+        caller's transaction (a capability call reads it in the call's own), or in a read
+        transaction of its own."""
         if not token:
             raise Unauthorized("this capability needs a session: create one and send its token in the "
                                "X-Agent-Session header")
-        with self.db.read() as conn:
-            row = _SELECT_BY_TOKEN.row(conn, {"token_hash": secret_hash(token)})
+        with self.db.read() if conn is None else nullcontext(conn) as reading:
+            row = _SELECT_BY_TOKEN.row(reading, {"token_hash": secret_hash(token)})
         if row is None:
             raise Unauthorized("unknown session token")
         session = _row_to_session(row)
