@@ -83,13 +83,26 @@ class AlternatingResult(NamedTuple):
     by: str | None = None
 
 
+def _price_plan(decider: Decider, role: str, reservation: int, list_price: int,
+                max_rounds: int) -> tuple[int, ...] | None:
+    """The decider's prices per round when it offers the fast path
+    (:class:`~haggler.agents.decider.PricePlanner`), else None."""
+    plan = getattr(decider, "price_plan", None)
+    return None if plan is None else plan(role, reservation, list_price, max_rounds)
+
+
 def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, first: str = SELLER) -> AlternatingResult:
     """Run one alternating-offers negotiation of ``scenario`` to its end.
 
     The hot loop of the lab: views and turns are built with ``tuple.__new__`` (all fields
     given), a plain single-issue offer already within its owner's reservation skips the call to
     :func:`guard` — exactly the case in which guard returns it unchanged — and every other
-    decision goes through guard. Every turn goes through the engine's ``apply``."""
+    decision goes through guard. A decider with a price plan
+    (:class:`~haggler.agents.decider.PricePlanner`) is not asked through a view while the
+    counterpart's last offer is a bare price and its planned price is within its reservation:
+    the loop makes the move the plan's contract says ``decide`` would (an accept then agrees to
+    an offer at least as good as a price within the reservation, which guard would let pass).
+    Every turn goes through the engine's ``apply``."""
     if first not in (SELLER, BUYER):
         raise ValueError(f"first must be {SELLER!r} or {BUYER!r}, not {first!r}")
     started = perf_counter()
@@ -107,14 +120,33 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     else:  # the same fresh empty dicts, without two comprehensions' frames
         seller_extras, buyer_extras = {}, {}
     seller_decide, buyer_decide = seller.decide, buyer.decide
+    seller_plan = _price_plan(seller, SELLER, floor, list_price, max_rounds)
+    buyer_plan = _price_plan(buyer, BUYER, budget, list_price, max_rounds)
     seller_offers: tuple[Terms, ...] = ()
     buyer_offers: tuple[Terms, ...] = ()
+    # Each side's last offer as a bare price, None before its first offer or after one with
+    # extras (then only decide can weigh it).
+    seller_ask: int | None = None
+    buyer_ask: int | None = None
     outcome = None
     turns = 0
     # Module globals as locals: the loop reads each of them on every turn.
-    new, view_type, turn_type, terms_type, offer = _new, DeciderView, Turn, Terms, _OFFER
+    new, view_type, turn_type, terms_type, offer, accept = _new, DeciderView, Turn, Terms, _OFFER, ACCEPT
     for seller_moves, round_, at, turns in schedule:
         if seller_moves:
+            if seller_plan is not None and (buyer_ask is not None or not buyer_offers):
+                price = seller_plan[round_]
+                if price >= floor:
+                    if buyer_ask is not None and buyer_ask >= price:
+                        outcome = apply(new(turn_type, (SELLER, accept, at, None, None, False)))
+                        break  # an accept of a standing offer closes the negotiation
+                    decision = new(terms_type, (price, currency, ()))
+                    outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
+                    seller_offers += (decision,)
+                    seller_ask = price
+                    if outcome is None:
+                        continue
+                    break
             view = new(view_type, (SELLER, floor, list_price, round_, max_rounds, seller_offers,
                                    buyer_offers, seller_extras, currency))
             decision = seller_decide(view)
@@ -124,6 +156,7 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
                 if not decision_extras and decision_currency == currency and price >= floor:
                     outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
                     seller_offers += (decision,)
+                    seller_ask = price
                     if outcome is None:
                         continue
                     break
@@ -132,10 +165,25 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
                 outcome = apply(new(turn_type, (SELLER, decision, at, None, None, False)))
             else:
                 # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here
-                # would cost the hot loop what the type checker cannot see.
+                # would cost the hot loop what the type checker cannot see. Its currency is the
+                # scenario's: guard makes it so.
                 outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
                 seller_offers += (decision,)  # type: ignore[operator]
+                seller_ask = None if decision.extras else decision.price_cents  # type: ignore[union-attr]
         else:
+            if buyer_plan is not None and (seller_ask is not None or not seller_offers):
+                price = buyer_plan[round_]
+                if price <= budget:
+                    if seller_ask is not None and seller_ask <= price:
+                        outcome = apply(new(turn_type, (BUYER, accept, at, None, None, False)))
+                        break
+                    decision = new(terms_type, (price, currency, ()))
+                    outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
+                    buyer_offers += (decision,)
+                    buyer_ask = price
+                    if outcome is None:
+                        continue
+                    break
             view = new(view_type, (BUYER, budget, list_price, round_, max_rounds, buyer_offers,
                                    seller_offers, buyer_extras, currency))
             decision = buyer_decide(view)
@@ -144,6 +192,7 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
                 if not decision_extras and decision_currency == currency and price <= budget:
                     outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
                     buyer_offers += (decision,)
+                    buyer_ask = price
                     if outcome is None:
                         continue
                     break
@@ -153,6 +202,7 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
             else:
                 outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
                 buyer_offers += (decision,)  # type: ignore[operator]
+                buyer_ask = None if decision.extras else decision.price_cents  # type: ignore[union-attr]
         if outcome is not None:
             break
     assert outcome is not None  # the turn cap closes it at the latest
