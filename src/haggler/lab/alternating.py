@@ -21,7 +21,7 @@ from time import perf_counter
 from typing import NamedTuple
 
 from haggler.agents.decider import ACCEPT, REJECT, Decider, DeciderView, guard
-from haggler.engine import Action, Negotiation, OutcomeKind, Rules, Terms, Turn
+from haggler.engine import Action, Negotiation, OutcomeKind, Rules, Terms
 from haggler.lab.scenario import BUYER, SELLER, Scenario
 from haggler.protocols.market.settlement import offer_rules
 
@@ -94,8 +94,8 @@ def _price_plan(decider: Decider, role: str, reservation: int, list_price: int,
 def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, first: str = SELLER) -> AlternatingResult:
     """Run one alternating-offers negotiation of ``scenario`` to its end.
 
-    The hot loop of the lab: views and turns are built with ``tuple.__new__`` (all fields
-    given), a plain single-issue offer already within its owner's reservation skips the call to
+    The hot loop of the lab: views are built with ``tuple.__new__`` (all fields given), turns
+    go to the engine as plain tuples of their fields (it reads them back as Turns), a plain single-issue offer already within its owner's reservation skips the call to
     :func:`guard` — exactly the case in which guard returns it unchanged — and every other
     decision goes through guard. A decider with a price plan
     (:class:`~haggler.agents.decider.PricePlanner`) is not asked through a view while the
@@ -131,17 +131,17 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
     outcome = None
     turns = 0
     # Module globals as locals: the loop reads each of them on every turn.
-    new, view_type, turn_type, terms_type, offer, accept = _new, DeciderView, Turn, Terms, _OFFER, ACCEPT
+    new, view_type, terms_type, offer, accept = _new, DeciderView, Terms, _OFFER, ACCEPT
     for seller_moves, round_, at, turns in schedule:
         if seller_moves:
             if seller_plan is not None and (buyer_ask is not None or not buyer_offers):
                 price = seller_plan[round_]
                 if price >= floor:
                     if buyer_ask is not None and buyer_ask >= price:
-                        outcome = apply(new(turn_type, (SELLER, accept, at, None, None, False)))
+                        outcome = apply((SELLER, accept, at, None, None, False))
                         break  # an accept of a standing offer closes the negotiation
                     decision = new(terms_type, (price, currency, ()))
-                    outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
+                    outcome = apply((SELLER, offer, at, decision, None, False))
                     seller_offers += (decision,)
                     seller_ask = price
                     if outcome is None:
@@ -154,7 +154,7 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
             if type(decision) is terms_type:
                 price, decision_currency, decision_extras = decision
                 if not decision_extras and decision_currency == currency and price >= floor:
-                    outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
+                    outcome = apply((SELLER, offer, at, decision, None, False))
                     seller_offers += (decision,)
                     seller_ask = price
                     if outcome is None:
@@ -162,12 +162,12 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
                     break
             decision = guard(decision, view)
             if decision is ACCEPT or decision is REJECT:
-                outcome = apply(new(turn_type, (SELLER, decision, at, None, None, False)))
+                outcome = apply((SELLER, decision, at, None, None, False))
             else:
                 # guard leaves Terms, ACCEPT or REJECT, so this is Terms; an isinstance() here
                 # would cost the hot loop what the type checker cannot see. Its currency is the
                 # scenario's: guard makes it so.
-                outcome = apply(new(turn_type, (SELLER, offer, at, decision, None, False)))
+                outcome = apply((SELLER, offer, at, decision, None, False))
                 seller_offers += (decision,)  # type: ignore[operator]
                 seller_ask = None if decision.extras else decision.price_cents  # type: ignore[union-attr]
         else:
@@ -175,10 +175,10 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
                 price = buyer_plan[round_]
                 if price <= budget:
                     if seller_ask is not None and seller_ask <= price:
-                        outcome = apply(new(turn_type, (BUYER, accept, at, None, None, False)))
+                        outcome = apply((BUYER, accept, at, None, None, False))
                         break
                     decision = new(terms_type, (price, currency, ()))
-                    outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
+                    outcome = apply((BUYER, offer, at, decision, None, False))
                     buyer_offers += (decision,)
                     buyer_ask = price
                     if outcome is None:
@@ -190,7 +190,7 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
             if type(decision) is terms_type:
                 price, decision_currency, decision_extras = decision
                 if not decision_extras and decision_currency == currency and price <= budget:
-                    outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
+                    outcome = apply((BUYER, offer, at, decision, None, False))
                     buyer_offers += (decision,)
                     buyer_ask = price
                     if outcome is None:
@@ -198,9 +198,9 @@ def run_alternating(scenario: Scenario, seller: Decider, buyer: Decider, *, firs
                     break
             decision = guard(decision, view)
             if decision is ACCEPT or decision is REJECT:
-                outcome = apply(new(turn_type, (BUYER, decision, at, None, None, False)))
+                outcome = apply((BUYER, decision, at, None, None, False))
             else:
-                outcome = apply(new(turn_type, (BUYER, offer, at, decision, None, False)))
+                outcome = apply((BUYER, offer, at, decision, None, False))
                 buyer_offers += (decision,)  # type: ignore[operator]
                 buyer_ask = None if decision.extras else decision.price_cents  # type: ignore[union-attr]
         if outcome is not None:
