@@ -219,3 +219,20 @@ def test_a_planned_price_past_the_reservation_goes_through_decide_and_guard():
     result = run_alternating(scenario(rounds=3), seller, NaiveAcceptFirst())
     assert result.agreed and result.terms == Terms(60_000, "USD")  # clamped to the floor
     assert len(seller.views) == 1  # asked through a view, not taken from the plan
+
+
+def test_a_view_after_planned_turns_carries_every_offer_so_far():
+    # Both sides plan, so the loop keeps no histories until the seller's plan crosses its floor
+    # in round 2: the view it then gets holds every offer made, read back from the engine.
+    class PlanThenAsk(CrossingPlan):
+        def price_plan(self, role, reservation_cents, list_price_cents, max_rounds):
+            return (90_000, 89_000) + (1,) * (max_rounds - 2)
+
+    seller, buyer = PlanThenAsk(), TimeDependent(1.0)
+    result = run_alternating(scenario(rounds=4), seller, buyer)
+    bids = TimeDependent(1.0).price_plan(BUYER, 80_000, 100_000, 4)
+    assert seller.views[0].round == 2
+    assert seller.views[0].my_offers == (Terms(90_000, "USD"), Terms(89_000, "USD"))
+    assert seller.views[0].their_offers == (Terms(bids[0], "USD"), Terms(bids[1], "USD"))
+    # decide's offer of 1 is clamped to the floor, which the buyer takes
+    assert len(seller.views) == 1 and result.agreed and result.terms == Terms(60_000, "USD")

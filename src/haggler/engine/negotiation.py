@@ -127,7 +127,7 @@ class Negotiation:
     tuples (:data:`TurnFields`) are held as they are and read back through :attr:`turns` as
     Turns, built on the first read: the lab applies millions of turns and reads none."""
 
-    __slots__ = ("rules", "_turns", "_built", "outcome", "standing", "earlier")
+    __slots__ = ("_built", "_turns", "earlier", "outcome", "rules", "standing")
 
     def __init__(self, rules: Rules, turns: list[Turn] | None = None, outcome: Outcome | None = None,
                  standing: dict[str, Terms] | None = None, earlier: int = 0) -> None:
