@@ -232,7 +232,7 @@ class Negotiation:
             self.outcome = Outcome(OutcomeKind.EXPIRED, at=now)
         return self.outcome
 
-    def check(self, turn: Turn) -> None:
+    def check(self, turn: Turn | TurnFields) -> None:
         """Raise RuleViolation if ``turn`` may not be applied now; change nothing.
 
         A dry run: the turn is applied to a snapshot (the last turn, the standing offers, the
