@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import lru_cache
 from math import trunc
 from typing import TYPE_CHECKING
 
@@ -81,6 +82,25 @@ def _at_least_as_good(view: DeciderView, terms: Terms, net: int) -> bool:
     if view.role == SELLER:
         return net_cents(view, terms) >= net
     return net_cents(view, terms) <= net
+
+
+def _time_factor(inverse: float, round_: int, max_rounds: int) -> float:
+    """``t ** (1/e)`` at ``round_`` of ``max_rounds`` (``inverse`` is ``1/e``): 0 at the first
+    round, 1 from the last."""
+    last_round = max_rounds - 1
+    t = 1.0 if last_round <= 0 or round_ >= last_round else round_ / last_round
+    return t ** inverse
+
+
+@lru_cache(maxsize=256)
+def _time_curve(inverse: float, max_rounds: int) -> tuple[float, ...]:
+    """``t ** (1/e)`` for each round of ``max_rounds`` (none when that is not a whole number).
+    The same for every decider with this exponent, so it is cached here rather than on the
+    decider: a tournament makes a fresh decider for every negotiation."""
+    try:
+        return tuple(_time_factor(inverse, r, max_rounds) for r in range(max_rounds))
+    except TypeError:
+        return ()
 
 
 class _PriceStrategy:
@@ -153,7 +173,7 @@ class TimeDependent(_PriceStrategy):
             span = reservation - best
         _, _, _, rounds, _, _, factors, _ = self._state
         if max_rounds != rounds:
-            factors = self._curve_for(max_rounds)
+            factors = _time_curve(self._inverse, max_rounds)
         prices = self._prices(role, best, span, factors)
         self._state = (reservation, list_price, role, max_rounds, best, span, factors, prices)
         return best, span, prices
@@ -169,19 +189,6 @@ class TimeDependent(_PriceStrategy):
         if role == SELLER:
             return tuple([best - trunc(span_f * factor) for factor in factors])
         return tuple([best + trunc(span_f * factor) for factor in factors])
-
-    def _factor(self, round_: int, max_rounds: int) -> float:
-        """``t ** (1/e)`` at ``round_`` of ``max_rounds``: 0 at the first round, 1 from the last."""
-        last_round = max_rounds - 1
-        t = 1.0 if last_round <= 0 or round_ >= last_round else round_ / last_round
-        return t ** self._inverse
-
-    def _curve_for(self, max_rounds: int) -> tuple[float, ...]:
-        """``t ** (1/e)`` for each round of ``max_rounds`` (none when that is not a whole number)."""
-        try:
-            return tuple(self._factor(r, max_rounds) for r in range(max_rounds))
-        except TypeError:
-            return ()
 
     def price_plan(self, role: str, reservation_cents: int, list_price_cents: int,
                    max_rounds: int) -> tuple[int, ...] | None:
@@ -206,9 +213,11 @@ class TimeDependent(_PriceStrategy):
                 or max_rounds != rounds):
             best, span, prices = self._refresh(role, reservation, list_price, max_rounds)
         try:
-            price = prices[round_] if round_ >= 0 else self._prices(role, best, span, (self._factor(round_, max_rounds),))[0]
-        except (IndexError, TypeError):  # past the last round, or not a whole number: the curve itself
-            price = self._prices(role, best, span, (self._factor(round_, max_rounds),))[0]
+            if round_ < 0:  # a negative index would read the prices from the end
+                raise IndexError(round_)
+            price = prices[round_]
+        except (IndexError, TypeError):  # outside the rounds, or not a whole number: the curve itself
+            price = self._prices(role, best, span, (_time_factor(self._inverse, round_, max_rounds),))[0]
         if theirs:
             last = theirs[-1]
             if last.extras or last.currency != currency:

@@ -158,11 +158,11 @@ class Negotiation:
         return turns  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
+        if not isinstance(other, Negotiation) or other.__class__ is not self.__class__:
             return NotImplemented
         # A plain tuple of fields equals the Turn made from it, so held turns compare as they are.
         return ((self.rules, self._turns, self.outcome, self.standing, self.earlier)
-                == (other.rules, other._turns, other.outcome, other.standing, other.earlier))  # type: ignore[attr-defined]
+                == (other.rules, other._turns, other.outcome, other.standing, other.earlier))
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
