@@ -236,3 +236,13 @@ def test_a_view_after_planned_turns_carries_every_offer_so_far():
     assert seller.views[0].their_offers == (Terms(bids[0], "USD"), Terms(bids[1], "USD"))
     # decide's offer of 1 is clamped to the floor, which the buyer takes
     assert len(seller.views) == 1 and result.agreed and result.terms == Terms(60_000, "USD")
+
+
+def test_a_plan_without_a_price_for_every_round_is_not_used():
+    class ShortPlan(CrossingPlan):
+        def price_plan(self, role, reservation_cents, list_price_cents, max_rounds):
+            return (90_000,)
+
+    seller = ShortPlan()
+    run_alternating(scenario(rounds=3), seller, Hardliner())
+    assert [v.round for v in seller.views] == [0, 1, 2]  # asked through a view every turn

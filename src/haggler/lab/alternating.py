@@ -86,9 +86,11 @@ class AlternatingResult(NamedTuple):
 def _price_plan(decider: Decider, role: str, reservation: int, list_price: int,
                 max_rounds: int) -> tuple[int, ...] | None:
     """The decider's prices per round when it offers the fast path
-    (:class:`~haggler.agents.decider.PricePlanner`), else None."""
+    (:class:`~haggler.agents.decider.PricePlanner`), else None: also when the plan does not hold
+    one price per round, which the loop reads it by."""
     plan = getattr(decider, "price_plan", None)
-    return None if plan is None else plan(role, reservation, list_price, max_rounds)
+    prices = None if plan is None else plan(role, reservation, list_price, max_rounds)
+    return prices if prices is not None and len(prices) == max_rounds else None
 
 
 def _offers(negotiation: Negotiation) -> tuple[tuple[Terms, ...], tuple[Terms, ...]]:
