@@ -503,6 +503,49 @@ def test_apply_checks_exactly_what_check_checks(turns, strict, cap):
         assert got == expected
 
 
+@settings(max_examples=300, deadline=None)
+@given(turns=st.lists(_turns, max_size=12), strict=st.booleans(), cap=st.sampled_from([None, 1, 3, 6]))
+def test_a_turn_applied_as_its_fields_is_the_same_turn(turns, strict, cap):
+    # apply takes a turn as a plain tuple of its fields through the same rules: the same refusals
+    # (check too), the same outcome and standing offers, and turns reads back real, equal Turns.
+    rules = Rules(parties=(A, B), strict_alternation=strict, max_turns=cap)
+    by_turn, by_fields = Negotiation(rules), Negotiation(rules)
+    for turn in turns:
+        fields = tuple(turn)
+        results = []
+        for n, given_as in ((by_turn, turn), (by_fields, fields)):
+            try:
+                n.check(given_as)
+                checked = None
+            except RuleViolation as exc:
+                checked = exc.code
+            try:
+                results.append((checked, n.apply(given_as), None))
+            except RuleViolation as exc:
+                results.append((checked, None, exc.code))
+        assert results[0] == results[1]
+        assert results[0][0] == results[0][2]
+        assert by_fields.turns == by_turn.turns
+        assert all(type(t) is Turn for t in by_fields.turns)
+        assert (by_fields.outcome, by_fields.standing, by_fields.turn_count) == (
+            by_turn.outcome, by_turn.standing, by_turn.turn_count)
+        assert by_fields == by_turn
+
+
+def test_turns_applied_as_fields_read_back_as_turns():
+    n = new()
+    n.apply((A, Action.OFFER, at(0), terms(100), None, False))
+    first = n.turns[0]
+    assert first == offer(A, 0, 100) and type(first) is Turn and first.party == A
+    n.apply(offer(B, 1, 80))
+    n.apply((A, Action.ACCEPT, at(2), None, None, False))
+    assert [type(t) for t in n.turns] == [Turn, Turn, Turn]
+    assert n.turns[0] is first  # made once, then kept
+    assert n.last_turn == accept(A, 2)
+    assert n.outcome == Outcome(OutcomeKind.AGREED, at(2), terms(80), A)
+    assert "Turn(party='merchant'" in repr(n)
+
+
 # -- replay ------------------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from haggler.agents.decider import ACCEPT, REJECT, DeciderView, Decision
-from haggler.agents.strategies import Hardliner, NaiveAcceptFirst, TimeDependent
+from haggler.agents.strategies import Firm, Hardliner, NaiveAcceptFirst, TimeDependent
 from haggler.engine import Terms
 from haggler.lab.alternating import AlternatingResult, run_alternating
 from haggler.lab.scenario import BUYER, SELLER, Extra, Scenario
@@ -148,3 +148,101 @@ def test_plain_offers_past_the_reservation_are_clamped_on_both_sides():
     assert not result.agreed and result.reason == "timeout"
     assert {t.price_cents for t in buyer.views[-1].their_offers} == {60_000}
     assert {t.price_cents for t in seller.views[-1].their_offers} == {scenario().buyer_reservation_cents}
+
+
+# -- price plans (PricePlanner): the fast path of time-dependent deciders ---------------------------
+
+
+class Unplanned:
+    """A decider's decide without its price plan: the loop asks it through a view every turn."""
+
+    def __init__(self, decider) -> None:
+        self.name = decider.name
+        self.decide = decider.decide
+
+
+def _outcome(result: AlternatingResult) -> tuple:
+    return (result.agreed, result.terms, result.rounds, result.turns, result.reason, result.by)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(100, 10**7), st.floats(0.05, 1.0), st.floats(0.0, 2.0), st.integers(1, 30),
+       st.sampled_from([0.1, 0.2, 1.0, 5.0]), st.sampled_from([0.1, 1.0, 5.0, 10.0]),
+       st.sampled_from([SELLER, BUYER]), st.booleans())
+def test_a_price_plan_plays_exactly_as_decide(list_price, floor_share, budget_share, rounds, e_seller, e_buyer,
+                                              first, extras):
+    # The same negotiation with the plans used and with every move asked of decide: the same
+    # outcome, including when the counterpart offers extras (then the planned side is asked).
+    s = scenario(list_price, max(1, int(list_price * floor_share)), max(1, int(list_price * budget_share)), rounds,
+                 (Extra("shipping", 500, 2_000),) if extras else ())
+    with_extras = Spy("b", lambda v: Terms(v.reservation_cents // 2, "USD", ("shipping",)))
+    for seller, buyer in ((TimeDependent(e_seller), TimeDependent(e_buyer)), (TimeDependent(e_seller), with_extras),
+                          (Hardliner(), TimeDependent(e_buyer))):
+        planned = run_alternating(s, seller, buyer, first=first)
+        asked = run_alternating(s, Unplanned(seller), Unplanned(buyer), first=first)
+        assert _outcome(planned) == _outcome(asked)
+
+
+def test_the_plan_is_the_price_decide_offers_each_round():
+    for e in (0.2, 1.0, 5.0):
+        for role, reservation in ((SELLER, 60_000), (BUYER, 80_000)):
+            decider = TimeDependent(e)
+            plan = decider.price_plan(role, reservation, 100_000, 20)
+            assert plan is not None and len(plan) == 20
+            views = [DeciderView(role, reservation, 100_000, r, 20) for r in range(20)]
+            assert list(plan) == [TimeDependent(e).decide(v).price_cents for v in views]
+
+
+def test_a_subclass_that_decides_otherwise_has_no_plan():
+    assert Firm().price_plan(SELLER, 60_000, 100_000, 20) is None
+    assert TimeDependent(1.0).price_plan(SELLER, 60_000, 100_000, 2.5) is None  # rounds not whole
+
+
+class CrossingPlan:
+    """A planner whose plan and decide both ask far below the seller's floor."""
+
+    name = "crossing"
+
+    def __init__(self) -> None:
+        self.views: list[DeciderView] = []
+
+    def price_plan(self, role, reservation_cents, list_price_cents, max_rounds):
+        return (1,) * max_rounds
+
+    def decide(self, view: DeciderView) -> Decision:
+        self.views.append(view)
+        return Terms(1, view.currency)
+
+
+def test_a_planned_price_past_the_reservation_goes_through_decide_and_guard():
+    seller = CrossingPlan()
+    result = run_alternating(scenario(rounds=3), seller, NaiveAcceptFirst())
+    assert result.agreed and result.terms == Terms(60_000, "USD")  # clamped to the floor
+    assert len(seller.views) == 1  # asked through a view, not taken from the plan
+
+
+def test_a_view_after_planned_turns_carries_every_offer_so_far():
+    # Both sides plan, so the loop keeps no histories until the seller's plan crosses its floor
+    # in round 2: the view it then gets holds every offer made, read back from the engine.
+    class PlanThenAsk(CrossingPlan):
+        def price_plan(self, role, reservation_cents, list_price_cents, max_rounds):
+            return (90_000, 89_000) + (1,) * (max_rounds - 2)
+
+    seller, buyer = PlanThenAsk(), TimeDependent(1.0)
+    result = run_alternating(scenario(rounds=4), seller, buyer)
+    bids = TimeDependent(1.0).price_plan(BUYER, 80_000, 100_000, 4)
+    assert seller.views[0].round == 2
+    assert seller.views[0].my_offers == (Terms(90_000, "USD"), Terms(89_000, "USD"))
+    assert seller.views[0].their_offers == (Terms(bids[0], "USD"), Terms(bids[1], "USD"))
+    # decide's offer of 1 is clamped to the floor, which the buyer takes
+    assert len(seller.views) == 1 and result.agreed and result.terms == Terms(60_000, "USD")
+
+
+def test_a_plan_without_a_price_for_every_round_is_not_used():
+    class ShortPlan(CrossingPlan):
+        def price_plan(self, role, reservation_cents, list_price_cents, max_rounds):
+            return (90_000,)
+
+    seller = ShortPlan()
+    run_alternating(scenario(rounds=3), seller, Hardliner())
+    assert [v.round for v in seller.views] == [0, 1, 2]  # asked through a view every turn

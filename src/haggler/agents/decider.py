@@ -24,7 +24,7 @@ from typing import NamedTuple, Protocol, Union, runtime_checkable
 from haggler.engine import Action, Terms
 
 __all__ = [
-    "ACCEPT", "BUYER", "REJECT", "SELLER", "Decider", "DeciderView", "Decision",
+    "ACCEPT", "BUYER", "REJECT", "SELLER", "Decider", "DeciderView", "Decision", "PricePlanner",
     "acceptable", "guard", "net_cents",
 ]
 
@@ -82,6 +82,26 @@ class Decider(Protocol):
     name: str
 
     def decide(self, view: DeciderView) -> Decision: ...
+
+
+class PricePlanner(Protocol):
+    """An optional fast path of a :class:`Decider` whose move depends only on the clock and the
+    counterpart's last offer (a time-dependent strategy): it says up front what it will offer in
+    each round, so a hot loop need not build a view and call ``decide`` on every turn.
+
+    The contract: for every view with these role, reservation, list price and rounds, at round
+    ``r``, whose counterpart has made no offer or last offered a bare price (no extras) in the
+    view's currency, ``decide(view)`` returns ACCEPT when that price is at least as good for
+    this side as ``plan[r]`` (``>=`` for the seller, ``<=`` for the buyer) and
+    ``Terms(plan[r], view.currency)`` otherwise. A loop that uses the plan still asks ``decide``
+    for any other view, and passes any planned move not provably within the reservation
+    through :func:`guard`, so a plan can never take a side past its reservation."""
+
+    def price_plan(self, role: str, reservation_cents: int, list_price_cents: int,
+                   max_rounds: int) -> tuple[int, ...] | None:
+        """One price per round (``max_rounds`` of them), or None when this decider cannot
+        promise the contract (the loop then calls ``decide`` every turn)."""
+        ...
 
 
 def net_cents(view: DeciderView, terms: Terms) -> int:

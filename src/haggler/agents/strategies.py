@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import lru_cache
+from math import trunc
 from typing import TYPE_CHECKING
 
 from haggler.agents.decider import (
@@ -82,6 +84,25 @@ def _at_least_as_good(view: DeciderView, terms: Terms, net: int) -> bool:
     return net_cents(view, terms) <= net
 
 
+def _time_factor(inverse: float, round_: int, max_rounds: int) -> float:
+    """``t ** (1/e)`` at ``round_`` of ``max_rounds`` (``inverse`` is ``1/e``): 0 at the first
+    round, 1 from the last."""
+    last_round = max_rounds - 1
+    t = 1.0 if last_round <= 0 or round_ >= last_round else round_ / last_round
+    return t ** inverse
+
+
+@lru_cache(maxsize=256)
+def _time_curve(inverse: float, max_rounds: int) -> tuple[float, ...]:
+    """``t ** (1/e)`` for each round of ``max_rounds`` (none when that is not a whole number).
+    The same for every decider with this exponent, so it is cached here rather than on the
+    decider: a tournament makes a fresh decider for every negotiation."""
+    try:
+        return tuple(_time_factor(inverse, r, max_rounds) for r in range(max_rounds))
+    except TypeError:
+        return ()
+
+
 class _PriceStrategy:
     """A strategy that plans a price each turn and accepts anything at least as good."""
 
@@ -125,8 +146,10 @@ class TimeDependent(_PriceStrategy):
         self.name = name or f"time-dependent(e={e:g})"
         # Per-negotiation constants, remembered from the last view (see decide) as one immutable
         # tuple, so that a decider shared between threads never reads half of it: (reservation,
-        # list price, side, rounds, best price, concession span, t ** (1/e) for each round).
-        self._state: tuple[int, int, str | None, int, int, int, tuple[float, ...]] = (0, 0, None, 0, 0, 0, ())
+        # list price, side, rounds, best price, concession span, t ** (1/e) for each round, the
+        # price for each round).
+        self._state: tuple[int, int, str | None, int, int, int, tuple[float, ...], tuple[int, ...]] = (
+            0, 0, None, 0, 0, 0, (), ())
 
     def next_price(self, view: DeciderView) -> int:
         best = best_price(view)
@@ -134,9 +157,10 @@ class TimeDependent(_PriceStrategy):
         return best - shift if view.role == SELLER else best + shift
 
     def _refresh(self, role: str, reservation: int, list_price: int,
-                 max_rounds: int) -> tuple[int, int, tuple[float, ...]]:
-        """The best price, the concession span and the time curve for this side, these prices and
-        these rounds; the curve is kept from the last view when the rounds are the same."""
+                 max_rounds: int) -> tuple[int, int, tuple[int, ...]]:
+        """The best price, the concession span and the price of each round for this side, these
+        prices and these rounds; the time curve is kept from the last view when the rounds are
+        the same."""
         if role == SELLER:
             best = list_price if list_price > reservation else reservation
             span = best - reservation
@@ -147,58 +171,60 @@ class TimeDependent(_PriceStrategy):
             if best < 1:
                 best = 1
             span = reservation - best
-        _, _, _, rounds, _, _, factors = self._state
+        _, _, _, rounds, _, _, factors, _ = self._state
         if max_rounds != rounds:
-            factors = self._curve_for(max_rounds)
-        self._state = (reservation, list_price, role, max_rounds, best, span, factors)
-        return best, span, factors
+            factors = _time_curve(self._inverse, max_rounds)
+        prices = self._prices(role, best, span, factors)
+        self._state = (reservation, list_price, role, max_rounds, best, span, factors, prices)
+        return best, span, prices
 
-    def _factor(self, round_: int, max_rounds: int) -> float:
-        """``t ** (1/e)`` at ``round_`` of ``max_rounds``: 0 at the first round, 1 from the last."""
-        last_round = max_rounds - 1
-        t = 1.0 if last_round <= 0 or round_ >= last_round else round_ / last_round
-        return t ** self._inverse
+    @staticmethod
+    def _prices(role: str, best: int, span: int, factors: tuple[float, ...]) -> tuple[int, ...]:
+        """The price at each of these points of the time curve: the best price, conceded by the
+        span times the factor, rounded towards this side (the one place the formula lives).
 
-    def _curve_for(self, max_rounds: int) -> tuple[float, ...]:
-        """``t ** (1/e)`` for each round of ``max_rounds`` (none when that is not a whole number)."""
-        try:
-            return tuple(self._factor(r, max_rounds) for r in range(max_rounds))
-        except TypeError:
-            return ()
+        ``trunc`` of a float is ``int`` of it, without the type call (a third of the cost), and
+        the span is made a float once, as ``int * float`` makes it each time."""
+        span_f = float(span)
+        if role == SELLER:
+            return tuple([best - trunc(span_f * factor) for factor in factors])
+        return tuple([best + trunc(span_f * factor) for factor in factors])
+
+    def price_plan(self, role: str, reservation_cents: int, list_price_cents: int,
+                   max_rounds: int) -> tuple[int, ...] | None:
+        """The price :meth:`decide` offers in each round (see
+        :class:`~haggler.agents.decider.PricePlanner`): its AC-next test against a bare price is
+        the plan's contract. None for a subclass that decides otherwise (:class:`Firm` reads the
+        counterpart's offers), or rounds that are not a whole number."""
+        if type(self).decide is not TimeDependent.decide:
+            return None
+        prices = self._refresh(role, reservation_cents, list_price_cents, max_rounds)[2]
+        return prices if len(prices) == max_rounds else None
 
     def decide(self, view: DeciderView) -> Decision:
-        # The hot path of the lab: the per-negotiation constants (best price, span, the time
-        # curve) are computed when a view shows other prices or rounds than the one before, so a
-        # turn is a lookup, a multiplication and the AC-next test; the arithmetic is the same
-        # as next_price's. No clamping is needed: the target lies between the best price and
-        # the reservation by construction.
+        # The hot path of the lab when it does not use price_plan: the per-negotiation constants
+        # (best price, span, the price of each round) are computed when a view shows other
+        # prices or rounds than the one before, so a turn is a lookup and the AC-next test; the
+        # arithmetic is the same as next_price's. No clamping is needed: the target lies between
+        # the best price and the reservation by construction.
         role, reservation, list_price, round_, max_rounds, _, theirs, _, currency = view
-        state_reservation, state_list_price, state_role, rounds, best, span, factors = self._state
+        state_reservation, state_list_price, state_role, rounds, best, span, _, prices = self._state
         if (reservation != state_reservation or list_price != state_list_price or role != state_role
                 or max_rounds != rounds):
-            best, span, factors = self._refresh(role, reservation, list_price, max_rounds)
+            best, span, prices = self._refresh(role, reservation, list_price, max_rounds)
         try:
-            factor = factors[round_] if round_ >= 0 else self._factor(round_, max_rounds)
-        except (IndexError, TypeError):  # past the last round, or not a whole number: the curve itself
-            factor = self._factor(round_, max_rounds)
-        if role == SELLER:
-            price = best - int(span * factor)
-            if theirs:
-                last = theirs[-1]
-                if last.extras or last.currency != currency:
-                    if _at_least_as_good(view, last, price):
-                        return ACCEPT
-                elif last.price_cents >= price:
+            if round_ < 0:  # a negative index would read the prices from the end
+                raise IndexError(round_)
+            price = prices[round_]
+        except (IndexError, TypeError):  # outside the rounds, or not a whole number: the curve itself
+            price = self._prices(role, best, span, (_time_factor(self._inverse, round_, max_rounds),))[0]
+        if theirs:
+            last = theirs[-1]
+            if last.extras or last.currency != currency:
+                if _at_least_as_good(view, last, price):
                     return ACCEPT
-        else:
-            price = best + int(span * factor)
-            if theirs:
-                last = theirs[-1]
-                if last.extras or last.currency != currency:
-                    if _at_least_as_good(view, last, price):
-                        return ACCEPT
-                elif last.price_cents <= price:
-                    return ACCEPT
+            elif last.price_cents >= price if role == SELLER else last.price_cents <= price:
+                return ACCEPT
         return _new_tuple(Terms, (price, currency, ()))
 
     def __repr__(self) -> str:

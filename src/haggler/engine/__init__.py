@@ -14,6 +14,7 @@ from haggler.engine.negotiation import (
     RuleViolation,
     Terms,
     Turn,
+    TurnFields,
 )
 
-__all__ = ["Action", "Negotiation", "Outcome", "OutcomeKind", "Rules", "RuleViolation", "Terms", "Turn"]
+__all__ = ["Action", "Negotiation", "Outcome", "OutcomeKind", "Rules", "RuleViolation", "Terms", "Turn", "TurnFields"]

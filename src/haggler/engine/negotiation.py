@@ -7,7 +7,7 @@ Modelled on h11: the object holds state and validates transitions; callers do th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
 from typing import Iterable, NamedTuple
@@ -65,6 +65,12 @@ class Turn(NamedTuple):
     final: bool = False
 
 
+#: A turn as a plain tuple of its six fields, in Turn's order: what :meth:`Negotiation.apply` also
+#: takes, so that a hot loop records a turn without building a Turn (one costs about as much as
+#: the rest of applying it); :attr:`Negotiation.turns` reads it back as a Turn.
+TurnFields = tuple[str, Action, datetime, Terms | None, str | None, bool]
+
+
 class Outcome(NamedTuple):
     """How a negotiation ended.
 
@@ -113,17 +119,56 @@ class RuleViolation(Exception):
         self.message = message
 
 
-@dataclass(slots=True)
 class Negotiation:
-    rules: Rules
-    turns: list[Turn] = field(default_factory=list)
-    outcome: Outcome | None = None
-    #: The latest OFFER terms of each party: what an ACCEPT from the other party agrees to.
-    standing: dict[str, Terms] = field(default_factory=dict)
-    #: Turns taken before the first one ``turns`` holds. A negotiation resumed from a snapshot
-    #: (:meth:`resume`) holds only its last turn: the rules need no more, and a long
-    #: negotiation then costs no more to continue than a short one.
-    earlier: int = 0
+    """One negotiation's state: the rules, the turns taken, the standing offers, the outcome.
+
+    Built as ``Negotiation(rules)``; ``turns``, ``outcome``, ``standing`` and ``earlier`` may be
+    given to start from a state (:meth:`resume` does). Turns given to :meth:`apply` as plain
+    tuples (:data:`TurnFields`) are held as they are and read back through :attr:`turns` as
+    Turns, built on the first read: the lab applies millions of turns and reads none."""
+
+    __slots__ = ("_built", "_turns", "earlier", "outcome", "rules", "standing")
+
+    def __init__(self, rules: Rules, turns: list[Turn] | None = None, outcome: Outcome | None = None,
+                 standing: dict[str, Terms] | None = None, earlier: int = 0) -> None:
+        self.rules = rules
+        #: The turns held, each a Turn or a plain tuple of a Turn's fields; read through ``turns``.
+        self._turns: list[Turn | TurnFields] = [] if turns is None else turns  # type: ignore[assignment]
+        #: How many of ``_turns``, from the first, ``turns`` has made Turns.
+        self._built = 0
+        self.outcome = outcome
+        #: The latest OFFER terms of each party: what an ACCEPT from the other party agrees to.
+        self.standing: dict[str, Terms] = {} if standing is None else standing
+        #: Turns taken before the first one ``turns`` holds. A negotiation resumed from a snapshot
+        #: (:meth:`resume`) holds only its last turn: the rules need no more, and a long
+        #: negotiation then costs no more to continue than a short one.
+        self.earlier = earlier
+
+    @property
+    def turns(self) -> list[Turn]:
+        """The turns held, oldest first, every one a Turn (those applied as plain tuples are made
+        Turns here, once). The list is the negotiation's record: read it, do not change it."""
+        turns = self._turns
+        built = self._built
+        if built != len(turns):
+            for i in range(built if built < len(turns) else 0, len(turns)):
+                if type(turns[i]) is tuple:
+                    turns[i] = _new(Turn, turns[i])
+            self._built = len(turns)
+        return turns  # type: ignore[return-value]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Negotiation) or other.__class__ is not self.__class__:
+            return NotImplemented
+        # A plain tuple of fields equals the Turn made from it, so held turns compare as they are.
+        return ((self.rules, self._turns, self.outcome, self.standing, self.earlier)
+                == (other.rules, other._turns, other.outcome, other.standing, other.earlier))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return (f"Negotiation(rules={self.rules!r}, turns={self.turns!r}, outcome={self.outcome!r}, "
+                f"standing={self.standing!r}, earlier={self.earlier!r})")
 
     @classmethod
     def replay(cls, rules: Rules, turns: Iterable[Turn]) -> "Negotiation":
@@ -146,7 +191,7 @@ class Negotiation:
     @property
     def turn_count(self) -> int:
         """Every turn taken, those before a snapshot included."""
-        return self.earlier + len(self.turns)
+        return self.earlier + len(self._turns)
 
     @property
     def closed(self) -> bool:
@@ -154,7 +199,8 @@ class Negotiation:
 
     @property
     def last_turn(self) -> Turn | None:
-        return self.turns[-1] if self.turns else None
+        turns = self.turns
+        return turns[-1] if turns else None
 
     def counterpart(self, party: str) -> str:
         a, b = self.rules.parties
@@ -186,17 +232,19 @@ class Negotiation:
             self.outcome = Outcome(OutcomeKind.EXPIRED, at=now)
         return self.outcome
 
-    def check(self, turn: Turn) -> None:
+    def check(self, turn: Turn | TurnFields) -> None:
         """Raise RuleViolation if ``turn`` may not be applied now; change nothing.
 
         A dry run: the turn is applied to a snapshot (the last turn, the standing offers, the
         count — all the rules read), so the rules are written once, in :meth:`apply`."""
-        last = self.turns[-1:]
+        last = self._turns[-1:]
         Negotiation(self.rules, last, self.outcome, dict(self.standing), self.turn_count - len(last)).apply(turn)
 
-    def apply(self, turn: Turn) -> Outcome | None:
+    def apply(self, turn: Turn | TurnFields) -> Outcome | None:
         """Apply one turn; returns the outcome when the turn ends the negotiation. Nothing changes
-        until every check has passed.
+        until every check has passed. The turn is a Turn or a plain tuple of its six fields
+        (:data:`TurnFields`), held as given: a hot loop skips building a Turn, and readers of
+        :attr:`turns` get one either way.
 
         The rules, in order, are here and only here (:meth:`check` is a dry run of this), with no
         property or helper calls: a turn's checks are part of every turn's cost."""
@@ -211,12 +259,13 @@ class Negotiation:
             counterpart = a
         else:
             raise RuleViolation("unknown_party", f"{party!r} is not a party to this negotiation")
-        turns = self.turns
+        turns = self._turns
         if turns:
+            # By index: the last turn held may be a plain tuple (see TurnFields).
             last = turns[-1]
-            if rules.strict_alternation and party == last.party:
+            if rules.strict_alternation and party == last[0]:
                 raise RuleViolation("out_of_turn", f"it is {counterpart}'s turn, not {party}'s")
-            if at < last.at:
+            if at < last[2]:
                 raise RuleViolation("time_reversed", "a turn cannot be earlier than the turn before it")
         elif rules.strict_alternation and party != a:
             # The expected party: the first party to open, then the last mover's counterpart.
