@@ -7,8 +7,9 @@ The negotiation is an A2A task; its turns are messages; its outcome is an artifa
 alternation and the cap and this module never counts turns itself.
 
 Every change locks the task row first (``FOR UPDATE`` on PostgreSQL; SQLite writes are
-serialized). Pickup and respond are compare-and-swap updates on ``state``, so two agents of one
-user racing for a turn get one claim, and a respond racing a claim expiry has one winner.
+serialized). Pickup is a compare-and-swap update on ``state``, so two agents of one user racing
+for a turn get one claim; respond checks the claim on the row it holds locked, so a respond racing
+a claim expiry has one winner.
 Deadlines are stored timestamps, applied by :func:`enforce` whenever a task is touched and
 to every task :func:`due_tasks` finds by the routes' sweep.
 
@@ -528,12 +529,6 @@ _CLAIM = Prepared(update(a2a_tasks).where(
     a2a_tasks.c.waiting_user_id == bindparam("user_id"))
     .values(state=CLAIMED, claimed_by=bindparam("agent_id"), updated_at=bindparam("now"),
             claim_deadline=bindparam("deadline")))
-#: respond's compare-and-swap: the caller's unexpired claim → working.
-_TAKE = Prepared(update(a2a_tasks).where(
-    a2a_tasks.c.id == bindparam("task_id"), a2a_tasks.c.state == CLAIMED,
-    a2a_tasks.c.claimed_by == bindparam("agent_id"), a2a_tasks.c.claim_deadline > bindparam("now")).values(
-    state=WORKING, claimed_by=None, claim_deadline=None, waiting_user_id=None, park_deadline=None,
-    turn_context=None, updated_at=bindparam("now")))
 
 
 def claim_view(task: Any) -> dict[str, Any]:
@@ -545,10 +540,14 @@ def claim_view(task: Any) -> dict[str, Any]:
 
 def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], settings: MatchingSettings,
             now: datetime, *, task: Any | None = None) -> list[StoredTurn]:
-    """Take the claimed turn: compare-and-swap ``claimed`` (by this agent, claim unexpired) →
-    ``working``, store the turn, then finish, take the system's turn or park the counterpart's.
-    Returns the history as stored now, for the view that answers (which need not read it again).
-    ``task``: the task's row as the caller locked and read it in this transaction, not read again."""
+    """Take the claimed turn — ``claimed`` by this agent, the claim unexpired, as the task's
+    locked row says — store it, then finish, take the system's turn or park the counterpart's.
+    The claim's end is written with the task's next state in one update (:func:`_park`,
+    :func:`_finalize` or :func:`_pause`; every path of the turn ends in one of them, and a refused
+    turn rolls the transaction back): a separate ``claimed`` → ``working`` update first rewrote
+    every index of the row's state once more a respond. Returns the history as stored now, for
+    the view that answers (which need not read it again). ``task``: the task's row as the caller
+    locked and read it in this transaction, not read again."""
     turn = turns.parse_turn(body, agent.user_id)  # a malformed body is a 400 before anything is touched
     if task is None:
         task = task_row(conn, task_id, lock=True)
@@ -558,8 +557,7 @@ def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], se
         raise Conflict(_not_yours(task))
     if task.expires_at is not None and task.expires_at <= now:
         raise Conflict("the negotiation timed out; it takes no more turns")
-    won = _TAKE.run(conn, {"task_id": task_id, "agent_id": agent.id, "now": now})
-    if not won:
+    if task.claim_deadline <= now:
         raise Conflict("your claim on this turn expired; pick the turn up again")
     history = stored_turns(conn, task_id)
     negotiation = _negotiation(task, history)
@@ -583,13 +581,14 @@ def consultations(task: Any) -> list[dict[str, Any]]:
 
 
 def _pause(conn: Connection, task: Any, turn: MatchTurn, settings: MatchingSettings, now: datetime) -> None:
-    """The side that asked waits for its own user: ``input_required`` until the answer or the window."""
+    """The side that asked waits for its own user: ``input_required`` until the answer or the window.
+    The claim its respond took ends here too (its parked turn's deadline and context with it)."""
     deadline = now + timedelta(seconds=settings.v2_ask_user_window_seconds)
     asked = consultations(task) + [{
         "userId": turn.speaker, "question": turn.message or turn.assessment.reasoning, "askedAt": now.isoformat(),
         "deadline": deadline.isoformat(), "answer": None, "answeredAt": None, "defaulted": False}]
-    _set(conn, task.id, now, state=INPUT_REQUIRED, waiting_user_id=turn.speaker, answer_deadline=deadline,
-         consultations=json.dumps(asked))
+    _set(conn, task.id, now, state=INPUT_REQUIRED, waiting_user_id=turn.speaker, claimed_by=None, claim_deadline=None,
+         park_deadline=None, turn_context=None, answer_deadline=deadline, consultations=json.dumps(asked))
 
 
 def answer(conn: Connection, caller: Principal, task_id: str, body: dict[str, Any], settings: MatchingSettings,
