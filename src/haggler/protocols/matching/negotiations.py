@@ -457,7 +457,9 @@ def _due(user_id: Any | None, now: Any, limit: Any) -> Any:
     """The query of :func:`due_tasks` (``user_id`` None: every user's); ``now`` and ``limit`` are
     values or bound parameters."""
     tasks = a2a_tasks.c
-    parts = [select(tasks.id, tasks.created_at).where(tasks.state == SUBMITTED)]
+    # A start not yet run waits for no user: said, it is found through the pickup's index (the
+    # deadlines' indexes hold no state: schema.py).
+    parts = [select(tasks.id, tasks.created_at).where(tasks.waiting_user_id.is_(None), tasks.state == SUBMITTED)]
     if user_id is None:
         parts += [select(tasks.id, tasks.created_at).where(tasks.state == CLAIMED, tasks.claim_deadline <= now),
                   select(tasks.id, tasks.created_at).where(tasks.state == WAITING, tasks.park_deadline <= now),
