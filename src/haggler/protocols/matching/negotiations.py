@@ -509,10 +509,10 @@ def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: dateti
             task_id = None if row is None else row.id
         if task_id is None:
             return None
-        won = _CLAIM.run(conn, {"task_id": task_id, "user_id": agent.user_id, "agent_id": agent.id, "now": now,
+        won = _CLAIM.row(conn, {"task_id": task_id, "user_id": agent.user_id, "agent_id": agent.id, "now": now,
                                 "deadline": now + timedelta(seconds=settings.claim_timeout_seconds)})
-        if won:
-            return claim_view(task_row(conn, task_id))
+        if won is not None:
+            return claim_view(won)
         lost.append(task_id)  # another agent of this user claimed it first: try the next one
 
 
@@ -530,7 +530,10 @@ _CLAIM = Prepared(update(a2a_tasks).where(
     a2a_tasks.c.id == bindparam("task_id"), a2a_tasks.c.state == WAITING,
     a2a_tasks.c.waiting_user_id == bindparam("user_id"))
     .values(state=CLAIMED, claimed_by=bindparam("agent_id"), updated_at=bindparam("now"),
-            claim_deadline=bindparam("deadline")))
+            claim_deadline=bindparam("deadline"))
+    # What claim_view shows, returned by the claim itself rather than read again after it.
+    .returning(a2a_tasks.c.turn_context, a2a_tasks.c.claimed_by, a2a_tasks.c.claim_deadline,
+               a2a_tasks.c.park_deadline))
 
 
 def claim_view(task: Any) -> dict[str, Any]:
