@@ -44,12 +44,12 @@ from haggler.engine import Negotiation, OutcomeKind, Rules
 from haggler.errors import Conflict, Forbidden, NotFound
 from haggler.protocols.fields import only, text
 from haggler.protocols.matching import turns, v2
-from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
+from haggler.protocols.matching.participants import Principal, context_json, user_context
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.database import lock_key
 from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id, update_by_id
-from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
+from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, match_users, opportunities
 
 SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
 #: v2: a side paused to consult its own user (``ask_user``); the A2A state of the same name.
@@ -131,6 +131,9 @@ _TURNS = Prepared(select(a2a_messages).where(a2a_messages.c.task_id == bindparam
                   .order_by(a2a_messages.c.seq))
 _ARTIFACT = Prepared(select(a2a_artifacts.c.id, a2a_artifacts.c.data)
                      .where(a2a_artifacts.c.task_id == bindparam("task_id")))
+#: Both sides of a negotiation, as a negotiator reads them (participants.user_context), in one statement.
+_USERS = Prepared(select(match_users.c.id, match_users.c.name, match_users.c.profile, match_users.c.intents)
+                  .where(or_(match_users.c.id == bindparam("source"), match_users.c.id == bindparam("candidate"))))
 _SEED = Prepared(select(opportunities.c.seed, opportunities.c.discovery_query)
                  .where(opportunities.c.id == bindparam("opportunity_id")))
 _INSERT_MESSAGE = Prepared(insert(a2a_messages))
@@ -179,8 +182,13 @@ class _Parties:
 
     @classmethod
     def load(cls, conn: Connection, task: Any) -> "_Parties":
-        users = {user_id: user_context(user_row(conn, user_id))
-                 for user_id in (task.source_user_id, task.candidate_user_id)}
+        found = {row.id: row for row in _USERS.rows(conn, {"source": task.source_user_id,
+                                                           "candidate": task.candidate_user_id})}
+        users = {}
+        for user_id in (task.source_user_id, task.candidate_user_id):
+            if user_id not in found:
+                raise NotFound(f"unknown user: {user_id}")
+            users[user_id] = user_context(found[user_id])
         opportunity = _SEED.row(conn, {"opportunity_id": task.opportunity_id})
         if opportunity is None:
             raise NotFound(f"unknown opportunity: {task.opportunity_id}")
