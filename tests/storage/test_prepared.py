@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import bindparam, insert, select, union, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from haggler.storage.database import open_database
@@ -131,5 +131,25 @@ def test_literal_values_and_a_parameter_used_twice(db_url):
         with db.read() as conn:
             row = conn.execute(select(chats).where(chats.c.id == "c")).one()
             assert (row.status, row.state, row.closed_at, row.last_activity_at) == ("closed", None, later, later)
+    finally:
+        db.dispose()
+
+
+def test_a_parameter_in_every_part_of_a_union_is_worked_out_once(db_url):
+    """A union whose parts each take the same parameter (copies of one bind parameter, as the
+    match pickup's deadline query has) is run from its plan, not construct_params, and finds what
+    SQLAlchemy's own execute finds."""
+    db = open_database(db_url)
+    query = union(*(select(chats.c.id).where(chats.c.status == status, chats.c.created_at <= bindparam("now"))
+                    for status in ("open", "closed")))
+    prepared = Prepared(query)
+    try:
+        with db.write() as conn:
+            for chat_id, status, at in (("c1", "open", AT), ("c2", "closed", AT), ("c3", "open", AT + timedelta(1))):
+                Prepared(insert(chats)).run(conn, {**_chat(chat_id, at), "status": status})
+        with db.read() as conn:
+            expected = sorted(conn.execute(query, {"now": AT}).scalars())
+            assert sorted(row.id for row in prepared.rows(conn, {"now": AT})) == expected == ["c1", "c2"]
+            assert prepared._for(conn.dialect).plan is not None
     finally:
         db.dispose()

@@ -52,6 +52,10 @@ class _Compiled:
     #: given under, its bind parameter (for its default) and its conversion. None for a statement
     #: whose parameters need more than that (escaped names, collected or post-compiled ones).
     plan: tuple[tuple[str, str, Any, Processor | None], ...] | None
+    #: For a positional statement that takes one parameter in several places (a union's parts
+    #: each taking the same ``user_id``): where in :attr:`plan` each of the SQL's arguments comes
+    #: from, the plan holding each parameter once. None when the plan is in the SQL's order.
+    spread: tuple[int, ...] | None
 
 
 def _row_type(keys: Sequence[str]) -> type:
@@ -82,8 +86,11 @@ class Prepared:
                             if (processor := column.type.dialect_impl(dialect).result_processor(dialect, None))
                             is not None)
             order = tuple(compiled.positiontup) if compiled.positional and compiled.positiontup else None
+            once = None if order is None else tuple(dict.fromkeys(order))  # each parameter once
+            spread = None if once == order else tuple(map(once.index, order))  # type: ignore[union-attr]
             found = _Compiled(compiled, compiled.string, order, binds, results,
-                              _row_type([column.key for column in columns]), _plan(compiled, order, dict(binds)))
+                              _row_type([column.key for column in columns]), _plan(compiled, once, dict(binds)),
+                              spread)
             self._compiled[type(dialect)] = found
         return found
 
@@ -92,7 +99,8 @@ class Prepared:
         the statement as compiled for ``conn``'s dialect."""
         dialect = conn.dialect
         prepared = self._for(dialect)
-        args: Any = None if prepared.plan is None else _arguments(prepared.plan, params, prepared.order is None)
+        args: Any = (None if prepared.plan is None
+                     else _arguments(prepared.plan, params, prepared.order is None, prepared.spread))
         if args is None:  # SQLAlchemy's own way, which also words a missing parameter's error
             values = prepared.compiled.construct_params(params)
             for name, processor in prepared.binds:
@@ -155,14 +163,20 @@ def _plan(compiled: SQLCompiler, order: tuple[str, ...] | None,
     """:attr:`_Compiled.plan` of ``compiled``: what ``construct_params`` does for each bind
     parameter (SQLAlchemy 2's ``SQLCompiler.construct_params``: the value under the parameter's
     key, else under its name, else its own value), laid out once; then the bind processor, and
-    the driver's order. Every statement here runs thousands of times a second on the turn path,
+    the driver's order (``order``: each parameter once, as it first appears in the SQL). Every statement here runs thousands of times a second on the turn path,
     and ``construct_params`` walked the statement's parameters and their attributes each time."""
     if (compiled.escaped_bind_names or getattr(compiled, "_collected_params", None)
             or getattr(compiled, "_render_postcompile", False)):
         return None
-    by_name = {name: (bind.key, name, bind, processors.get(name)) for bind, name in compiled.bind_names.items()}
-    if len(by_name) != len(compiled.bind_names):
-        return None  # two parameters under one name: left to SQLAlchemy
+    by_name: dict[str, tuple[str, str, Any, Processor | None]] = {}
+    for bind, name in compiled.bind_names.items():
+        first = by_name.setdefault(name, (bind.key, name, bind, processors.get(name)))[2]
+        # One parameter used in several places (a union's parts each take the same ``user_id``)
+        # is several copies of one bind parameter, all under its name: construct_params gives them
+        # the value under that name, as the plan does. Two different ones under one name are left
+        # to SQLAlchemy.
+        if first is not bind and (first.key, first.required, first.value) != (bind.key, bind.required, bind.value):
+            return None
     if order is None:
         return tuple(by_name.values())
     if not set(order) <= set(by_name):
@@ -171,10 +185,10 @@ def _plan(compiled: SQLCompiler, order: tuple[str, ...] | None,
 
 
 def _arguments(plan: tuple[tuple[str, str, Any, Processor | None], ...], params: Mapping[str, Any],
-               named: bool) -> Any:
-    """The driver's arguments for ``params`` by ``plan``: a tuple in the SQL's order, or a dict
-    for a named paramstyle; None when a required parameter is missing (``construct_params``
-    then raises its own error)."""
+               named: bool, spread: tuple[int, ...] | None = None) -> Any:
+    """The driver's arguments for ``params`` by ``plan``: a tuple in the SQL's order (``spread``
+    over it, see :attr:`_Compiled.spread`), or a dict for a named paramstyle; None when a
+    required parameter is missing (``construct_params`` then raises its own error)."""
     values = []
     for key, name, bind, processor in plan:
         if key in params:
@@ -188,7 +202,7 @@ def _arguments(plan: tuple[tuple[str, str, Any, Processor | None], ...], params:
         values.append(value if processor is None else processor(value))
     if named:
         return {name: value for (_, name, _, _), value in zip(plan, values)}
-    return tuple(values)
+    return tuple(values) if spread is None else tuple(map(values.__getitem__, spread))
 
 
 def _converted(results: Sequence[tuple[int, Processor]], row: Sequence[Any]) -> Sequence[Any]:

@@ -4,6 +4,7 @@ compares the two so they cannot drift."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -577,13 +578,31 @@ a2a_tasks = Table(
     Column("created_at", UTCDateTime, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
-Index("ix_a2a_tasks_answer_deadline", a2a_tasks.c.state, a2a_tasks.c.answer_deadline)
 Index("ix_a2a_tasks_pickup", a2a_tasks.c.waiting_user_id, a2a_tasks.c.state, a2a_tasks.c.parked_at)
 Index("ix_a2a_tasks_user_park_deadline", a2a_tasks.c.waiting_user_id, a2a_tasks.c.state,
       a2a_tasks.c.park_deadline)
-Index("ix_a2a_tasks_park_deadline", a2a_tasks.c.state, a2a_tasks.c.park_deadline)
-Index("ix_a2a_tasks_claim_deadline", a2a_tasks.c.state, a2a_tasks.c.claim_deadline)
-Index("ix_a2a_tasks_expiry", a2a_tasks.c.state, a2a_tasks.c.expires_at)
+# The sweep's indexes of deadlines (migration 0019) hold only the tasks they can find: a deadline
+# is set only in the states it belongs to (a claim's while claimed, a parked turn's while waiting
+# or claimed, an answer window's while input_required), so each is an index of that deadline over
+# the rows where it is set, which the sweep's ``deadline <= now`` implies (on SQLite and PostgreSQL
+# alike); the timeout's, of the negotiations that have one. A turn changes the state three times,
+# and an index of it is written each time: only the pickup's two, which a polling agent needs, and
+# the timeout's, over the few negotiations with one, have it now (the starts not yet run, with no
+# user waiting, are found through the pickup's). A partial index must not test ``state`` against
+# a value: SQLite would prepare every statement comparing ``state`` with a bound parameter again
+# on each run, to see whether the index applies.
+
+
+def _where_set(name: str, *columns: Column[Any]) -> Index:
+    """An index of ``columns`` over the rows where the last of them is set."""
+    where = columns[-1].is_not(None)
+    return Index(name, *columns, sqlite_where=where, postgresql_where=where)
+
+
+_where_set("ix_a2a_tasks_park_deadline", a2a_tasks.c.park_deadline)
+_where_set("ix_a2a_tasks_claim_deadline", a2a_tasks.c.claim_deadline)
+_where_set("ix_a2a_tasks_answer_deadline", a2a_tasks.c.answer_deadline)
+_where_set("ix_a2a_tasks_expiry", a2a_tasks.c.state, a2a_tasks.c.expires_at)
 Index("ix_a2a_tasks_opportunity", a2a_tasks.c.opportunity_id)
 
 a2a_messages = Table(

@@ -7,8 +7,9 @@ The negotiation is an A2A task; its turns are messages; its outcome is an artifa
 alternation and the cap and this module never counts turns itself.
 
 Every change locks the task row first (``FOR UPDATE`` on PostgreSQL; SQLite writes are
-serialized). Pickup and respond are compare-and-swap updates on ``state``, so two agents of one
-user racing for a turn get one claim, and a respond racing a claim expiry has one winner.
+serialized). Pickup is a compare-and-swap update on ``state``, so two agents of one user racing
+for a turn get one claim; respond checks the claim on the row it holds locked, so a respond racing
+a claim expiry has one winner.
 Deadlines are stored timestamps, applied by :func:`enforce` whenever a task is touched and
 to every task :func:`due_tasks` finds by the routes' sweep.
 
@@ -43,12 +44,12 @@ from haggler.engine import Negotiation, OutcomeKind, Rules
 from haggler.errors import Conflict, Forbidden, NotFound
 from haggler.protocols.fields import only, text
 from haggler.protocols.matching import turns, v2
-from haggler.protocols.matching.participants import Principal, context_json, user_context, user_row
+from haggler.protocols.matching.participants import Principal, context_json, user_context
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.database import lock_key
 from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id, update_by_id
-from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, opportunities
+from haggler.storage.schema import a2a_artifacts, a2a_conversations, a2a_messages, a2a_tasks, match_users, opportunities
 
 SUBMITTED, WORKING, WAITING, CLAIMED, COMPLETED = "submitted", "working", "waiting_for_agent", "claimed", "completed"
 #: v2: a side paused to consult its own user (``ask_user``); the A2A state of the same name.
@@ -130,6 +131,9 @@ _TURNS = Prepared(select(a2a_messages).where(a2a_messages.c.task_id == bindparam
                   .order_by(a2a_messages.c.seq))
 _ARTIFACT = Prepared(select(a2a_artifacts.c.id, a2a_artifacts.c.data)
                      .where(a2a_artifacts.c.task_id == bindparam("task_id")))
+#: Both sides of a negotiation, as a negotiator reads them (participants.user_context), in one statement.
+_USERS = Prepared(select(match_users.c.id, match_users.c.name, match_users.c.profile, match_users.c.intents)
+                  .where(or_(match_users.c.id == bindparam("source"), match_users.c.id == bindparam("candidate"))))
 _SEED = Prepared(select(opportunities.c.seed, opportunities.c.discovery_query)
                  .where(opportunities.c.id == bindparam("opportunity_id")))
 _INSERT_MESSAGE = Prepared(insert(a2a_messages))
@@ -178,8 +182,13 @@ class _Parties:
 
     @classmethod
     def load(cls, conn: Connection, task: Any) -> "_Parties":
-        users = {user_id: user_context(user_row(conn, user_id))
-                 for user_id in (task.source_user_id, task.candidate_user_id)}
+        found = {row.id: row for row in _USERS.rows(conn, {"source": task.source_user_id,
+                                                           "candidate": task.candidate_user_id})}
+        users = {}
+        for user_id in (task.source_user_id, task.candidate_user_id):
+            if user_id not in found:
+                raise NotFound(f"unknown user: {user_id}")
+            users[user_id] = user_context(found[user_id])
         opportunity = _SEED.row(conn, {"opportunity_id": task.opportunity_id})
         if opportunity is None:
             raise NotFound(f"unknown opportunity: {task.opportunity_id}")
@@ -456,7 +465,9 @@ def _due(user_id: Any | None, now: Any, limit: Any) -> Any:
     """The query of :func:`due_tasks` (``user_id`` None: every user's); ``now`` and ``limit`` are
     values or bound parameters."""
     tasks = a2a_tasks.c
-    parts = [select(tasks.id, tasks.created_at).where(tasks.state == SUBMITTED)]
+    # A start not yet run waits for no user: said, it is found through the pickup's index (the
+    # deadlines' indexes hold no state: schema.py).
+    parts = [select(tasks.id, tasks.created_at).where(tasks.waiting_user_id.is_(None), tasks.state == SUBMITTED)]
     if user_id is None:
         parts += [select(tasks.id, tasks.created_at).where(tasks.state == CLAIMED, tasks.claim_deadline <= now),
                   select(tasks.id, tasks.created_at).where(tasks.state == WAITING, tasks.park_deadline <= now),
@@ -506,10 +517,10 @@ def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: dateti
             task_id = None if row is None else row.id
         if task_id is None:
             return None
-        won = _CLAIM.run(conn, {"task_id": task_id, "user_id": agent.user_id, "agent_id": agent.id, "now": now,
+        won = _CLAIM.row(conn, {"task_id": task_id, "user_id": agent.user_id, "agent_id": agent.id, "now": now,
                                 "deadline": now + timedelta(seconds=settings.claim_timeout_seconds)})
-        if won:
-            return claim_view(task_row(conn, task_id))
+        if won is not None:
+            return claim_view(won)
         lost.append(task_id)  # another agent of this user claimed it first: try the next one
 
 
@@ -527,13 +538,10 @@ _CLAIM = Prepared(update(a2a_tasks).where(
     a2a_tasks.c.id == bindparam("task_id"), a2a_tasks.c.state == WAITING,
     a2a_tasks.c.waiting_user_id == bindparam("user_id"))
     .values(state=CLAIMED, claimed_by=bindparam("agent_id"), updated_at=bindparam("now"),
-            claim_deadline=bindparam("deadline")))
-#: respond's compare-and-swap: the caller's unexpired claim → working.
-_TAKE = Prepared(update(a2a_tasks).where(
-    a2a_tasks.c.id == bindparam("task_id"), a2a_tasks.c.state == CLAIMED,
-    a2a_tasks.c.claimed_by == bindparam("agent_id"), a2a_tasks.c.claim_deadline > bindparam("now")).values(
-    state=WORKING, claimed_by=None, claim_deadline=None, waiting_user_id=None, park_deadline=None,
-    turn_context=None, updated_at=bindparam("now")))
+            claim_deadline=bindparam("deadline"))
+    # What claim_view shows, returned by the claim itself rather than read again after it.
+    .returning(a2a_tasks.c.turn_context, a2a_tasks.c.claimed_by, a2a_tasks.c.claim_deadline,
+               a2a_tasks.c.park_deadline))
 
 
 def claim_view(task: Any) -> dict[str, Any]:
@@ -545,10 +553,14 @@ def claim_view(task: Any) -> dict[str, Any]:
 
 def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], settings: MatchingSettings,
             now: datetime, *, task: Any | None = None) -> list[StoredTurn]:
-    """Take the claimed turn: compare-and-swap ``claimed`` (by this agent, claim unexpired) →
-    ``working``, store the turn, then finish, take the system's turn or park the counterpart's.
-    Returns the history as stored now, for the view that answers (which need not read it again).
-    ``task``: the task's row as the caller locked and read it in this transaction, not read again."""
+    """Take the claimed turn — ``claimed`` by this agent, the claim unexpired, as the task's
+    locked row says — store it, then finish, take the system's turn or park the counterpart's.
+    The claim's end is written with the task's next state in one update (:func:`_park`,
+    :func:`_finalize` or :func:`_pause`; every path of the turn ends in one of them, and a refused
+    turn rolls the transaction back): a separate ``claimed`` → ``working`` update first rewrote
+    every index of the row's state once more a respond. Returns the history as stored now, for
+    the view that answers (which need not read it again). ``task``: the task's row as the caller
+    locked and read it in this transaction, not read again."""
     turn = turns.parse_turn(body, agent.user_id)  # a malformed body is a 400 before anything is touched
     if task is None:
         task = task_row(conn, task_id, lock=True)
@@ -558,8 +570,7 @@ def respond(conn: Connection, agent: Any, task_id: str, body: dict[str, Any], se
         raise Conflict(_not_yours(task))
     if task.expires_at is not None and task.expires_at <= now:
         raise Conflict("the negotiation timed out; it takes no more turns")
-    won = _TAKE.run(conn, {"task_id": task_id, "agent_id": agent.id, "now": now})
-    if not won:
+    if task.claim_deadline <= now:
         raise Conflict("your claim on this turn expired; pick the turn up again")
     history = stored_turns(conn, task_id)
     negotiation = _negotiation(task, history)
@@ -583,13 +594,14 @@ def consultations(task: Any) -> list[dict[str, Any]]:
 
 
 def _pause(conn: Connection, task: Any, turn: MatchTurn, settings: MatchingSettings, now: datetime) -> None:
-    """The side that asked waits for its own user: ``input_required`` until the answer or the window."""
+    """The side that asked waits for its own user: ``input_required`` until the answer or the window.
+    The claim its respond took ends here too (its parked turn's deadline and context with it)."""
     deadline = now + timedelta(seconds=settings.v2_ask_user_window_seconds)
     asked = consultations(task) + [{
         "userId": turn.speaker, "question": turn.message or turn.assessment.reasoning, "askedAt": now.isoformat(),
         "deadline": deadline.isoformat(), "answer": None, "answeredAt": None, "defaulted": False}]
-    _set(conn, task.id, now, state=INPUT_REQUIRED, waiting_user_id=turn.speaker, answer_deadline=deadline,
-         consultations=json.dumps(asked))
+    _set(conn, task.id, now, state=INPUT_REQUIRED, waiting_user_id=turn.speaker, claimed_by=None, claim_deadline=None,
+         park_deadline=None, turn_context=None, answer_deadline=deadline, consultations=json.dumps(asked))
 
 
 def answer(conn: Connection, caller: Principal, task_id: str, body: dict[str, Any], settings: MatchingSettings,

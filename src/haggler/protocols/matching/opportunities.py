@@ -25,7 +25,7 @@ from haggler.protocols.matching.participants import Principal, has_personal_agen
 from haggler.protocols.matching.settings import MatchingSettings
 from haggler.storage.prepared import Prepared
 from haggler.storage.rows import row_by_id
-from haggler.storage.schema import a2a_conversations, match_users, opportunities
+from haggler.storage.schema import a2a_conversations, a2a_tasks, match_users, opportunities
 
 NEGOTIATING, PENDING, ACCEPTED, DECLINED = "negotiating", "pending", "accepted", "declined"
 MAX_DISCOVERED = 50
@@ -172,23 +172,27 @@ def answer(conn: Connection, caller: Principal, opportunity_id: str, accept: boo
     return view(_row(conn, opportunity_id))
 
 
-#: The view answers every respond: compiled once (storage/prepared.py).
-_PARTICIPANTS = Prepared(select(a2a_conversations.c.participants)
-                         .where(a2a_conversations.c.id == bindparam("conversation_id")))
+#: The view answers every respond: the task's row with its conversation's participants, in one
+#: statement compiled once (storage/prepared.py).
+_TASK_VIEWED = Prepared(select(a2a_tasks, a2a_conversations.c.participants)
+                        .join(a2a_conversations, a2a_conversations.c.id == a2a_tasks.c.conversation_id)
+                        .where(a2a_tasks.c.id == bindparam("task_id")))
 
 
 def negotiation_view(conn: Connection, caller: Principal, task_id: str,
                      stored: list[negotiations.StoredTurn] | None = None) -> dict[str, Any]:
     """The negotiation: conversation, A2A task, turns, outcome artifact and trace. ``stored``:
     its turns as the caller's transaction has just written them (a respond's), not read again."""
-    task = negotiations.task_row(conn, task_id)
+    task = _TASK_VIEWED.row(conn, {"task_id": task_id})
+    if task is None:
+        raise NotFound(f"unknown negotiation: {task_id}")
     negotiations.require_party(task, caller)
     viewer = None if caller.is_operator else caller.user_id
     if stored is None:
         stored = negotiations.stored_turns(conn, task_id)
     history = negotiations.visible_history(task, stored, viewer)
     artifact = negotiations.artifact_of(conn, task_id)
-    participants = json.loads(_PARTICIPANTS.row(conn, {"conversation_id": task.conversation_id}).participants)
+    participants = json.loads(task.participants)
     view = {
         "id": task.id, "opportunityId": task.opportunity_id, "protocolVersion": task.protocol_version,
         "state": task.state, "maxTurns": task.max_turns,
