@@ -109,8 +109,9 @@ def finished_count(table: Any, *where: Any) -> Callable[[str], int]:
 # -- match ----------------------------------------------------------------------------------------
 
 #: Turns parked per agent for each measured second of each run: a turn takes a pickup and a respond,
-#: and a negotiation two turns of the agent's, so this is a generous bound at 2-core rates.
-MATCH_TURNS_PER_AGENT_SECOND = 30
+#: and a negotiation two turns of the agent's. 30 ran out within a 5 s phase once a turn cost
+#: about 2 ms of server CPU (32 agents then take ~500 turns/s), so this is twice that.
+MATCH_TURNS_PER_AGENT_SECOND = 60
 
 
 def prepare_match(db_url: str, workdir: Path, connections: int, seconds_total: int) -> dict[str, str]:
