@@ -149,12 +149,15 @@ class Negotiation:
         """The turns held, oldest first, every one a Turn (those applied as plain tuples are made
         Turns here, once). The list is the negotiation's record: read it, do not change it."""
         turns = self._turns
-        built = self._built
-        if built != len(turns):
-            for i in range(built if built < len(turns) else 0, len(turns)):
+        count = len(turns)
+        if self._built != count:
+            # Only the turns applied since the last read, unless the list was shortened from
+            # outside since then: then every turn is looked at again.
+            start = self._built if self._built < count else 0
+            for i in range(start, count):
                 if type(turns[i]) is tuple:
                     turns[i] = _new(Turn, turns[i])
-            self._built = len(turns)
+            self._built = count
         return turns  # type: ignore[return-value]
 
     def __eq__(self, other: object) -> bool:
