@@ -211,3 +211,40 @@ def test_the_deal_lifetime_is_the_agents_cart_one(make_store):
     assert store.http.get(path_of(store, deal)).status_code == 200
     store.clock.advance(seconds=1)
     assert store.http.get(path_of(store, deal)).status_code == 410
+
+
+def test_an_order_lands_while_another_process_holds_the_database(make_store, tmp_path):
+    """The deal page places its order in the store's write lane: on the event loop when the
+    database is free, in a worker thread when it is not. With SQLite's write lock held by another
+    process, the submission waits in that thread (the event loop keeps answering) and its order
+    is placed, once, when the lock is released."""
+    import sqlite3
+
+    import httpx
+
+    db_path = tmp_path / "busy.db"
+    store = make_store(db_url=f"sqlite:///{db_path}")
+    deal = close_a_deal(store.http, store.catalog.products[0])
+    url = path_of(store, deal)
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    result: dict[str, httpx.Response] = {}
+
+    def submit() -> None:
+        with httpx.Client(base_url=store.base, timeout=30) as http:
+            result["placed"] = http.post(url, data=FORM)
+
+    buyer = threading.Thread(target=submit)
+    buyer.start()
+    try:
+        buyer.join(0.5)
+        assert buyer.is_alive()  # waiting for the lock, in a thread
+        assert store.http.get("/healthz").status_code == 200  # the event loop is free
+        assert order_rows(store) == []
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    buyer.join(30)
+    assert result["placed"].status_code == 303, result["placed"].text
+    rows = order_rows(store)
+    assert len(rows) == 1 and rows[0].deal_id == deal["id"] and rows[0].buyer_name == FORM["name"]

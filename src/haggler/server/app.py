@@ -228,7 +228,7 @@ def create_app(config: StoreConfig, database: Database | None = None) -> FastAPI
     app.include_router(storefront.build_router(config.catalog, base_url))
     app.include_router(agents_router)
     app.include_router(deal_checkout_router(DealCheckout(config.catalog, db, config.clock,
-                                                         deal_ttl=config.agents.deal_ttl)))
+                                                         deal_ttl=config.agents.deal_ttl), writes))
     app.include_router(exchange.router())
     app.include_router(matching.router())
     app.include_router(market_router)

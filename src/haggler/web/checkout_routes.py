@@ -20,6 +20,7 @@ from haggler.errors import Conflict, Gone, InvalidInput, NotFound
 from haggler.orders import BUYER_FIELDS, Buyer, BuyerInvalid, Order, read_buyer
 from haggler.server.form_body import read_form_body
 from haggler.server.openapi import HTML, NO_BODY, Operation, WireModel
+from haggler.server.write_lane import WriteLane
 from haggler.web.checkout import (deal_bought_elsewhere_page, deal_in_cart_page, deal_page, expired_deal_page,
                                   notice_page, unknown_link_page)
 from haggler.web.deal_checkout import DealCheckout
@@ -57,7 +58,10 @@ async def submit(request: Request, catalog: Catalog, place: Callable[[Buyer], Aw
     return RedirectResponse(done, status_code=303)
 
 
-def build_router(checkout: DealCheckout) -> APIRouter:
+def build_router(checkout: DealCheckout, in_writer: WriteLane) -> APIRouter:
+    """The deal page's router. Its order is placed in ``in_writer`` (``server/write_lane.py``), as
+    the cart page's is: placed from a worker thread, it held SQLite's write lock there, and every
+    agent write that came in meanwhile found the database busy and went to a thread too."""
     router = APIRouter()
     catalog = checkout.catalog
 
@@ -82,7 +86,7 @@ def build_router(checkout: DealCheckout) -> APIRouter:
 
     @router.post(DEAL_CHECKOUT_PATH, response_class=HTMLResponse)
     async def buy(request: Request, deal_id: str) -> Response:
-        return await submit(request, catalog, partial(run_in_threadpool, checkout.place, deal_id),
+        return await submit(request, catalog, partial(in_writer, checkout.place, deal_id),
                             partial(show, deal_id),
                             f"/checkout/{deal_id}")
 
