@@ -92,3 +92,45 @@ def test_a_forked_worker_draws_other_ids_than_its_parent() -> None:
     assert len(in_child) == 50 and len(in_parent) == 50
     assert not in_child & in_parent
     assert all(len(rid) == 16 and int(rid, 16) >= 0 for rid in in_child | in_parent)
+
+
+def test_a_handler_or_filter_added_to_the_access_logger_still_gets_every_line() -> None:
+    """The access log writes its lines straight to its own handler only while logging would send
+    them nowhere else, unchanged: a handler or a filter added later (an operator's, a test's)
+    gets the lines through logging again, and takes them away when removed."""
+    import asyncio
+    import io
+    import logging
+
+    from haggler.server.request_log import RequestLog, enable_access_log
+
+    log = enable_access_log()
+    ours = log.handlers[0]
+    stream, ours.stream = ours.stream, io.StringIO()
+    seen: list[str] = []
+    extra = logging.Handler()
+    extra.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    scope = {"type": "http", "method": "GET", "path": "/x", "client": ("127.0.0.1", 1), "headers": []}
+    writer = RequestLog(None, metrics=None, access_log=True, trusted_proxies=())  # type: ignore[arg-type]
+
+    async def three_lines() -> None:
+        writer._log(log, scope, "one", "/x", 200, 0.001)
+        log.addHandler(extra)
+        try:
+            writer._log(log, scope, "two", "/x", 200, 0.001)
+            drop = logging.Filter("nobody")  # passes no record of haggler.access
+            log.addFilter(drop)
+            writer._log(log, scope, "hidden", "/x", 200, 0.001)
+            log.removeFilter(drop)
+        finally:
+            log.removeHandler(extra)
+        writer._log(log, scope, "three", "/x", 200, 0.001)
+
+    try:
+        asyncio.run(three_lines())
+        ours.flush()
+        written = [json.loads(line)["request_id"] for line in ours.stream.getvalue().splitlines()]
+    finally:
+        ours.stream = stream
+    assert written == ["one", "two", "three"]
+    assert [json.loads(line)["request_id"] for line in seen] == ["two"]

@@ -70,18 +70,32 @@ class LoopBatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            line = self.format(record) + self.terminator
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no event loop in this thread
-            self._pending.append(line)
-            self.flush()
-            return
+            line = self.format(record)
         except Exception:
             self.handleError(record)
             return
+        self.write_line(line)
+
+    def write_line(self, line: str) -> None:
+        """Write ``line`` as :meth:`emit` writes a record's: with the loop's turn, or at once."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop in this thread
+            self._pending.append(line + self.terminator)
+            self.flush()
+            return
         if not self._pending:
             loop.call_soon(self.flush)
-        self._pending.append(line)
+        self._pending.append(line + self.terminator)
+
+    def takes_lines_from(self, logger: logging.Logger) -> bool:
+        """Whether a line logged at INFO on ``logger`` would reach this handler alone, unchanged
+        (the formatter :func:`enable_access_log` gives it, no filter anywhere), so that writing it
+        here directly is what logging would do, without a ``LogRecord``: building one, with its
+        caller's frame looked up, was a tenth of a plain request's CPU. Asked on every line, so
+        that a handler or filter added later (a test's, an operator's) gets the lines again."""
+        return (logger.handlers == [self] and not logger.filters and not self.filters
+                and self.formatter is _BARE and logger.isEnabledFor(logging.INFO))
 
     def flush(self) -> None:
         with self.lock:  # type: ignore[union-attr]
@@ -95,12 +109,16 @@ class LoopBatchedHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().close()
 
 
+#: The access log's formatter: the message alone.
+_BARE = logging.Formatter("%(message)s")
+
+
 def enable_access_log() -> logging.Logger:
     """Send the ``haggler.access`` logger's lines, bare, to standard output (once per process)."""
     logger = logging.getLogger(ACCESS_LOGGER)
     if not logger.handlers:
         handler = LoopBatchedHandler(sys.stdout)
-        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.setFormatter(_BARE)
         logger.addHandler(handler)
         logger.setLevel(logging.INFO)
         logger.propagate = False
@@ -153,11 +171,16 @@ class RequestLog:
     def _log(self, log: logging.Logger, scope: Scope, rid: str, route: str | None, status: int,
              seconds: float) -> None:
         client = scope.get("client")
-        log.info(json.dumps({
+        line = json.dumps({
             "time": utc_z(datetime.now(timezone.utc)),
             "request_id": rid, "method": scope["method"], "route": route or scope["path"][:200],
             "status": status, "duration_ms": round(seconds * 1000, 3),
             # As the routes resolved it, when one did (with the same --trusted-proxy networks).
             "client": known_client(scope) or request_client(client[0] if client else None, Headers(scope=scope),
                                                             self.trusted),
-        }, ensure_ascii=False))
+        }, ensure_ascii=False)
+        handler = log.handlers[0] if log.handlers else None
+        if isinstance(handler, LoopBatchedHandler) and handler.takes_lines_from(log):
+            handler.write_line(line)
+        else:
+            log.info(line)
