@@ -74,12 +74,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from haggler.agents.match_context import (
-    ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext, per_user,
+    ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext, fingerprint, memoized_by,
+    per_user,
 )
 from haggler.agents import match_lexicon
 from haggler.agents.match_conditions import Conflict, conditions, conflicts
@@ -460,14 +461,33 @@ def _reading(user: UserContext) -> _Reading:
                     _offered_compounds(user))
 
 
+#: How many judgements of a pair :func:`_judged` keeps.
+PAIR_MEMO_SIZE = 4_096
+
+#: The roles :func:`_judged` gives when neither user offers the other anything: :func:`judge`
+#: puts the seed's actors in their place, when it names any.
+_PEERS = Roles("peer", "peer")
+
+
 def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
     """The advocate's judgement given ``history`` (default: the context's whole history)."""
-    own, other = context.own, context.other
     history = context.history if history is None else history
+    found = _judged(context.own, context.other, _affirmed_by(context.other.user_id, history))
+    roles = _roles(found.gives, found.receives, context)
+    return found if roles == found.roles else replace(found, roles=roles)
+
+
+@memoized_by(lambda own, other, affirmed: (fingerprint(own), fingerprint(other), affirmed), PAIR_MEMO_SIZE)
+def _judged(own: UserContext, other: UserContext, affirmed: frozenset[str]) -> Judgement:
+    """:func:`judge` but for the seed's actors (which only name roles no offer settles): a pure
+    function of the two users and what the other's advocate ``affirmed``, memoized. Every
+    decision judges its pair once or twice, the pair's every turn, and most turns affirm nothing
+    new: judging the same profiles again was most of a system turn. The judgement is shared
+    between callers: its mappings (``evidence``, ``rivals``) are read, never changed."""
     mine, theirs = _reading(own), _reading(other)
     own_about, other_about = mine.about, theirs.about
     own_offered, own_identity, own_needs = mine.offered, mine.identity, mine.needs
-    other_offered = theirs.offered | _affirmed_by(other.user_id, history)
+    other_offered = theirs.offered | affirmed
     other_identity, other_needs = theirs.identity, theirs.needs
     declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
     evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
@@ -498,7 +518,8 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
     return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
-                     _roles(gives, receives, context), gives, receives, conflicts(own, other), rivals, both_give)
+                     offer_roles(gives, receives) or _PEERS, gives, receives, conflicts(own, other), rivals,
+                     both_give)
 
 
 def offer_roles(gives: bool, receives: bool) -> Roles | None:
