@@ -568,16 +568,18 @@ def _objection_sentence(whose: str, need: Need | Conflict, j: Judgement) -> str:
 _WRITTEN_WORD = re.compile(r"[^\W_][\w'’.+#-]*[\w+#]|[^\W_]")
 
 
-def _words_for(wanted: frozenset[str], texts: Sequence[str]) -> list[str]:
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
+def _words_for(wanted: frozenset[str], texts: tuple[str, ...]) -> tuple[str, ...]:
     """The words of ``texts``, as written, that stand for the ``wanted`` concepts (first use of
     each): reasoning names what users wrote ("Leeds", "runners"), never the lexicon's name for
-    it."""
+    it. Memoized: every turn of a negotiation names the words of the same seed and profiles, and
+    reading them word by word again was a third of what a decision costs once its pair is judged."""
     found: dict[str, str] = {}
     for text in texts:
         for word in _WRITTEN_WORD.findall(text):
             for concept in concepts(word) & wanted:
                 found.setdefault(concept, word)
-    return list(dict.fromkeys(found.values()))
+    return tuple(dict.fromkeys(found.values()))
 
 
 def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
@@ -592,11 +594,11 @@ def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
         parts.append(f"Unmet conditions: {', '.join(c.kind for c in j.conflicts)}.")
     parts.extend(_objection_sentence(whose, need, j) for whose, need in j.objections)
     if not j.met_own and not j.met_other and j.shared:
-        shared = _words_for(j.shared, _all_texts(context.own))
+        shared = _words_for(j.shared, tuple(_all_texts(context.own)))
         parts.append(f"Shared keywords only ({', '.join(shared[:6])}): neither gives the other anything.")
     seed = context.seed
     cited = _words_for(concepts(seed.reasoning) & j.shared - _concepts_of(n.text for n in j.met_own + j.met_other),
-                       [seed.reasoning])
+                       (seed.reasoning,))
     note = f" It cites {', '.join(cited[:4])}, which is common ground, not an exchange." if cited else ""
     parts.append(f"Seed score {seed.score} was a starting point; this is my own reading.{note}")
     parts.append(verdict)
