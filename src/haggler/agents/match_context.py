@@ -16,13 +16,13 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from haggler.errors import InvalidInput
 
 __all__ = [
     "ROLES", "Assessment", "MatchAction", "MatchContext", "MatchTurn", "Roles", "SeedAssessment",
-    "UserContext", "UserIntent", "fingerprint", "parse_context", "parse_seed", "per_user",
+    "UserContext", "UserIntent", "fingerprint", "memoized_by", "parse_context", "parse_seed", "per_user",
 ]
 
 #: agent: gives what the other seeks; patient: receives it; peer: mutual exchange.
@@ -79,30 +79,41 @@ def fingerprint(user: UserContext) -> Hashable:
 USER_MEMO_SIZE = 4_096
 
 _R = TypeVar("_R")
+_P = ParamSpec("_P")
+
+
+def memoized_by(key: Callable[_P, Hashable], size: int) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """Memoize a pure function that returns an immutable value by ``key`` of its arguments, at
+    most ``size`` values, least recently used first out (a server decides turns for as long as it
+    runs, so nothing it keeps may grow without bound). ``key`` must stand for everything the
+    value depends on, or one negotiation's value would leak into another's."""
+    def memoize(compute: Callable[_P, _R]) -> Callable[_P, _R]:
+        memo: OrderedDict[Hashable, _R] = OrderedDict()
+        lock = threading.Lock()
+
+        @wraps(compute)
+        def memoized(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            found = key(*args, **kwargs)
+            with lock:
+                if found in memo:
+                    memo.move_to_end(found)
+                    return memo[found]
+            value = compute(*args, **kwargs)
+            with lock:
+                memo[found] = value
+                if len(memo) > size:
+                    memo.popitem(last=False)
+            return value
+        return memoized
+    return memoize
 
 
 def per_user(reading: Callable[[UserContext], _R]) -> Callable[[UserContext], _R]:
     """Memoize ``reading`` (a pure function of one user that returns an immutable value) by the
-    user's :func:`fingerprint`, least recently used first out. A match negotiation reads the same
+    user's :func:`fingerprint` (:func:`memoized_by`). A match negotiation reads the same
     two users on every turn, and the matching service decides every system turn: reading their
     texts again each time was most of a turn's cost."""
-    memo: OrderedDict[Hashable, _R] = OrderedDict()
-    lock = threading.Lock()
-
-    @wraps(reading)
-    def memoized(user: UserContext) -> _R:
-        key = fingerprint(user)
-        with lock:
-            if key in memo:
-                memo.move_to_end(key)
-                return memo[key]
-        value = reading(user)
-        with lock:
-            memo[key] = value
-            if len(memo) > USER_MEMO_SIZE:
-                memo.popitem(last=False)
-        return value
-    return memoized
+    return memoized_by(fingerprint, USER_MEMO_SIZE)(reading)
 
 
 @dataclass(frozen=True, slots=True)

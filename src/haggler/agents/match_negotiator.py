@@ -74,12 +74,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from haggler.agents.match_context import (
-    ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext, per_user,
+    ROLES, Assessment, MatchAction, MatchContext, MatchTurn, Roles, UserContext, fingerprint, memoized_by,
+    per_user,
 )
 from haggler.agents import match_lexicon
 from haggler.agents.match_conditions import Conflict, conditions, conflicts
@@ -460,14 +461,33 @@ def _reading(user: UserContext) -> _Reading:
                     _offered_compounds(user))
 
 
+#: How many judgements of a pair :func:`_judged` keeps.
+PAIR_MEMO_SIZE = 4_096
+
+#: The roles :func:`_judged` gives when neither user offers the other anything: :func:`judge`
+#: puts the seed's actors in their place, when it names any.
+_PEERS = Roles("peer", "peer")
+
+
 def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> Judgement:
     """The advocate's judgement given ``history`` (default: the context's whole history)."""
-    own, other = context.own, context.other
     history = context.history if history is None else history
+    found = _judged(context.own, context.other, _affirmed_by(context.other.user_id, history))
+    roles = _roles(found.gives, found.receives, context)
+    return found if roles == found.roles else replace(found, roles=roles)
+
+
+@memoized_by(lambda own, other, affirmed: (fingerprint(own), fingerprint(other), affirmed), PAIR_MEMO_SIZE)
+def _judged(own: UserContext, other: UserContext, affirmed: frozenset[str]) -> Judgement:
+    """:func:`judge` but for the seed's actors (which only name roles no offer settles): a pure
+    function of the two users and what the other's advocate ``affirmed``, memoized. Every
+    decision judges its pair once or twice, the pair's every turn, and most turns affirm nothing
+    new: judging the same profiles again was most of a system turn. The judgement is shared
+    between callers: its mappings (``evidence``, ``rivals``) are read, never changed."""
     mine, theirs = _reading(own), _reading(other)
     own_about, other_about = mine.about, theirs.about
     own_offered, own_identity, own_needs = mine.offered, mine.identity, mine.needs
-    other_offered = theirs.offered | _affirmed_by(other.user_id, history)
+    other_offered = theirs.offered | affirmed
     other_identity, other_needs = theirs.identity, theirs.needs
     declared = [n for n in other_needs if _met(n, own_offered | own_identity, own_about)]
     evidence = _evidence(own, [n for n in other_needs if n not in declared], own_about)
@@ -498,7 +518,8 @@ def judge(context: MatchContext, history: Sequence[MatchTurn] | None = None) -> 
     gives = any(_met(n, own_offered, own_about) or n in evidence for n in other_needs)
     receives = any(_met(n, other_offered, other_about) for n in own_needs)
     return Judgement(own_needs, met_own, other_needs, met_other, evidence, own_about & other_about,
-                     _roles(gives, receives, context), gives, receives, conflicts(own, other), rivals, both_give)
+                     offer_roles(gives, receives) or _PEERS, gives, receives, conflicts(own, other), rivals,
+                     both_give)
 
 
 def offer_roles(gives: bool, receives: bool) -> Roles | None:
@@ -547,16 +568,18 @@ def _objection_sentence(whose: str, need: Need | Conflict, j: Judgement) -> str:
 _WRITTEN_WORD = re.compile(r"[^\W_][\w'’.+#-]*[\w+#]|[^\W_]")
 
 
-def _words_for(wanted: frozenset[str], texts: Sequence[str]) -> list[str]:
+@lru_cache(maxsize=match_lexicon.MEMO_SIZE)
+def _words_for(wanted: frozenset[str], texts: tuple[str, ...]) -> tuple[str, ...]:
     """The words of ``texts``, as written, that stand for the ``wanted`` concepts (first use of
     each): reasoning names what users wrote ("Leeds", "runners"), never the lexicon's name for
-    it."""
+    it. Memoized: every turn of a negotiation names the words of the same seed and profiles, and
+    reading them word by word again was a third of what a decision costs once its pair is judged."""
     found: dict[str, str] = {}
     for text in texts:
         for word in _WRITTEN_WORD.findall(text):
             for concept in concepts(word) & wanted:
                 found.setdefault(concept, word)
-    return list(dict.fromkeys(found.values()))
+    return tuple(dict.fromkeys(found.values()))
 
 
 def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
@@ -571,11 +594,11 @@ def _reasoning(context: MatchContext, j: Judgement, verdict: str) -> str:
         parts.append(f"Unmet conditions: {', '.join(c.kind for c in j.conflicts)}.")
     parts.extend(_objection_sentence(whose, need, j) for whose, need in j.objections)
     if not j.met_own and not j.met_other and j.shared:
-        shared = _words_for(j.shared, _all_texts(context.own))
+        shared = _words_for(j.shared, tuple(_all_texts(context.own)))
         parts.append(f"Shared keywords only ({', '.join(shared[:6])}): neither gives the other anything.")
     seed = context.seed
     cited = _words_for(concepts(seed.reasoning) & j.shared - _concepts_of(n.text for n in j.met_own + j.met_other),
-                       [seed.reasoning])
+                       (seed.reasoning,))
     note = f" It cites {', '.join(cited[:4])}, which is common ground, not an exchange." if cited else ""
     parts.append(f"Seed score {seed.score} was a starting point; this is my own reading.{note}")
     parts.append(verdict)

@@ -25,6 +25,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, or_, select, union, update
@@ -140,10 +141,28 @@ _INSERT_MESSAGE = Prepared(insert(a2a_messages))
 _INSERT_ARTIFACT = Prepared(insert(a2a_artifacts))
 
 
+#: How many stored turns and seeds, as parsed, :func:`_stored_turn` and :func:`_seed` keep.
+PARSED_MEMO_SIZE = 4_096
+
+
 def stored_turns(conn: Connection, task_id: str) -> list[StoredTurn]:
     rows = _TURNS.rows(conn, {"task_id": task_id})
-    return [StoredTurn(row.seq, turns.turn_from_json(row.sender, json.loads(row.data)), row.taken_by,
-                       row.agent_id, row.created_at, row.id) for row in rows]
+    return [StoredTurn(row.seq, _stored_turn(row.sender, row.data), row.taken_by, row.agent_id, row.created_at,
+                       row.id) for row in rows]
+
+
+@lru_cache(maxsize=PARSED_MEMO_SIZE)
+def _stored_turn(sender: str, data: str) -> MatchTurn:
+    """A stored message's turn, parsed once per text: every request of a negotiation reads its
+    whole history again, and a message is never changed once written (a :class:`MatchTurn` is
+    immutable, so sharing one is safe)."""
+    return turns.turn_from_json(sender, json.loads(data))
+
+
+@lru_cache(maxsize=PARSED_MEMO_SIZE)
+def _seed(seed_json: str) -> SeedAssessment:
+    """An opportunity's stored seed, parsed once per text (every system turn reads it again)."""
+    return parse_seed(json.loads(seed_json))
 
 
 def artifact_of(conn: Connection, task_id: str) -> tuple[str, dict[str, Any]] | None:
@@ -172,11 +191,11 @@ def _other(task: Any, user_id: str) -> str:
 @dataclass(frozen=True, slots=True)
 class _Parties:
     """What every turn of one negotiation is decided from besides its history: both users and the
-    opportunity's seed, as stored and parsed, and discovery query (read once per run of turns,
-    not once per turn)."""
+    opportunity's seed, as stored (JSON, read back only to park a turn) and parsed, and discovery
+    query (read once per run of turns, not once per turn)."""
 
     users: dict[str, UserContext]
-    seed_json: dict[str, Any]
+    seed_json: str
     seed: SeedAssessment
     discovery_query: str | None
 
@@ -192,8 +211,7 @@ class _Parties:
         opportunity = _SEED.row(conn, {"opportunity_id": task.opportunity_id})
         if opportunity is None:
             raise NotFound(f"unknown opportunity: {task.opportunity_id}")
-        seed_json = json.loads(opportunity.seed)
-        return cls(users, seed_json, parse_seed(seed_json), opportunity.discovery_query)
+        return cls(users, opportunity.seed, _seed(opportunity.seed), opportunity.discovery_query)
 
     def context(self, task: Any, speaker: str, history: list[StoredTurn]) -> MatchContext:
         return MatchContext(own=self.users[speaker], other=self.users[_other(task, speaker)], seed=self.seed,
@@ -340,7 +358,7 @@ def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history:
         "counterpartyAction": debate[-1].turn.action.value if debate else None,
         "ownUser": context_json(parties.users[speaker]),
         "otherUser": context_json(parties.users[_other(task, speaker)]),
-        "seedAssessment": parties.seed_json,
+        "seedAssessment": json.loads(parties.seed_json),
         "history": [history_entry(t) for t in visible_history(task, history, speaker)],
     }
     if parties.discovery_query is not None:
