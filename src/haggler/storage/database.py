@@ -98,27 +98,33 @@ def _sqlite_engine(url: str, *, background_checkpoints: bool, timeout: float) ->
 
 
 @contextmanager
-def _sqlite_transaction(engine: Engine, begin: str, timeout: float) -> Iterator[Connection]:
-    """A transaction on a SQLite ``engine``, opened by ``begin`` (``BEGIN IMMEDIATE`` for writes,
-    so that two processes never both read and then write) sent straight to the driver (its error
-    wrapped as SQLAlchemy's, like every other statement's); its busy handler waits what is left
-    of ``timeout`` once the in-process lock was waited for. Not SQLAlchemy's "begin" event, the
-    documented recipe: an engine with any event listener dispatches events around every
+def _sqlite_transaction(conn: Connection, begin: str, timeout: float) -> Iterator[Connection]:
+    """A transaction on a SQLite connection ``conn``, opened by ``begin`` (``BEGIN IMMEDIATE`` for
+    writes, so that two processes never both read and then write) sent straight to the driver (its
+    error wrapped as SQLAlchemy's, like every other statement's); its busy handler waits what is
+    left of ``timeout`` once the in-process lock was waited for. Not SQLAlchemy's "begin" event,
+    the documented recipe: an engine with any event listener dispatches events around every
     statement it runs, and that cost more than a chat turn's statements themselves."""
-    with engine.connect() as conn:
-        pooled = conn.connection
-        driver = pooled.driver_connection
-        budget = _busy_budget.get()
-        busy_ms = math.ceil((timeout if budget is None else budget) * 1000)
-        try:
-            if pooled.info["busy_ms"] != busy_ms:  # the connect handler's record.info
-                driver.execute(f"PRAGMA busy_timeout={busy_ms}")
-                pooled.info["busy_ms"] = busy_ms
-            driver.execute(begin)
-        except sqlite3.Error as exc:
-            raise DBAPIError.instance(begin, None, exc, sqlite3.Error) from exc
-        with conn.begin():  # SQLAlchemy's bookkeeping: the driver's commit or rollback at the end
-            yield conn
+    pooled = conn.connection
+    driver = pooled.driver_connection
+    budget = _busy_budget.get()
+    busy_ms = math.ceil((timeout if budget is None else budget) * 1000)
+    try:
+        if pooled.info["busy_ms"] != busy_ms:  # the connect handler's record.info
+            driver.execute(f"PRAGMA busy_timeout={busy_ms}")
+            pooled.info["busy_ms"] = busy_ms
+        driver.execute(begin)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(begin, None, exc, sqlite3.Error) from exc
+    with conn.begin():  # SQLAlchemy's bookkeeping: the driver's commit or rollback at the end
+        yield conn
+
+
+@contextmanager
+def _pooled_sqlite_transaction(engine: Engine, begin: str, timeout: float) -> Iterator[Connection]:
+    """:func:`_sqlite_transaction` on a connection of ``engine``'s pool, given back at the end."""
+    with engine.connect() as conn, _sqlite_transaction(conn, begin, timeout):
+        yield conn
 
 
 class Database:
@@ -162,6 +168,8 @@ class Database:
         else:
             raise DatabaseError(f"unsupported database {self.dialect!r}: use sqlite:/// or postgresql://")
         self._write_lock = threading.Lock() if self.dialect == "sqlite" else None
+        #: SQLite: the write engine's connection that writes run on (:meth:`_kept_transaction`).
+        self._write_connection: Connection | None = None
         #: The write transaction open in the current context, joined by nested ``write()`` calls.
         self._open_write: ContextVar[Connection | None] = ContextVar(f"haggler_write_{id(self)}", default=None)
         self._no_waiting: ContextVar[bool] = ContextVar(f"haggler_no_waiting_{id(self)}", default=False)
@@ -195,12 +203,37 @@ class Database:
 
     @contextmanager
     def _begin(self) -> Iterator[Connection]:
-        with self._write_locked(), self._transaction(self._write_engine, "BEGIN IMMEDIATE") as conn:
+        with self._write_locked(), self._write_transaction() as conn:
             yield conn
+
+    def _write_transaction(self) -> AbstractContextManager[Connection]:
+        """A write's transaction, the write lock held (SQLite: :meth:`_kept_transaction`)."""
+        if not self.is_sqlite:
+            return self._transaction(self._write_engine, "BEGIN IMMEDIATE")
+        return self._kept_transaction()
+
+    @contextmanager
+    def _kept_transaction(self) -> Iterator[Connection]:
+        """A SQLite write on the one connection kept checked out of the write engine's pool from
+        one write to the next: the write lock lets one write at a time use it, and taking a
+        connection from the pool and giving it back (SQLAlchemy's checkout, its reset on return)
+        cost a polling agent's write more than its BEGIN IMMEDIATE and COMMIT. A write that fails
+        gives the connection back, as every write did before: the pool's reset rolls back
+        whatever the failure left, or discards a connection that cannot."""
+        conn = self._write_connection
+        if conn is None:
+            conn = self._write_connection = self._write_engine.connect()
+        try:
+            with _sqlite_transaction(conn, "BEGIN IMMEDIATE", self.timeout):
+                yield conn
+        except BaseException:
+            self._write_connection = None
+            conn.close()
+            raise
 
     def _transaction(self, engine: Engine, begin: str) -> AbstractContextManager[Connection]:
         if self.is_sqlite:
-            return _sqlite_transaction(engine, begin, self.timeout)
+            return _pooled_sqlite_transaction(engine, begin, self.timeout)
         return (self._loop_engine.sync_engine if self._on_loop.get() else engine).begin()
 
     @property
@@ -271,7 +304,7 @@ class Database:
             with ExitStack() as stack:
                 stack.callback(_busy_budget.reset, budget)
                 try:
-                    conn = stack.enter_context(self._transaction(self._write_engine, "BEGIN IMMEDIATE"))
+                    conn = stack.enter_context(self._write_transaction())
                 except OperationalError as exc:
                     if getattr(exc.orig, "sqlite_errorcode", None) == _SQLITE_BUSY:
                         raise WouldBlock("another process is writing") from exc
@@ -341,6 +374,9 @@ class Database:
         self._dispose_threaded()
 
     def _dispose_threaded(self) -> None:
+        if self._write_connection is not None:
+            self._write_connection.close()  # back to the pool, which the engine's dispose closes
+            self._write_connection = None
         for engine in {self._write_engine, self._read_engine}:  # PostgreSQL's are one engine
             engine.dispose()
 

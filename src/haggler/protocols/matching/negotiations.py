@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, or_, select, union, update
+from sqlalchemy import Connection, bindparam, exists, insert, or_, select, union, update
 
 from haggler.agents.match_context import (
     Assessment,
@@ -482,31 +482,35 @@ def due_tasks(conn: Connection, now: datetime, *, user_id: str | None = None, li
 def _due(user_id: Any | None, now: Any, limit: Any) -> Any:
     """The query of :func:`due_tasks` (``user_id`` None: every user's); ``now`` and ``limit`` are
     values or bound parameters."""
-    tasks = a2a_tasks.c
+    due = union(*_due_parts(a2a_tasks, user_id, now)).subquery()
+    return select(due.c.id).order_by(due.c.created_at, due.c.id).limit(limit)
+
+
+def _due_parts(table: Any, user_id: Any | None, now: Any) -> list[Any]:
+    """The parts of :func:`_due`'s union, each a select of ``table`` (``a2a_tasks`` or an alias of
+    it) finding one kind of due task through one index."""
+    tasks = table.c
     # A start not yet run waits for no user: said, it is found through the pickup's index (the
     # deadlines' indexes hold no state: schema.py).
     parts = [select(tasks.id, tasks.created_at).where(tasks.waiting_user_id.is_(None), tasks.state == SUBMITTED)]
     if user_id is None:
-        parts += [select(tasks.id, tasks.created_at).where(tasks.state == CLAIMED, tasks.claim_deadline <= now),
-                  select(tasks.id, tasks.created_at).where(tasks.state == WAITING, tasks.park_deadline <= now),
-                  select(tasks.id, tasks.created_at).where(tasks.state == INPUT_REQUIRED,
-                                                           tasks.answer_deadline <= now),
-                  select(tasks.id, tasks.created_at).where(tasks.state.in_(_OPEN), tasks.expires_at <= now)]
-    else:
-        # Each deadline a part of its own, each a range of one index: a user may have hundreds of
-        # turns parked, and one OR over them read every one on every pickup.
-        mine = tasks.waiting_user_id == user_id
-        parts[0] = parts[0].where(or_(tasks.source_user_id == user_id, tasks.candidate_user_id == user_id))
-        parts += [select(tasks.id, tasks.created_at).where(mine, tasks.state == WAITING, tasks.park_deadline <= now),
-                  select(tasks.id, tasks.created_at).where(mine, tasks.state == CLAIMED, tasks.claim_deadline <= now),
-                  select(tasks.id, tasks.created_at).where(mine, tasks.state == INPUT_REQUIRED,
-                                                           tasks.answer_deadline <= now)]
-        # The negotiation timeout, through the expiry index: = for each state, not IN (a prepared
-        # statement takes no list: storage/prepared.py).
-        parts += [select(tasks.id, tasks.created_at).where(tasks.state == state, tasks.expires_at <= now, mine)
-                  for state in (WAITING, CLAIMED, INPUT_REQUIRED)]
-    due = union(*parts).subquery()
-    return select(due.c.id).order_by(due.c.created_at, due.c.id).limit(limit)
+        return parts + [
+            select(tasks.id, tasks.created_at).where(tasks.state == CLAIMED, tasks.claim_deadline <= now),
+            select(tasks.id, tasks.created_at).where(tasks.state == WAITING, tasks.park_deadline <= now),
+            select(tasks.id, tasks.created_at).where(tasks.state == INPUT_REQUIRED, tasks.answer_deadline <= now),
+            select(tasks.id, tasks.created_at).where(tasks.state.in_(_OPEN), tasks.expires_at <= now)]
+    # Each deadline a part of its own, each a range of one index: a user may have hundreds of
+    # turns parked, and one OR over them read every one on every pickup.
+    mine = tasks.waiting_user_id == user_id
+    parts[0] = parts[0].where(or_(tasks.source_user_id == user_id, tasks.candidate_user_id == user_id))
+    parts += [select(tasks.id, tasks.created_at).where(mine, tasks.state == WAITING, tasks.park_deadline <= now),
+              select(tasks.id, tasks.created_at).where(mine, tasks.state == CLAIMED, tasks.claim_deadline <= now),
+              select(tasks.id, tasks.created_at).where(mine, tasks.state == INPUT_REQUIRED,
+                                                       tasks.answer_deadline <= now)]
+    # The negotiation timeout, through the expiry index: = for each state, not IN (a prepared
+    # statement takes no list: storage/prepared.py).
+    return parts + [select(tasks.id, tasks.created_at).where(tasks.state == state, tasks.expires_at <= now, mine)
+                    for state in (WAITING, CLAIMED, INPUT_REQUIRED)]
 
 
 _DUE_FOR_USER = Prepared(_due(bindparam("user_id"), bindparam("now"), bindparam("limit")))
@@ -514,13 +518,29 @@ _DUE_FOR_USER = Prepared(_due(bindparam("user_id"), bindparam("now"), bindparam(
 
 # -- polling --------------------------------------------------------------------------------------
 
+def lock_pickups(conn: Connection, agent: Any) -> None:
+    """Serialize one agent's pickups until the transaction ends (the CAS only keeps two agents
+    apart): otherwise two pickups of one agent at once both find no claim held and, on
+    PostgreSQL, claim two turns. Taken before :func:`claim_if_clear` and :func:`pickup`."""
+    lock_key(conn, f"match-pickup:{agent.id}")
+
+
+def claim_if_clear(conn: Connection, agent: Any, settings: MatchingSettings, now: datetime, *,
+                   due_at: datetime) -> dict[str, Any] | None:
+    """A pickup's common case in one statement: claim the oldest turn waiting for the agent's
+    user when the agent holds no claim and nothing of the user's is due at ``due_at`` (what
+    :func:`due_tasks` would find for the user) — what :func:`due_tasks` and then :func:`pickup`
+    would do, one statement instead of four. None: not that case (a claim held, nothing
+    waiting, a deadline due, or a claim lost to another agent of the user); nothing was changed,
+    and :func:`due_tasks` and :func:`pickup` decide as before. Call with :func:`lock_pickups` taken."""
+    won = _CLAIM_IF_CLEAR.row(conn, _claim_params(agent, settings, now) | {"due_at": due_at})
+    return None if won is None else claim_view(won)
+
+
 def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: datetime) -> dict[str, Any] | None:
     """Claim the oldest turn waiting for the agent's user (a compare-and-swap on ``state``), or
-    return the claim this agent already holds. None: nothing waits.
-
-    One agent's pickups are serialized (the CAS only keeps two agents apart): otherwise two
-    pickups of one agent at once both find no claim held and, on PostgreSQL, claim two turns."""
-    lock_key(conn, f"match-pickup:{agent.id}")
+    return the claim this agent already holds. None: nothing waits. Call with
+    :func:`lock_pickups` taken."""
     held = _HELD.row(conn, {"agent_id": agent.id, "now": now})
     if held is not None:
         return claim_view(task_row(conn, held.id))
@@ -535,31 +555,50 @@ def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: dateti
             task_id = None if row is None else row.id
         if task_id is None:
             return None
-        won = _CLAIM.row(conn, {"task_id": task_id, "user_id": agent.user_id, "agent_id": agent.id, "now": now,
-                                "deadline": now + timedelta(seconds=settings.claim_timeout_seconds)})
+        won = _CLAIM.row(conn, _claim_params(agent, settings, now) | {"task_id": task_id})
         if won is not None:
             return claim_view(won)
         lost.append(task_id)  # another agent of this user claimed it first: try the next one
 
 
-def _waiting(user_id: Any) -> Any:
-    """The oldest turn waiting for ``user_id``."""
-    return (select(a2a_tasks.c.id).where(a2a_tasks.c.waiting_user_id == user_id, a2a_tasks.c.state == WAITING)
-            .order_by(a2a_tasks.c.parked_at, a2a_tasks.c.created_at, a2a_tasks.c.id).limit(1))
+def _claim_params(agent: Any, settings: MatchingSettings, now: datetime) -> dict[str, Any]:
+    return {"user_id": agent.user_id, "agent_id": agent.id, "now": now,
+            "deadline": now + timedelta(seconds=settings.claim_timeout_seconds)}
+
+
+def _waiting(user_id: Any, table: Any = a2a_tasks) -> Any:
+    """The oldest turn waiting for ``user_id``, in ``table`` (``a2a_tasks`` or an alias of it)."""
+    return (select(table.c.id).where(table.c.waiting_user_id == user_id, table.c.state == WAITING)
+            .order_by(table.c.parked_at, table.c.created_at, table.c.id).limit(1))
+
+
+def _held(table: Any) -> Any:
+    """The claim the agent ``agent_id`` holds at ``now``, in ``table`` (``a2a_tasks`` or an alias)."""
+    return select(table.c.id).where(table.c.state == CLAIMED, table.c.claimed_by == bindparam("agent_id"),
+                                    table.c.claim_deadline > bindparam("now"))
+
+
+def _claim(*where: Any) -> Any:
+    """The claim of a waiting turn of ``user_id`` by ``agent_id`` at ``now``, where ``where`` also holds."""
+    return (update(a2a_tasks).where(*where, a2a_tasks.c.state == WAITING,
+                                    a2a_tasks.c.waiting_user_id == bindparam("user_id"))
+            .values(state=CLAIMED, claimed_by=bindparam("agent_id"), updated_at=bindparam("now"),
+                    claim_deadline=bindparam("deadline"))
+            # What claim_view shows, returned by the claim itself rather than read again after it.
+            .returning(a2a_tasks.c.turn_context, a2a_tasks.c.claimed_by, a2a_tasks.c.claim_deadline,
+                       a2a_tasks.c.park_deadline))
 
 
 _WAITING = Prepared(_waiting(bindparam("user_id")))
-_HELD = Prepared(select(a2a_tasks.c.id).where(
-    a2a_tasks.c.state == CLAIMED, a2a_tasks.c.claimed_by == bindparam("agent_id"),
-    a2a_tasks.c.claim_deadline > bindparam("now")).order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(1))
-_CLAIM = Prepared(update(a2a_tasks).where(
-    a2a_tasks.c.id == bindparam("task_id"), a2a_tasks.c.state == WAITING,
-    a2a_tasks.c.waiting_user_id == bindparam("user_id"))
-    .values(state=CLAIMED, claimed_by=bindparam("agent_id"), updated_at=bindparam("now"),
-            claim_deadline=bindparam("deadline"))
-    # What claim_view shows, returned by the claim itself rather than read again after it.
-    .returning(a2a_tasks.c.turn_context, a2a_tasks.c.claimed_by, a2a_tasks.c.claim_deadline,
-               a2a_tasks.c.park_deadline))
+_HELD = Prepared(_held(a2a_tasks).order_by(a2a_tasks.c.parked_at, a2a_tasks.c.id).limit(1))
+_CLAIM = Prepared(_claim(a2a_tasks.c.id == bindparam("task_id")))
+# The subqueries read the table through an alias of their own: a2a_tasks itself would be the
+# updated row's (correlated), not the table's.
+_OTHERS = a2a_tasks.alias("others")
+_CLAIM_IF_CLEAR = Prepared(_claim(
+    a2a_tasks.c.id == _waiting(bindparam("user_id"), _OTHERS).scalar_subquery(),
+    ~exists(_held(_OTHERS)),
+    *(~exists(part) for part in _due_parts(_OTHERS, bindparam("user_id"), bindparam("due_at")))))
 
 
 def claim_view(task: Any) -> dict[str, Any]:

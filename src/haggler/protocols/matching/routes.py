@@ -161,17 +161,25 @@ class Matching:
 
     def pickup(self, caller: Principal | Credential, agent_id: str) -> dict[str, Any] | None:
         """The agent's next parked turn, claimed (None: nothing waits). One write finds the
-        caller, its agent and the deadlines due for its user and, when none is, claims. Due
-        deadlines are applied first, each in a transaction of its own (their effect sticks
-        whatever the pickup finds), and then a second write claims."""
+        caller, its agent and the deadlines due for its user and, when none is, claims: in one
+        statement when the agent holds no claim and a turn waits (``negotiations.claim_if_clear``),
+        else as :func:`negotiations.pickup` finds. Due deadlines are applied first, each in a
+        transaction of its own (their effect sticks whatever the pickup finds), and then a
+        second write claims."""
         now = self.clock()
         with _counted(caller), self.db.write() as conn:
             _, agent = _calling_agent(conn, caller, agent_id)
+            negotiations.lock_pickups(conn, agent)
+            claimed_at = self.clock()
+            found = negotiations.claim_if_clear(conn, agent, self.settings, claimed_at, due_at=now)
+            if found is not None:
+                return found
             due = negotiations.due_tasks(conn, now, user_id=agent.user_id)
             if not due:
-                return negotiations.pickup(conn, agent, self.settings, self.clock())
+                return negotiations.pickup(conn, agent, self.settings, claimed_at)
         self._enforce_all(due, now)
         with self.db.write() as conn:
+            negotiations.lock_pickups(conn, agent)
             return negotiations.pickup(conn, agent, self.settings, self.clock())
 
     def respond(self, caller: Principal | Credential, agent_id: str, negotiation_id: str,
