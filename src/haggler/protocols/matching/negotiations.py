@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, bindparam, exists, insert, or_, select, union, update
 
 from haggler.agents.match_context import (
@@ -139,6 +140,14 @@ _SEED = Prepared(select(opportunities.c.seed, opportunities.c.discovery_query)
                  .where(opportunities.c.id == bindparam("opportunity_id")))
 _INSERT_MESSAGE = Prepared(insert(a2a_messages))
 _INSERT_ARTIFACT = Prepared(insert(a2a_artifacts))
+
+
+def _stored_json(value: dict[str, Any]) -> str:
+    """A turn or a parked turn's context as stored: compact JSON, written by orjson. Every
+    respond stores one of each, and a context, both users' profiles and the history, is 2.4 kB:
+    json took 24 µs to write it, orjson 3. (Rows stored before hold json's spaced form; every
+    reader parses them alike.)"""
+    return orjson.dumps(value).decode()
 
 
 #: How many stored turns and seeds, as parsed, :func:`_stored_turn` and :func:`_seed` keep.
@@ -341,7 +350,7 @@ def _record(conn: Connection, task: Any, negotiation: Negotiation, history: list
     at = max([now, *(t.at for t in history[-1:])]) if turns.is_pause(turn) else negotiation.turns[-1].at
     message_id = "msg_" + secrets.token_urlsafe(12)
     _INSERT_MESSAGE.run(conn, {"task_id": task.id, "seq": number, "id": message_id, "sender": turn.speaker,
-                               "taken_by": taken_by, "agent_id": agent_id, "data": json.dumps(turn.to_json()),
+                               "taken_by": taken_by, "agent_id": agent_id, "data": _stored_json(turn.to_json()),
                                "created_at": at})
     return StoredTurn(number, turn, taken_by, agent_id, at, message_id)
 
@@ -374,7 +383,7 @@ def _park(conn: Connection, task: Any, parties: _Parties, speaker: str, history:
                                         "bargaining": run >= settings.v2_deadlock_threshold}
     _set(conn, task.id, now, state=WAITING, waiting_user_id=speaker, claimed_by=None, claim_deadline=None,
          parked_at=now, park_deadline=now + timedelta(seconds=settings.parked_timeout_seconds),
-         turn_context=json.dumps(turn_context))
+         turn_context=_stored_json(turn_context))
 
 
 def history_entry(stored: StoredTurn) -> dict[str, Any]:
@@ -603,7 +612,7 @@ _CLAIM_IF_CLEAR = Prepared(_claim(
 
 def claim_view(task: Any) -> dict[str, Any]:
     """What a pickup answers: the parked turn context plus the claim."""
-    context = json.loads(task.turn_context)
+    context = orjson.loads(task.turn_context)
     return {**context, "claimedBy": task.claimed_by, "deadline": task.claim_deadline.isoformat(),
             "parkDeadline": task.park_deadline.isoformat()}
 
