@@ -19,7 +19,6 @@ Everything is measured once, in one place, and shared by the metrics and the log
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import random
@@ -28,6 +27,7 @@ import time
 from datetime import datetime, timezone
 from typing import Sequence, TextIO
 
+import orjson
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -171,14 +171,14 @@ class RequestLog:
     def _log(self, log: logging.Logger, scope: Scope, rid: str, route: str | None, status: int,
              seconds: float) -> None:
         client = scope.get("client")
-        line = json.dumps({
+        line = orjson.dumps({
             "time": utc_z(datetime.now(timezone.utc)),
             "request_id": rid, "method": scope["method"], "route": route or scope["path"][:200],
             "status": status, "duration_ms": round(seconds * 1000, 3),
             # As the routes resolved it, when one did (with the same --trusted-proxy networks).
             "client": known_client(scope) or request_client(client[0] if client else None, Headers(scope=scope),
                                                             self.trusted),
-        }, ensure_ascii=False)
+        }).decode()
         handler = log.handlers[0] if log.handlers else None
         if isinstance(handler, LoopBatchedHandler) and handler.takes_lines_from(log):
             handler.write_line(line)
