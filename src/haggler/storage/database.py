@@ -374,11 +374,26 @@ class Database:
         self._dispose_threaded()
 
     def _dispose_threaded(self) -> None:
-        if self._write_connection is not None:
-            self._write_connection.close()  # back to the pool, which the engine's dispose closes
-            self._write_connection = None
+        self._give_back_write_connection()
         for engine in {self._write_engine, self._read_engine}:  # PostgreSQL's are one engine
             engine.dispose()
+
+    def _give_back_write_connection(self) -> None:
+        """Give the connection writes are kept on back to its pool (whose dispose closes it) once
+        no write uses it: the write lock first. A write still under way in another thread (a
+        sweep that the shutdown stopped waiting for) would otherwise have its connection closed
+        under it, and SQLite crashes the process on a statement of a connection closed meanwhile.
+        A write that holds the lock past the timeout keeps the connection; it is closed with the
+        object."""
+        lock = self._write_lock
+        if lock is None or not lock.acquire(timeout=self.timeout):
+            return
+        try:
+            conn, self._write_connection = self._write_connection, None
+            if conn is not None:
+                conn.close()
+        finally:
+            lock.release()
 
 
 def lock_key(conn: Connection, key: str) -> None:
