@@ -17,6 +17,7 @@ import re
 from typing import Awaitable, Callable, Sequence
 
 from fastapi import FastAPI
+from starlette._utils import get_route_path
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -65,12 +66,23 @@ class PlainRouteLane:
     def __init__(self, app: ASGIApp, *, routes: Sequence[PlainRoute], handlers: dict[object, ExceptionHandler]) -> None:
         self.app = app
         self.routes = tuple(routes)
+        #: Per method, in order, each route with the literal start of its path (up to its first
+        #: parameter): only a route of the request's method whose start the path has can match
+        #: it fully, so only those are tried. Trying every route's expression on every request,
+        #: ``/healthz`` included, was 3% of a match turn's CPU.
+        self._candidates: dict[str, list[tuple[str, PlainRoute]]] = {}
+        for route in self.routes:
+            for method in route.methods:
+                self._candidates.setdefault(method, []).append((route.path.split("{", 1)[0], route))
         #: The app's exception handlers, by class: the dict itself, so handlers added later count.
         self.handlers = handlers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            for route in self.routes:
+            path = get_route_path(scope)  # what each route's expression is matched against
+            for start, route in self._candidates.get(scope["method"], ()):
+                if not path.startswith(start):
+                    continue
                 match, child = route.matches(scope)
                 if match is Match.FULL:
                     scope.update(child)
