@@ -1,16 +1,31 @@
-"""Helpers for tests of the storage layer itself: a write held open by another thread, and a
-database brought to a given migration."""
+"""Helpers for tests of the storage layer itself: a write held open by another thread, SQLite's
+write lock held by another process, and a database brought to a given migration."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Callable, Iterator
 
 from alembic import command
 from sqlalchemy import Connection
 
 from haggler.storage.database import Database, alembic_config
+
+
+@contextmanager
+def locked_by_another_process(db_path: Path) -> Iterator[None]:
+    """Another connection, as another process's would, holds the SQLite file's write lock
+    (``BEGIN IMMEDIATE``) until the block ends; then it rolls back and closes."""
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
 
 
 @contextmanager

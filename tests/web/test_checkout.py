@@ -13,6 +13,7 @@ from haggler.protocols.agents_json.capabilities import API, SESSION_PATH
 from haggler.storage.schema import deal_redemptions, orders
 
 from tests.support.checkout import close_a_deal
+from tests.support.databases import locked_by_another_process
 
 try:
     from tests.conftest import SECRET_MARKERS
@@ -218,16 +219,12 @@ def test_an_order_lands_while_another_process_holds_the_database(make_store, tmp
     database is free, in a worker thread when it is not. With SQLite's write lock held by another
     process, the submission waits in that thread (the event loop keeps answering) and its order
     is placed, once, when the lock is released."""
-    import sqlite3
-
     import httpx
 
     db_path = tmp_path / "busy.db"
     store = make_store(db_url=f"sqlite:///{db_path}")
     deal = close_a_deal(store.http, store.catalog.products[0])
     url = path_of(store, deal)
-    other = sqlite3.connect(db_path, isolation_level=None)
-    other.execute("BEGIN IMMEDIATE")
     result: dict[str, httpx.Response] = {}
 
     def submit() -> None:
@@ -235,15 +232,12 @@ def test_an_order_lands_while_another_process_holds_the_database(make_store, tmp
             result["placed"] = http.post(url, data=FORM)
 
     buyer = threading.Thread(target=submit)
-    buyer.start()
-    try:
+    with locked_by_another_process(db_path):
+        buyer.start()
         buyer.join(0.5)
         assert buyer.is_alive()  # waiting for the lock, in a thread
         assert store.http.get("/healthz").status_code == 200  # the event loop is free
         assert order_rows(store) == []
-    finally:
-        other.execute("ROLLBACK")
-        other.close()
     buyer.join(30)
     assert result["placed"].status_code == 303, result["placed"].text
     rows = order_rows(store)
