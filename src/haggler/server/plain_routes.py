@@ -65,13 +65,12 @@ class PlainRouteLane:
 
     def __init__(self, app: ASGIApp, *, routes: Sequence[PlainRoute], handlers: dict[object, ExceptionHandler]) -> None:
         self.app = app
-        self.routes = tuple(routes)
         #: Per method, in order, each route with the literal start of its path (up to its first
         #: parameter): only a route of the request's method whose start the path has can match
         #: it fully, so only those are tried. Trying every route's expression on every request,
         #: ``/healthz`` included, was 3% of a match turn's CPU.
         self._candidates: dict[str, list[tuple[str, PlainRoute]]] = {}
-        for route in self.routes:
+        for route in routes:
             for method in route.methods:
                 self._candidates.setdefault(method, []).append((route.path.split("{", 1)[0], route))
         #: The app's exception handlers, by class: the dict itself, so handlers added later count.

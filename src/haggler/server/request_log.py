@@ -27,12 +27,12 @@ import time
 from datetime import datetime, timezone
 from typing import Sequence, TextIO
 
-import orjson
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from haggler.server.clientip import Network, is_trusted, known_client, request_client
 from haggler.server.metrics import UNMATCHED, Metrics
+from haggler.server.responses import dump_json
 from haggler.timestamps import utc_z
 
 __all__ = ["ACCESS_LOGGER", "REQUEST_ID", "RequestLog", "enable_access_log", "request_id"]
@@ -171,7 +171,7 @@ class RequestLog:
     def _log(self, log: logging.Logger, scope: Scope, rid: str, route: str | None, status: int,
              seconds: float) -> None:
         client = scope.get("client")
-        line = orjson.dumps({
+        line = dump_json({
             "time": utc_z(datetime.now(timezone.utc)),
             "request_id": rid, "method": scope["method"], "route": route or scope["path"][:200],
             "status": status, "duration_ms": round(seconds * 1000, 3),
