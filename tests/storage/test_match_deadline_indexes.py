@@ -1,7 +1,8 @@
 """Migration 0019: the match sweep's indexes of deadlines hold only the rows where their deadline
 is set (no ``state`` column, which every turn rewrites), both ways on SQLite and PostgreSQL; and
 on SQLite every part of the sweep's, a pickup's and a claim's queries still searches an index
-(none reads the whole task table), each deadline through its own."""
+(none reads the whole task table), each deadline through its own, and a pickup's search for the
+claim its agent holds reads its user's claims only."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def test_every_deadline_query_searches_an_index_on_sqlite(tmp_path):
     queries = [(negotiations._due(None, NOW, 50), {}),
                (negotiations._DUE_FOR_USER.statement, {"user_id": "usr_a", "now": NOW, "limit": 50}),
                (negotiations._waiting("usr_a"), {}),
-               (negotiations._HELD.statement, {"agent_id": "agt_a", "now": NOW}),
+               (negotiations._HELD.statement, {"user_id": "usr_a", "agent_id": "agt_a", "now": NOW}),
                (select(tasks.id).where(tasks.waiting_user_id == "usr_a",
                                        tasks.state.in_((negotiations.WAITING, negotiations.CLAIMED))), {})]
     try:
@@ -75,3 +76,7 @@ def test_every_deadline_query_searches_an_index_on_sqlite(tmp_path):
         db.dispose()
     # The sweep finds each deadline through its own index.
     assert all(f"ix_a2a_tasks_{column}" in plans[0] for column in DEADLINES)
+    # A pickup looks for the claim its agent holds among its user's turns, not through the claim
+    # deadlines' index, which holds every agent's claims (its row read for each one).
+    for held in (plans[3], plans[5]):
+        assert "claim_deadline>?" not in held, held

@@ -545,7 +545,7 @@ def pickup(conn: Connection, agent: Any, settings: MatchingSettings, now: dateti
     """Claim the oldest turn waiting for the agent's user (a compare-and-swap on ``state``), or
     return the claim this agent already holds. None: nothing waits. Call with
     :func:`lock_pickups` taken."""
-    held = _HELD.row(conn, {"agent_id": agent.id, "now": now})
+    held = _HELD.row(conn, {"user_id": agent.user_id, "agent_id": agent.id, "now": now})
     if held is not None:
         return claim_view(task_row(conn, held.id))
     lost: list[str] = []
@@ -577,8 +577,13 @@ def _waiting(user_id: Any, table: Any = a2a_tasks) -> Any:
 
 
 def _held(table: Any) -> Any:
-    """The claim the agent ``agent_id`` holds at ``now``, in ``table`` (``a2a_tasks`` or an alias)."""
-    return select(table.c.id).where(table.c.state == CLAIMED, table.c.claimed_by == bindparam("agent_id"),
+    """The claim the agent ``agent_id`` of the user ``user_id`` holds at ``now``, in ``table``
+    (``a2a_tasks`` or an alias). A claimed turn is always its claimer's user's (a claim takes
+    only a turn waiting for that user, and the turn stays the user's until the claim ends), so
+    the claims are searched among the user's, through the pickup's index: searched by the claim
+    deadline, every pickup read the row of every claim any agent held."""
+    return select(table.c.id).where(table.c.waiting_user_id == bindparam("user_id"), table.c.state == CLAIMED,
+                                    table.c.claimed_by == bindparam("agent_id"),
                                     table.c.claim_deadline > bindparam("now"))
 
 
