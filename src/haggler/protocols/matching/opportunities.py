@@ -191,7 +191,8 @@ def negotiation_view(conn: Connection, caller: Principal, task_id: str,
     if stored is None:
         stored = negotiations.stored_turns(conn, task_id)
     history = negotiations.visible_history(task, stored, viewer)
-    artifact = negotiations.artifact_of(conn, task_id)
+    # Only a completed negotiation has its outcome (written with the completion: _finalize).
+    artifact = negotiations.artifact_of(conn, task_id) if task.state == negotiations.COMPLETED else None
     participants = json.loads(task.participants)
     view = {
         "id": task.id, "opportunityId": task.opportunity_id, "protocolVersion": task.protocol_version,
