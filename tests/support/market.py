@@ -331,8 +331,9 @@ def deal_count(store: Any, listing_id: str) -> int:
 
 
 #: What may hold any run of digits by chance and carries no amount: hex keys and signatures, the
-#: market's random ids (dl_…, clr_…, mkt_…) and the tests' counted ids (lst_12, buyer_190).
-_NOT_AMOUNTS = re.compile(r"0x[0-9a-fA-F]+|\b(?:dl|clr|mkt)_[0-9A-Za-z_-]+|\b[a-z]+_\d+\b")
+#: market's random ids (dl_…, clr_…, mkt_…), the tests' counted ids (lst_12, buyer_190) and an
+#: error's random request id (``"request_id":"9201600a153591b2"`` once held a floor's 15359).
+_NOT_AMOUNTS = re.compile(r'0x[0-9a-fA-F]+|\b(?:dl|clr|mkt)_[0-9A-Za-z_-]+|\b[a-z]+_\d+\b|"request_id":\s*"[^"]*"')
 
 
 def everything_said_to(response_texts: list[str], *secrets: str) -> list[tuple[str, str]]:
